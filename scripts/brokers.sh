@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Installs, configures and starts the real brokers that the tests and local runs use, from
+# Debian's packages, idempotently, as root:
+#   ActiveMQ Classic: STOMP on 127.0.0.1:61613, STOMP+SSL on 127.0.0.1:61614 (login admin/admin)
+#   RabbitMQ + rabbitmq_stomp: STOMP on 127.0.0.1:61623 (login guest/guest, vhost /)
+# Usage: scripts/brokers.sh start|stop|restart|status [activemq|rabbitmq]...
+# A second `start` reuses brokers that already answer.  The CA that signed ActiveMQ's TLS
+# certificate is written to $SAB_BROKER_STATE/tls/ca.pem for the TLS tests.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+state=${SAB_BROKER_STATE:-/var/lib/stomp-agent-bridge/brokers}
+keystore_password=sab-test-keystore
+log() { printf '[brokers] %s\n' "$*" >&2; }
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+wait_port() { # port seconds what
+  local i
+  for ((i = 0; i < $2 * 10; i++)); do
+    port_open "$1" && return 0
+    sleep 0.1
+  done
+  log "$3 did not open port $1 within $2 s"
+  return 1
+}
+
+wait_port_closed() { # port seconds
+  local i
+  for ((i = 0; i < $2 * 10; i++)); do
+    port_open "$1" || return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+apt_install() { # package...
+  local missing=()
+  for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "installing ${missing[*]} from Debian's packages"
+  if [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v -e lock -e partial || true)" ]; then
+    apt-get update -qq
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null \
+    || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null; }
+}
+
+make_tls() { # a CA and a server certificate for 127.0.0.1/localhost, once
+  local dir=$state/tls
+  [ -f "$dir/broker.p12" ] && return 0
+  mkdir -p "$dir"
+  log "generating a test CA and ActiveMQ's TLS keystore in $dir"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj /CN=stomp-agent-bridge-test-ca \
+    -keyout "$dir/ca.key" -out "$dir/ca.pem" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -subj /CN=localhost \
+    -keyout "$dir/broker.key" -out "$dir/broker.csr" 2>/dev/null
+  printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >"$dir/san.ext"
+  openssl x509 -req -in "$dir/broker.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial \
+    -days 3650 -extfile "$dir/san.ext" -out "$dir/broker.pem" 2>/dev/null
+  openssl pkcs12 -export -in "$dir/broker.pem" -inkey "$dir/broker.key" -certfile "$dir/ca.pem" \
+    -name broker -passout "pass:$keystore_password" -out "$dir/broker.p12"
+  chmod 644 "$dir"/*.pem "$dir/broker.p12"
+}
+
+activemq_start() {
+  if port_open 61613 && port_open 61614; then log "ActiveMQ already answers on 61613"; return 0; fi
+  apt_install activemq openssl
+  make_tls
+  local dir=$state/activemq
+  mkdir -p "$dir/conf" "$dir/data" "$dir/tmp"
+  sed -e "s|@STATE@|$dir|g" -e "s|@TLS@|$state/tls|g" -e "s|@KEYSTORE_PASSWORD@|$keystore_password|g" \
+    "$here/brokers/activemq.xml" >"$dir/conf/activemq.xml"
+  cp /etc/activemq/instances-available/main/log4j2.properties "$dir/conf/" 2>/dev/null || true
+  chown -R activemq:activemq "$dir"
+  log "starting ActiveMQ Classic (log: $dir/activemq.log)"
+  (cd "$dir" && setsid runuser -u activemq -- env ACTIVEMQ_BASE="$dir" ACTIVEMQ_CONF="$dir/conf" \
+    ACTIVEMQ_DATA="$dir/data" ACTIVEMQ_TMP="$dir/tmp" ACTIVEMQ_OPTS="-Xms256M -Xmx512M" \
+    /usr/bin/activemq console "xbean:file:$dir/conf/activemq.xml" >"$dir/activemq.log" 2>&1 &
+    echo $! >"$dir/pid")
+  wait_port 61613 90 ActiveMQ && wait_port 61614 30 ActiveMQ || { tail -n 40 "$dir/activemq.log" >&2; return 1; }
+  log "ActiveMQ is up"
+}
+
+activemq_stop() {
+  local pids
+  pids=$(pgrep -f "xbean:file:$state/activemq/conf/activemq.xml" || true)
+  [ -n "$pids" ] && kill $pids 2>/dev/null || true
+  wait_port_closed 61613 60 || { pids=$(pgrep -f "xbean:file:$state/activemq" || true); [ -n "$pids" ] && kill -9 $pids || true; }
+  wait_port_closed 61613 10
+  log "ActiveMQ stopped"
+}
+
+rabbitmq_start() {
+  if port_open 61623; then log "RabbitMQ already answers on 61623"; return 0; fi
+  apt_install rabbitmq-server
+  mkdir -p /etc/rabbitmq
+  cmp -s "$here/brokers/rabbitmq.conf" /etc/rabbitmq/rabbitmq.conf || cp "$here/brokers/rabbitmq.conf" /etc/rabbitmq/rabbitmq.conf
+  rabbitmq-plugins enable --offline rabbitmq_stomp >/dev/null
+  log "starting RabbitMQ"
+  rabbitmq-server -detached >/dev/null 2>&1 || true
+  wait_port 61623 120 RabbitMQ || { tail -n 40 /var/log/rabbitmq/*.log >&2 || true; return 1; }
+  log "RabbitMQ is up"
+}
+
+rabbitmq_stop() {
+  rabbitmqctl stop >/dev/null 2>&1 || true
+  wait_port_closed 61623 60
+  log "RabbitMQ stopped"
+}
+
+status() {
+  local name=$1 port=$2
+  if port_open "$port"; then echo "$name: up on 127.0.0.1:$port"; else echo "$name: down"; fi
+}
+
+action=${1:-}
+shift || true
+brokers=("$@")
+[ ${#brokers[@]} -eq 0 ] && brokers=(activemq rabbitmq)
+for b in "${brokers[@]}"; do
+  case "$b" in activemq | rabbitmq) ;; *) log "unknown broker '$b' (activemq or rabbitmq)"; exit 2 ;; esac
+done
+case "$action" in
+  start) for b in "${brokers[@]}"; do "${b}_start"; done ;;
+  stop) for b in "${brokers[@]}"; do "${b}_stop"; done ;;
+  restart) for b in "${brokers[@]}"; do "${b}_stop"; "${b}_start"; done ;;
+  status)
+    for b in "${brokers[@]}"; do
+      case "$b" in activemq) status activemq 61613 ;; rabbitmq) status rabbitmq 61623 ;; esac
+    done ;;
+  *) echo "usage: $0 start|stop|restart|status [activemq|rabbitmq]..." >&2; exit 2 ;;
+esac

@@ -1,0 +1,16 @@
+//! An in-tree STOMP 1.2 client (see docs/STOMP.md for why not an existing crate).
+//!
+//! [`frame`] and [`codec`] turn bytes into frames; [`session`] decides what frames mean;
+//! [`client`] does the I/O; [`transport`] opens TCP or TLS.
+
+pub mod client;
+pub mod codec;
+pub mod frame;
+pub mod session;
+pub mod transport;
+
+pub use client::{Backoff, Client, ClientConfig, Event, Events};
+pub use codec::{FrameError, Limits, StompCodec};
+pub use frame::{Command, Frame};
+pub use session::{AckMode, AckRef, BrokerError, ConnectOptions, Message, SessionError, Subscription};
+pub use transport::{BrokerUrl, TlsOptions};
