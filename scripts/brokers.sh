@@ -74,10 +74,10 @@ activemq_start() {
   cp /etc/activemq/instances-available/main/log4j2.properties "$dir/conf/" 2>/dev/null || true
   chown -R activemq:activemq "$dir"
   log "starting ActiveMQ Classic (log: $dir/activemq.log)"
-  (cd "$dir" && setsid runuser -u activemq -- env ACTIVEMQ_BASE="$dir" ACTIVEMQ_CONF="$dir/conf" \
-    ACTIVEMQ_DATA="$dir/data" ACTIVEMQ_TMP="$dir/tmp" ACTIVEMQ_OPTS="-Xms256M -Xmx512M" \
-    /usr/bin/activemq console "xbean:file:$dir/conf/activemq.xml" >"$dir/activemq.log" 2>&1 &
-    echo $! >"$dir/pid")
+  # Every descriptor redirected: a caller that reads our output must not wait for the broker.
+  (cd "$dir" && exec setsid runuser -u activemq -- env ACTIVEMQ_BASE="$dir" ACTIVEMQ_CONF="$dir/conf" \
+    ACTIVEMQ_DATA="$dir/data" ACTIVEMQ_TMP="$dir/tmp" \
+    /usr/bin/activemq console "xbean:file:$dir/conf/activemq.xml") >"$dir/activemq.log" 2>&1 </dev/null &
   wait_port 61613 90 ActiveMQ && wait_port 61614 30 ActiveMQ || { tail -n 40 "$dir/activemq.log" >&2; return 1; }
   log "ActiveMQ is up"
 }

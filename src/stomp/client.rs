@@ -292,7 +292,7 @@ impl EventLoop {
                 End::Lost(err) => err,
             };
             warn!(broker = %self.config.url, error = %err, "STOMP connection lost; reconnecting");
-            self.session.disconnected(&err.to_string());
+            self.session.disconnected(&err);
             self.pending.retain(|e| !matches!(e, Event::Message(_)));
             self.pending.push_back(Event::ConnectionLost(err));
             conn = match self.reconnect().await {
@@ -364,25 +364,24 @@ impl EventLoop {
         }
     }
 
+    /// Handles what was read. An ERROR ends the connection (STOMP 1.2: the broker closes it
+    /// after ERROR; RabbitMQ does not always, so the client does).
     fn on_read(&mut self, item: Option<Result<Wire, FrameError>>) -> Result<(), SessionError> {
         match item {
-            Some(Ok(Wire::Frame(frame))) => self.on_frame(frame),
+            Some(Ok(Wire::Frame(frame))) => match self.session.on_frame(frame) {
+                Inbound::Deliver(message) => self.pending.push_back(Event::Message(message)),
+                Inbound::Error(error) => {
+                    warn!(broker = %self.config.url, error = %error, "broker sent ERROR");
+                    self.pending.push_back(Event::BrokerError(error.clone()));
+                    return Err(SessionError::Broker(error));
+                }
+                Inbound::Nothing => {}
+            },
             Some(Ok(Wire::Heartbeat)) => {}
             Some(Err(e)) => return Err(e.into()),
             None => return Err(SessionError::ConnectionLost("closed by the broker".into())),
         }
         Ok(())
-    }
-
-    fn on_frame(&mut self, frame: Frame) {
-        match self.session.on_frame(frame) {
-            Inbound::Deliver(message) => self.pending.push_back(Event::Message(message)),
-            Inbound::Error(error) => {
-                warn!(broker = %self.config.url, error = %error, "broker sent ERROR");
-                self.pending.push_back(Event::BrokerError(error));
-            }
-            Inbound::Nothing => {}
-        }
     }
 
     /// Carries out one request. `Ok(true)` means the client has shut down.
@@ -459,7 +458,7 @@ impl EventLoop {
             _ = drain => {}
             _ = sleep(self.config.receipt_timeout) => debug!("no RECEIPT for DISCONNECT; closing anyway"),
         }
-        self.session.disconnected("client disconnected");
+        self.session.disconnected(&SessionError::Shutdown);
         info!(broker = %self.config.url, "STOMP disconnected");
     }
 

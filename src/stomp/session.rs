@@ -286,11 +286,15 @@ impl Session {
         self.epoch
     }
 
-    /// The connection ended: every receipt awaited fails with `reason`.
-    pub fn disconnected(&mut self, reason: &str) {
+    /// The connection ended: every receipt awaited fails, with the broker's ERROR if that
+    /// is what ended it.
+    pub fn disconnected(&mut self, reason: &SessionError) {
         self.version = None;
         for (_, waiter) in self.receipts.drain() {
-            let _ = waiter.send(Err(SessionError::ConnectionLost(reason.to_owned())));
+            let _ = waiter.send(Err(match reason {
+                SessionError::Broker(e) => SessionError::Broker(e.clone()),
+                other => SessionError::ConnectionLost(other.to_string()),
+            }));
         }
     }
 

@@ -65,7 +65,7 @@ fn acks_from_an_earlier_connection_are_refused() {
     let first = s.connected(&n);
     let msg = AckRef { epoch: first, subscription: "s".into(), message_id: "m".into(), ack_id: None };
     assert!(s.ack(&msg, false).is_ok());
-    s.disconnected("gone");
+    s.disconnected(&SessionError::NotConnected);
     assert!(matches!(s.ack(&msg, false), Err(SessionError::NotConnected)));
     s.connected(&n);
     assert!(matches!(s.ack(&msg, false), Err(SessionError::StaleAck)));
@@ -99,7 +99,7 @@ async fn receipts_resolve_on_receipt_and_fail_when_the_connection_drops() {
 
     let (tx, rx) = oneshot::channel();
     s.expect_receipt(&mut Frame::new(Command::Send), tx);
-    s.disconnected("reset");
+    s.disconnected(&SessionError::NotConnected);
     assert!(matches!(rx.await.unwrap(), Err(SessionError::ConnectionLost(_))));
 }
 

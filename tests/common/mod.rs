@@ -1,0 +1,168 @@
+//! Helpers for tests against the real brokers that `scripts/brokers.sh start` runs.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use stomp_agent_bridge::stomp::{Backoff, Client, ClientConfig, Event, Events, Message};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// The brokers of `scripts/brokers.sh`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Broker {
+    ActiveMq,
+    RabbitMq,
+}
+
+impl Broker {
+    pub fn port(self) -> u16 {
+        match self {
+            Broker::ActiveMq => 61613,
+            Broker::RabbitMq => 61623,
+        }
+    }
+
+    pub fn credentials(self) -> (&'static str, &'static str) {
+        match self {
+            Broker::ActiveMq => ("admin", "admin"),
+            Broker::RabbitMq => ("guest", "guest"),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Broker::ActiveMq => "activemq",
+            Broker::RabbitMq => "rabbitmq",
+        }
+    }
+
+    /// Client settings for this broker on `port` (the broker's own, or a proxy's).
+    pub fn config_on(self, port: u16) -> ClientConfig {
+        let (login, passcode) = self.credentials();
+        let url = format!("stomp://127.0.0.1:{port}").parse().expect("valid url");
+        let mut config = ClientConfig::new(url, Some(login.into()), Some(passcode.into()));
+        config.backoff = Backoff { initial: Duration::from_millis(100), max: Duration::from_secs(1) };
+        config
+    }
+
+    pub fn config(self) -> ClientConfig {
+        self.config_on(self.port())
+    }
+
+    pub async fn connect(self) -> (Client, Events) {
+        Client::connect(self.config()).await.unwrap_or_else(|e| {
+            panic!("cannot connect to {} on {}: {e} (is `scripts/brokers.sh start` done?)", self.name(), self.port())
+        })
+    }
+}
+
+/// A queue name no other test uses.
+pub fn unique_queue(what: &str) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    format!("/queue/sab.test.{what}.{}.{nanos}.{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
+}
+
+/// The next message, failing the test after `secs` seconds of waiting.
+pub async fn next_message(events: &mut Events, secs: u64) -> Message {
+    tokio::time::timeout(Duration::from_secs(secs), events.next_message())
+        .await
+        .expect("a message within the time limit")
+        .expect("the client is still running")
+}
+
+/// The next event that `want` accepts, failing the test after `secs` seconds.
+pub async fn wait_for(events: &mut Events, secs: u64, want: impl Fn(&Event) -> bool) -> Event {
+    let wait = async {
+        loop {
+            let event = events.recv().await.expect("the client is still running");
+            if want(&event) {
+                return event;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(secs), wait).await.expect("the event within the time limit")
+}
+
+/// A TCP proxy in front of a broker that can go silent: frozen connections stay open but
+/// forward nothing, as a broker behind a dead network path would.
+pub struct Proxy {
+    pub port: u16,
+    generation: Arc<AtomicU64>,
+    frozen_upto: Arc<AtomicU64>,
+    cut: Arc<tokio::sync::watch::Sender<u64>>,
+}
+
+impl Proxy {
+    pub async fn start(target: u16) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
+        let port = listener.local_addr().unwrap().port();
+        let generation = Arc::new(AtomicU64::new(0));
+        let frozen_upto = Arc::new(AtomicU64::new(0));
+        let cut = Arc::new(tokio::sync::watch::channel(0).0);
+        let (g, f, c) = (generation.clone(), frozen_upto.clone(), cut.clone());
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let gen_of_conn = g.fetch_add(1, Ordering::SeqCst) + 1;
+                let Ok(server) = TcpStream::connect(("127.0.0.1", target)).await else { continue };
+                let (cr, cw) = client.into_split();
+                let (sr, sw) = server.into_split();
+                let path = Path { generation: gen_of_conn, frozen_upto: f.clone(), cut: c.subscribe() };
+                tokio::spawn(pump(cr, sw, path.clone()));
+                tokio::spawn(pump(sr, cw, path));
+            }
+        });
+        Proxy { port, generation, frozen_upto, cut }
+    }
+
+    /// Closes the frozen connections, as a network finally does with a dead path.
+    pub fn cut(&self) {
+        self.cut.send_replace(self.frozen_upto.load(Ordering::SeqCst));
+    }
+
+    /// Every connection open now stops forwarding; new ones work.
+    pub fn freeze(&self) {
+        self.frozen_upto.store(self.generation.load(Ordering::SeqCst), Ordering::SeqCst);
+    }
+}
+
+#[derive(Clone)]
+struct Path {
+    generation: u64,
+    frozen_upto: Arc<AtomicU64>,
+    cut: tokio::sync::watch::Receiver<u64>,
+}
+
+async fn pump(mut from: tokio::net::tcp::OwnedReadHalf, mut to: tokio::net::tcp::OwnedWriteHalf, mut path: Path) {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let read = from.read(&mut buf).await;
+        // A frozen path neither forwards bytes nor passes on a close, until it is cut.
+        if path.generation <= path.frozen_upto.load(Ordering::SeqCst) {
+            let generation = path.generation;
+            let _ = path.cut.wait_for(|upto| *upto >= generation).await;
+            return;
+        }
+        let n = match read {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        if to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Runs `scripts/brokers.sh ARGS` and fails the test if it fails.
+pub fn brokers_script(args: &[&str]) {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/brokers.sh");
+    let status = std::process::Command::new("bash").arg(script).args(args).status().expect("run brokers.sh");
+    assert!(status.success(), "scripts/brokers.sh {args:?} failed");
+}
+
+/// Where `scripts/brokers.sh` put the test CA.
+pub fn test_ca() -> std::path::PathBuf {
+    let state = std::env::var("SAB_BROKER_STATE").unwrap_or_else(|_| "/var/lib/stomp-agent-bridge/brokers".into());
+    std::path::Path::new(&state).join("tls/ca.pem")
+}
