@@ -14,7 +14,10 @@ const RESTART_AFTER: usize = 50;
 /// Sends `body` until the broker confirms it, waiting out reconnects.
 async fn send_until_confirmed(client: &Client, events: &mut Events, queue: &str, body: String) {
     loop {
-        let frame = Frame::new(Command::Send).with("destination", queue).with("persistent", "true").with_body(body.clone());
+        let frame = Frame::new(Command::Send)
+            .with("destination", queue)
+            .with("persistent", "true")
+            .with_body(body.clone());
         match client.send_confirmed(frame).await {
             Ok(()) => return,
             Err(SessionError::ReceiptTimeout(_)) => continue,
@@ -32,7 +35,10 @@ async fn consume_all(broker: Broker, client: Client, mut events: Events) -> (BTr
     let mut restart = None;
     let mut deliveries = 0;
     while seen.len() < MESSAGES {
-        let event = tokio::time::timeout(Duration::from_secs(60), events.recv()).await.expect("progress").expect("client");
+        let event = tokio::time::timeout(Duration::from_secs(60), events.recv())
+            .await
+            .expect("progress")
+            .expect("client");
         let Event::Message(m) = event else { continue };
         deliveries += 1;
         let _ = client.ack(&m.ack).await; // a stale ack is fine: the broker redelivers
@@ -55,7 +61,8 @@ async fn broker_restart_mid_stream_loses_nothing(broker: Broker) {
     for i in 0..MESSAGES {
         send_until_confirmed(&producer, &mut producer_events, &queue, format!("m{i:04}")).await;
     }
-    let (seen, deliveries) = tokio::time::timeout(Duration::from_secs(120), consuming).await.expect("all consumed").unwrap();
+    let (seen, deliveries) =
+        tokio::time::timeout(Duration::from_secs(120), consuming).await.expect("all consumed").unwrap();
     let want: BTreeSet<String> = (0..MESSAGES).map(|i| format!("m{i:04}")).collect();
     assert_eq!(seen, want, "every message confirmed by the broker was delivered");
     eprintln!("{}: {MESSAGES} messages, {deliveries} deliveries across a broker restart", broker.name());

@@ -200,7 +200,11 @@ async fn activemq_applies_a_selector_given_as_an_extra_subscribe_header() {
     let (client, mut events) = Broker::ActiveMq.connect().await;
     let queue = unique_queue("selector");
     client
-        .subscribe(Subscription::new(&queue, AckMode::Auto).with("selector", "kind = 'b'").with("activemq.prefetchSize", "10"))
+        .subscribe(
+            Subscription::new(&queue, AckMode::Auto)
+                .with("selector", "kind = 'b'")
+                .with("activemq.prefetchSize", "10"),
+        )
         .await
         .unwrap();
     client.send_confirmed(send(&queue, "a").with("kind", "a")).await.unwrap();

@@ -52,7 +52,11 @@ impl Broker {
 
     pub async fn connect(self) -> (Client, Events) {
         Client::connect(self.config()).await.unwrap_or_else(|e| {
-            panic!("cannot connect to {} on {}: {e} (is `scripts/brokers.sh start` done?)", self.name(), self.port())
+            panic!(
+                "cannot connect to {} on {}: {e} (is `scripts/brokers.sh start` done?)",
+                self.name(),
+                self.port()
+            )
         })
     }
 }
@@ -134,7 +138,11 @@ struct Path {
     cut: tokio::sync::watch::Receiver<u64>,
 }
 
-async fn pump(mut from: tokio::net::tcp::OwnedReadHalf, mut to: tokio::net::tcp::OwnedWriteHalf, mut path: Path) {
+async fn pump(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    mut path: Path,
+) {
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         let read = from.read(&mut buf).await;
@@ -163,6 +171,7 @@ pub fn brokers_script(args: &[&str]) {
 
 /// Where `scripts/brokers.sh` put the test CA.
 pub fn test_ca() -> std::path::PathBuf {
-    let state = std::env::var("SAB_BROKER_STATE").unwrap_or_else(|_| "/var/lib/stomp-agent-bridge/brokers".into());
+    let state =
+        std::env::var("SAB_BROKER_STATE").unwrap_or_else(|_| "/var/lib/stomp-agent-bridge/brokers".into());
     std::path::Path::new(&state).join("tls/ca.pem")
 }
