@@ -5,4 +5,5 @@
 //! [`stomp::session`] (connection state, decided without I/O) → [`stomp::client`] (the event
 //! loop that does the I/O, with reconnect, heart-beats and receipts).
 
+pub mod envelope;
 pub mod stomp;

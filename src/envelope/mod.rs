@@ -1,0 +1,221 @@
+//! The canonical envelope every framework's message is translated through, and one module
+//! per framework that maps its own format onto it. Field mappings: docs/MAPPING.md.
+
+pub mod civitas;
+pub mod penguiflow;
+pub mod vox;
+pub mod wiseagents;
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// The seven Wise Agents message types; every framework's kinds map onto these.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Intent {
+    Ack,
+    Alert,
+    CannotAnswer,
+    Query,
+    Response,
+    ActionRequest,
+    Human,
+}
+
+impl Intent {
+    /// In the order of the Wise Agents enum (its legacy integers are index + 1).
+    pub const ALL: [Intent; 7] = [
+        Intent::Ack,
+        Intent::Alert,
+        Intent::CannotAnswer,
+        Intent::Query,
+        Intent::Response,
+        Intent::ActionRequest,
+        Intent::Human,
+    ];
+
+    /// The Wise Agents name (`QUERY`, ...).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Intent::Ack => "ACK",
+            Intent::Alert => "ALERT",
+            Intent::CannotAnswer => "CANNOT_ANSWER",
+            Intent::Query => "QUERY",
+            Intent::Response => "RESPONSE",
+            Intent::ActionRequest => "ACTION_REQUEST",
+            Intent::Human => "HUMAN",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Intent> {
+        Self::ALL.into_iter().find(|i| i.as_str() == name)
+    }
+
+    /// The integers of Wise Agents before 2024-09 (`auto()`: ACK = 1 … HUMAN = 7).
+    pub fn from_legacy_number(n: i64) -> Option<Intent> {
+        usize::try_from(n).ok().and_then(|n| n.checked_sub(1)).and_then(|i| Self::ALL.get(i).copied())
+    }
+}
+
+impl fmt::Display for Intent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Whether a message asks or answers. Wise Agents tells by the queue it is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Direction {
+    #[default]
+    Request,
+    Response,
+}
+
+/// What a message says: text, or structured JSON when the source had no text.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Content {
+    Text(String),
+    Json(Value),
+}
+
+impl Default for Content {
+    fn default() -> Self {
+        Content::Text(String::new())
+    }
+}
+
+impl Content {
+    /// The content as text: the text itself, or the compact JSON of structured content.
+    pub fn to_text(&self) -> String {
+        match self {
+            Content::Text(t) => t.clone(),
+            Content::Json(v) => v.to_string(),
+        }
+    }
+
+    /// The content as a JSON value (text becomes a JSON string).
+    pub fn to_json(&self) -> Value {
+        match self {
+            Content::Text(t) => Value::String(t.clone()),
+            Content::Json(v) => v.clone(),
+        }
+    }
+}
+
+/// One message in the bridge's own terms: what all four formats can say.
+///
+/// Agent names are names (VOX UUIDs are resolved through the registry). `extra` keeps the
+/// source format's fields that have no home here, keyed `<format>.<field>`, so that a trip
+/// through another format and back loses nothing.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Envelope {
+    /// The id of this message (a UUID, or whatever the source used).
+    pub id: Option<String>,
+    pub intent: Option<Intent>,
+    pub direction: Direction,
+    pub sender: Option<String>,
+    pub recipient: Option<String>,
+    /// Wise Agents' `_route_response_to`: who gets the final answer.
+    pub route_response_to: Option<String>,
+    /// Wise Agents' `_context_name`.
+    pub context: Option<String>,
+    /// Wise Agents' `_tool_id`: the tool-call id a tool agent must echo.
+    pub tool_id: Option<String>,
+    pub content: Content,
+    /// The token a reply carries back to name the request it answers.
+    pub correlation_id: Option<String>,
+    /// The id of the message this one answers.
+    pub in_reply_to: Option<String>,
+    /// The agent name (or address) replies go to.
+    pub reply_to: Option<String>,
+    pub trace_id: Option<String>,
+    pub span_id: Option<String>,
+    pub parent_span_id: Option<String>,
+    /// When the message was made, Unix seconds.
+    pub timestamp: Option<f64>,
+    /// When the message stops mattering, absolute Unix seconds.
+    pub deadline: Option<f64>,
+    pub priority: Option<i64>,
+    pub tenant: Option<String>,
+    pub topic: Option<String>,
+    pub attempt: Option<i64>,
+    pub extra: BTreeMap<String, Value>,
+}
+
+/// Why one message cannot be read or written. The message is dead-lettered with this as its
+/// reason; the stream carries on.
+#[derive(Debug, thiserror::Error)]
+pub enum EnvelopeError {
+    #[error("the body is not UTF-8 (invalid byte at offset {0})")]
+    NotUtf8(usize),
+    #[error("the YAML is not well-formed: {0}")]
+    Yaml(String),
+    #[error("refused: {0}")]
+    Hostile(&'static str),
+    #[error("the body is not a !wiseagents.WiseAgentMessage: {0}")]
+    NotWiseAgentMessage(String),
+    #[error("required field {0} is missing")]
+    MissingField(&'static str),
+    #[error("field {field} is invalid: {reason}")]
+    InvalidField { field: String, reason: String },
+    #[error("unknown message type {0:?}")]
+    UnknownType(String),
+    #[error("the JSON is not valid for this format: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("the msgpack is not valid for this format: {0}")]
+    Msgpack(String),
+    #[error("type {0:?} is reserved for Civitas's own control messages")]
+    ReservedType(String),
+    #[error("stream {stream_id}: {reason}")]
+    Stream { stream_id: String, reason: String },
+}
+
+impl EnvelopeError {
+    /// A short stable name for the `bridge-error-kind` header and metrics labels.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            EnvelopeError::NotUtf8(_) => "not_utf8",
+            EnvelopeError::Yaml(_) => "yaml",
+            EnvelopeError::Hostile(_) => "hostile",
+            EnvelopeError::NotWiseAgentMessage(_) => "wrong_shape",
+            EnvelopeError::MissingField(_) => "missing_field",
+            EnvelopeError::InvalidField { .. } => "invalid_field",
+            EnvelopeError::UnknownType(_) => "unknown_type",
+            EnvelopeError::Json(_) => "json",
+            EnvelopeError::Msgpack(_) => "msgpack",
+            EnvelopeError::ReservedType(_) => "reserved_type",
+            EnvelopeError::Stream { .. } => "stream",
+        }
+    }
+
+    pub(crate) fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        EnvelopeError::InvalidField { field: field.into(), reason: reason.into() }
+    }
+}
+
+/// Now, as Unix seconds.
+pub(crate) fn now_unix() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}
+
+/// A W3C `traceparent` header from a trace id (32 hex) and span id (16 hex), when both fit.
+pub fn traceparent(envelope: &Envelope) -> Option<String> {
+    let trace = envelope.trace_id.as_deref().filter(|t| is_hex(t, 32))?;
+    let span = envelope.span_id.as_deref().filter(|s| is_hex(s, 16))?;
+    Some(format!("00-{trace}-{span}-01"))
+}
+
+/// Reads a W3C `traceparent` header into the envelope's trace and span ids.
+pub fn apply_traceparent(envelope: &mut Envelope, header: &str) {
+    let parts: Vec<&str> = header.trim().split('-').collect();
+    if let [_, trace, span, _] = parts[..] {
+        if is_hex(trace, 32) && is_hex(span, 16) {
+            envelope.trace_id.get_or_insert_with(|| trace.to_owned());
+            envelope.span_id.get_or_insert_with(|| span.to_owned());
+        }
+    }
+}
+
+pub(crate) fn is_hex(s: &str, len: usize) -> bool {
+    s.len() == len && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
