@@ -1,2 +1,240 @@
-//! Civitas: the `Message.to_dict()` shape, as JSON or msgpack, and its mapping onto the
+//! Civitas: `civitas.messages.Message.to_dict()` as JSON or msgpack, read as tolerantly as
+//! `from_dict` (unknown keys ignored, missing ones defaulted), and its mapping onto the
 //! canonical envelope.
+
+use super::correlation::{self, ReplyRoute};
+use super::{Direction, Envelope, EnvelopeError, Intent, now_unix, payload_map, take_content, take_text};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+
+/// The wire encoding of a Civitas body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Encoding {
+    #[default]
+    Json,
+    Msgpack,
+}
+
+impl Encoding {
+    pub const fn content_type(self) -> &'static str {
+        match self {
+            Encoding::Json => "application/json",
+            Encoding::Msgpack => "application/msgpack",
+        }
+    }
+
+    /// By `content-type` when it names one; otherwise by the first byte: a JSON object
+    /// starts with `{` or white space, a msgpack map with 0x80–0x8f, 0xde or 0xdf.
+    pub fn detect(content_type: Option<&str>, body: &[u8]) -> Option<Encoding> {
+        let mime = content_type.map(|c| c.split(';').next().unwrap_or("").trim().to_ascii_lowercase());
+        match mime.as_deref() {
+            Some("application/json") => return Some(Encoding::Json),
+            Some("application/msgpack" | "application/x-msgpack" | "application/vnd.msgpack") => {
+                return Some(Encoding::Msgpack);
+            }
+            _ => {}
+        }
+        match body.first()? {
+            b'{' | b' ' | b'\t' | b'\r' | b'\n' => Some(Encoding::Json),
+            0x80..=0x8f | 0xde | 0xdf => Some(Encoding::Msgpack),
+            _ => None,
+        }
+    }
+}
+
+/// `Message.to_dict()`, field for field and in its order (`schema_version` first).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CivitasMessage {
+    #[serde(default = "schema_version", deserialize_with = "or_default")]
+    pub schema_version: i64,
+    #[serde(default = "new_id", deserialize_with = "or_default")]
+    pub id: String,
+    #[serde(rename = "type", default = "message_type", deserialize_with = "or_default")]
+    pub kind: String,
+    #[serde(default, deserialize_with = "or_default")]
+    pub sender: String,
+    #[serde(default, deserialize_with = "or_default")]
+    pub recipient: String,
+    #[serde(default)]
+    pub correlation_id: Option<String>,
+    #[serde(default)]
+    pub reply_to: Option<String>,
+    #[serde(default, deserialize_with = "or_default")]
+    pub payload: Map<String, Value>,
+    #[serde(default = "now_unix", deserialize_with = "or_default")]
+    pub timestamp: f64,
+    #[serde(default, deserialize_with = "or_default")]
+    pub trace_id: String,
+    #[serde(default, deserialize_with = "or_default")]
+    pub span_id: String,
+    #[serde(default)]
+    pub parent_span_id: Option<String>,
+    #[serde(default, deserialize_with = "or_default")]
+    pub attempt: i64,
+    #[serde(default, deserialize_with = "or_default")]
+    pub priority: i64,
+    #[serde(default)]
+    pub ttl: Option<f64>,
+    #[serde(default)]
+    pub seq: Option<i64>,
+}
+
+const fn schema_version() -> i64 {
+    1
+}
+
+fn new_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
+fn message_type() -> String {
+    "message".to_owned()
+}
+
+/// A null where Civitas has a non-null default reads as that default.
+fn or_default<'de, D: Deserializer<'de>, T: Deserialize<'de> + Default>(d: D) -> Result<T, D::Error> {
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+/// Types that only Civitas's runtime may send (`SYSTEM_MESSAGE_TYPES`, `STREAM_MESSAGE_TYPES`).
+pub fn is_reserved_type(kind: &str) -> bool {
+    kind.starts_with("_agency.") || kind.starts_with("civitas.stream.")
+}
+
+impl CivitasMessage {
+    /// Reads a body; a signed envelope `{"v":2,"msg":{…},"sig":{…}}` gives its `msg`
+    /// (the signature is neither checked nor carried: see docs/MAPPING.md).
+    pub fn decode(body: &[u8], encoding: Encoding) -> Result<Self, EnvelopeError> {
+        let value: Value = match encoding {
+            Encoding::Json => serde_json::from_slice(body)?,
+            Encoding::Msgpack => rmp_serde::from_slice(body).map_err(|e| EnvelopeError::Msgpack(e.to_string()))?,
+        };
+        let value = match value {
+            Value::Object(mut outer) if outer.contains_key("sig") && outer.get("msg").is_some_and(Value::is_object) => {
+                outer.remove("msg").unwrap_or_default()
+            }
+            Value::Object(map) => Value::Object(map),
+            _ => return Err(EnvelopeError::invalid("body", "a Civitas message is a map")),
+        };
+        Ok(serde_json::from_value(value)?)
+    }
+
+    pub fn encode(&self, encoding: Encoding) -> Result<Vec<u8>, EnvelopeError> {
+        match encoding {
+            Encoding::Json => Ok(serde_json::to_vec(self)?),
+            Encoding::Msgpack => rmp_serde::to_vec_named(self).map_err(|e| EnvelopeError::Msgpack(e.to_string())),
+        }
+    }
+}
+
+/// A Civitas message in the bridge's terms. Reserved types are refused: the bridge never
+/// carries Civitas's control traffic out.
+pub fn to_envelope(msg: CivitasMessage) -> Result<Envelope, EnvelopeError> {
+    if is_reserved_type(&msg.kind) {
+        return Err(EnvelopeError::ReservedType(msg.kind));
+    }
+    let direction = if msg.kind == "reply" { Direction::Response } else { Direction::Request };
+    let mut payload = msg.payload;
+    let intent = match take_text(&mut payload, "message_type") {
+        Some(name) => Some(Intent::from_name(&name).ok_or(EnvelopeError::UnknownType(name))?),
+        None if direction == Direction::Response => Some(Intent::Response),
+        None => None,
+    };
+    let context = take_text(&mut payload, "context_name");
+    let tool_id = take_text(&mut payload, "tool_id");
+    let route_response_to = take_text(&mut payload, "route_response_to");
+    let content = take_content(&mut payload);
+    let mut env = Envelope {
+        id: Some(msg.id),
+        intent,
+        direction,
+        sender: non_empty(msg.sender),
+        recipient: non_empty(msg.recipient),
+        route_response_to,
+        context,
+        tool_id,
+        content,
+        correlation_id: msg.correlation_id,
+        reply_to: msg.reply_to,
+        trace_id: non_empty(msg.trace_id),
+        span_id: non_empty(msg.span_id),
+        parent_span_id: msg.parent_span_id,
+        timestamp: Some(msg.timestamp),
+        priority: Some(msg.priority),
+        attempt: Some(msg.attempt),
+        ..Envelope::default()
+    };
+    if !matches!(msg.kind.as_str(), "message" | "reply") {
+        env.extra.insert("civitas.type".into(), Value::String(msg.kind));
+    }
+    msg.ttl.map(|t| env.extra.insert("civitas.ttl".into(), t.into()));
+    msg.seq.map(|s| env.extra.insert("civitas.seq".into(), s.into()));
+    for (key, value) in payload {
+        env.extra.insert(format!("civitas.payload.{key}"), value);
+    }
+    if direction == Direction::Response {
+        correlation::apply_token(&mut env);
+    }
+    Ok(env)
+}
+
+fn non_empty(s: String) -> Option<String> {
+    (!s.is_empty()).then_some(s)
+}
+
+/// The Civitas message for an envelope. A request's `reply_to` is the requester's name (so
+/// Civitas's own `reply()` addresses it by name) and its `correlation_id` a token naming the
+/// request and its reply route; a response carries the correlation id it answers.
+pub fn from_envelope(env: &Envelope) -> Result<CivitasMessage, EnvelopeError> {
+    let kind = match (env.extra.get("civitas.type"), env.direction) {
+        (Some(Value::String(kind)), _) => kind.clone(),
+        (_, Direction::Request) => "message".to_owned(),
+        (_, Direction::Response) => "reply".to_owned(),
+    };
+    if is_reserved_type(&kind) {
+        return Err(EnvelopeError::ReservedType(kind));
+    }
+    let id = new_id();
+    let (correlation_id, reply_to) = match env.direction {
+        Direction::Request => (
+            Some(ReplyRoute::of_request(env, &id).to_token()),
+            env.reply_to.clone().or_else(|| env.sender.clone()),
+        ),
+        Direction::Response => (env.correlation_id.clone(), None),
+    };
+    Ok(CivitasMessage {
+        schema_version: 1,
+        id,
+        kind,
+        sender: env.sender.clone().unwrap_or_default(),
+        recipient: env.recipient.clone().unwrap_or_default(),
+        correlation_id,
+        reply_to,
+        payload: payload(env),
+        timestamp: env.timestamp.unwrap_or_else(now_unix),
+        trace_id: env.trace_id.clone().unwrap_or_default(),
+        span_id: env.span_id.clone().unwrap_or_default(),
+        parent_span_id: env.parent_span_id.clone(),
+        attempt: env.attempt.unwrap_or(0),
+        priority: env.priority.unwrap_or(0),
+        ttl: env.extra.get("civitas.ttl").and_then(Value::as_f64),
+        seq: env.extra.get("civitas.seq").and_then(Value::as_i64),
+    })
+}
+
+/// `{"message", "message_type", "context_name", "tool_id", "route_response_to"}`, nulls left
+/// out, plus payload keys a Civitas source had beyond those.
+fn payload(env: &Envelope) -> Map<String, Value> {
+    let fields = [
+        ("message_type", env.intent.map(|i| i.as_str().to_owned())),
+        ("context_name", env.context.clone()),
+        ("tool_id", env.tool_id.clone()),
+        ("route_response_to", env.route_response_to.clone()),
+    ];
+    payload_map(env, "civitas.payload.", &fields)
+}
+
+#[cfg(test)]
+#[path = "civitas_tests.rs"]
+mod tests;

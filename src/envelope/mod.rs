@@ -2,6 +2,7 @@
 //! per framework that maps its own format onto it. Field mappings: docs/MAPPING.md.
 
 pub mod civitas;
+pub mod correlation;
 pub mod penguiflow;
 pub mod vox;
 pub mod wiseagents;
@@ -191,6 +192,47 @@ impl EnvelopeError {
     pub(crate) fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
         EnvelopeError::InvalidField { field: field.into(), reason: reason.into() }
     }
+}
+
+/// Removes `key` from a JSON map and returns it if it was a string.
+pub(crate) fn take_text(map: &mut serde_json::Map<String, Value>, key: &str) -> Option<String> {
+    match map.remove(key) {
+        Some(Value::String(s)) => Some(s),
+        _ => None,
+    }
+}
+
+/// The content of a Civitas payload or VOX details (routing keys already taken out): its
+/// `message` text, else its `message` as JSON, else what is left of the map as JSON.
+pub(crate) fn take_content(map: &mut serde_json::Map<String, Value>) -> Content {
+    match map.remove("message") {
+        Some(Value::String(s)) => Content::Text(s),
+        Some(Value::Null) | None if map.is_empty() => Content::Text(String::new()),
+        Some(Value::Null) | None => Content::Json(Value::Object(std::mem::take(map))),
+        Some(other) => Content::Json(other),
+    }
+}
+
+/// A payload-like map: keys under `extra_prefix` in `env.extra`, then `message`, then the
+/// given fields that are not null.
+pub(crate) fn payload_map(
+    env: &Envelope,
+    extra_prefix: &str,
+    fields: &[(&str, Option<String>)],
+) -> serde_json::Map<String, Value> {
+    let mut map = serde_json::Map::new();
+    for (key, value) in &env.extra {
+        if let Some(k) = key.strip_prefix(extra_prefix) {
+            map.insert(k.to_owned(), value.clone());
+        }
+    }
+    map.insert("message".into(), env.content.to_json());
+    for (key, value) in fields {
+        if let Some(v) = value {
+            map.insert((*key).into(), Value::String(v.clone()));
+        }
+    }
+    map
 }
 
 /// Now, as Unix seconds.

@@ -1,0 +1,108 @@
+use super::*;
+use crate::envelope::Content;
+
+fn request() -> Envelope {
+    Envelope {
+        intent: Some(Intent::Query),
+        sender: Some("User".into()),
+        recipient: Some("WeatherAgent".into()),
+        context: Some("Weather".into()),
+        tool_id: Some("call_9f2c".into()),
+        route_response_to: Some("Boss".into()),
+        content: Content::Text("{\"location\": \"Paris\"}".into()),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_request_becomes_a_message_with_the_payload_of_the_contract() {
+    let msg = from_envelope(&request()).unwrap();
+    assert_eq!((msg.schema_version, msg.kind.as_str()), (1, "message"));
+    assert_eq!(uuid::Uuid::parse_str(&msg.id).unwrap().get_version_num(), 7);
+    assert_eq!((msg.sender.as_str(), msg.recipient.as_str()), ("User", "WeatherAgent"));
+    assert_eq!(msg.reply_to.as_deref(), Some("User"));
+    let want = serde_json::json!({"message": "{\"location\": \"Paris\"}", "message_type": "QUERY",
+        "context_name": "Weather", "tool_id": "call_9f2c", "route_response_to": "Boss"});
+    assert_eq!(Value::Object(msg.payload.clone()), want);
+    let route = ReplyRoute::from_token(msg.correlation_id.as_deref().unwrap()).unwrap();
+    assert_eq!(route.request_id.as_deref(), Some(msg.id.as_str()));
+}
+
+#[test]
+fn json_starts_with_schema_version_and_writes_every_key() {
+    let body = from_envelope(&request()).unwrap().encode(Encoding::Json).unwrap();
+    let text = String::from_utf8(body).unwrap();
+    assert!(text.starts_with("{\"schema_version\":1,\"id\":"), "{text}");
+    for key in ["correlation_id", "reply_to", "parent_span_id", "ttl", "seq", "attempt", "priority", "span_id"] {
+        assert!(text.contains(&format!("\"{key}\":")), "{key} missing in {text}");
+    }
+}
+
+#[test]
+fn a_reply_echoing_the_token_comes_back_with_the_requests_route() {
+    let out = from_envelope(&request()).unwrap();
+    let reply = CivitasMessage {
+        kind: "reply".into(),
+        sender: "WeatherAgent".into(),
+        recipient: out.reply_to.clone().unwrap(),
+        correlation_id: out.correlation_id.clone(),
+        payload: serde_json::from_value(serde_json::json!({"message": "sunny"})).unwrap(),
+        ..CivitasMessage::decode(b"{}", Encoding::Json).unwrap()
+    };
+    let env = to_envelope(reply).unwrap();
+    assert_eq!(env.direction, Direction::Response);
+    assert_eq!(env.intent, Some(Intent::Response));
+    assert_eq!(env.recipient.as_deref(), Some("User"));
+    assert_eq!(env.context.as_deref(), Some("Weather"));
+    assert_eq!(env.tool_id.as_deref(), Some("call_9f2c"));
+    assert_eq!(env.route_response_to.as_deref(), Some("Boss"));
+    assert_eq!(env.in_reply_to.as_deref(), Some(out.id.as_str()));
+}
+
+#[test]
+fn reading_is_as_tolerant_as_from_dict() {
+    let msg = CivitasMessage::decode(br#"{"sender": "A", "unknown": 1, "trace_id": null}"#, Encoding::Json).unwrap();
+    assert_eq!((msg.kind.as_str(), msg.sender.as_str(), msg.trace_id.as_str()), ("message", "A", ""));
+    assert!(!msg.id.is_empty() && msg.timestamp > 0.0);
+}
+
+#[test]
+fn msgpack_round_trips_and_is_detected_by_its_first_byte() {
+    let msg = from_envelope(&request()).unwrap();
+    let body = msg.encode(Encoding::Msgpack).unwrap();
+    assert_eq!(Encoding::detect(None, &body), Some(Encoding::Msgpack));
+    assert_eq!(CivitasMessage::decode(&body, Encoding::Msgpack).unwrap(), msg);
+    assert_eq!(Encoding::detect(Some("application/json; charset=utf-8"), &body), Some(Encoding::Json));
+    assert_eq!(Encoding::detect(None, b" {}"), Some(Encoding::Json));
+    assert_eq!(Encoding::detect(None, b"!wiseagents"), None);
+}
+
+#[test]
+fn reserved_types_are_refused_both_ways() {
+    for kind in ["_agency.shutdown", "civitas.stream.chunk"] {
+        let body = format!(r#"{{"type": "{kind}"}}"#);
+        let msg = CivitasMessage::decode(body.as_bytes(), Encoding::Json).unwrap();
+        assert!(matches!(to_envelope(msg), Err(EnvelopeError::ReservedType(_))));
+        let mut env = request();
+        env.extra.insert("civitas.type".into(), Value::String(kind.into()));
+        assert!(matches!(from_envelope(&env), Err(EnvelopeError::ReservedType(_))));
+    }
+}
+
+#[test]
+fn a_signed_envelope_gives_its_message() {
+    let body = br#"{"v": 2, "msg": {"sender": "S", "payload": {"message": "hi"}}, "sig": {"alg": "ed25519"}}"#;
+    let env = to_envelope(CivitasMessage::decode(body, Encoding::Json).unwrap()).unwrap();
+    assert_eq!((env.sender.as_deref(), env.content.to_text()), (Some("S"), "hi".to_owned()));
+}
+
+#[test]
+fn a_payload_without_text_becomes_json_content_and_extra_keys_survive() {
+    let body = br#"{"payload": {"temp": 21, "message_type": "RESPONSE"}}"#;
+    let env = to_envelope(CivitasMessage::decode(body, Encoding::Json).unwrap()).unwrap();
+    assert_eq!(env.content, Content::Json(serde_json::json!({"temp": 21})));
+    let body = br#"{"payload": {"message": "t", "units": "C"}, "ttl": 5.0, "seq": 3}"#;
+    let back = from_envelope(&to_envelope(CivitasMessage::decode(body, Encoding::Json).unwrap()).unwrap()).unwrap();
+    assert_eq!(back.payload.get("units"), Some(&Value::String("C".into())));
+    assert_eq!((back.ttl, back.seq), (Some(5.0), Some(3)));
+}

@@ -1,0 +1,112 @@
+//! The reply route: what a reply needs to find its way back (requester, context, tool id,
+//! route_response_to, the request's id and correlation id), carried out inside the request
+//! as an opaque token that the other framework echoes verbatim (Civitas `correlation_id`,
+//! PenguiFlow `meta.correlation_id`). State travels in the messages, so replies stay
+//! routable after a bridge restart and across several bridge instances.
+
+use super::Envelope;
+use serde::{Deserialize, Serialize};
+
+const PREFIX: &str = "sab1:";
+
+/// Where a reply goes and what it must echo.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ReplyRoute {
+    #[serde(rename = "id", default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    #[serde(rename = "from", default, skip_serializing_if = "Option::is_none")]
+    pub requester: Option<String>,
+    #[serde(rename = "ctx", default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+    #[serde(rename = "tool", default, skip_serializing_if = "Option::is_none")]
+    pub tool_id: Option<String>,
+    #[serde(rename = "rrt", default, skip_serializing_if = "Option::is_none")]
+    pub route_response_to: Option<String>,
+    /// The correlation id the requester itself used, to give back on the reply.
+    #[serde(rename = "cid", default, skip_serializing_if = "Option::is_none")]
+    pub correlation_id: Option<String>,
+}
+
+impl ReplyRoute {
+    /// The route of a request that is being sent out with id `request_id`.
+    pub fn of_request(env: &Envelope, request_id: &str) -> Self {
+        ReplyRoute {
+            request_id: Some(request_id.to_owned()),
+            requester: env.reply_to.clone().or_else(|| env.sender.clone()),
+            context: env.context.clone(),
+            tool_id: env.tool_id.clone(),
+            route_response_to: env.route_response_to.clone(),
+            correlation_id: env.correlation_id.clone(),
+        }
+    }
+
+    /// The token: `sab1:` and compact JSON.
+    pub fn to_token(&self) -> String {
+        let json = serde_json::to_string(self).unwrap_or_else(|_| "{}".to_owned());
+        format!("{PREFIX}{json}")
+    }
+
+    /// Reads a token; `None` for any other correlation id.
+    pub fn from_token(token: &str) -> Option<Self> {
+        serde_json::from_str(token.strip_prefix(PREFIX)?).ok()
+    }
+
+    /// Fills in what a reply does not say itself from the route of its request.
+    pub fn apply_to(self, reply: &mut Envelope) {
+        fill(&mut reply.recipient, self.requester);
+        fill(&mut reply.context, self.context);
+        fill(&mut reply.tool_id, self.tool_id);
+        fill(&mut reply.route_response_to, self.route_response_to);
+        fill(&mut reply.in_reply_to, self.request_id);
+        if self.correlation_id.is_some() {
+            reply.correlation_id = self.correlation_id;
+        }
+    }
+}
+
+fn fill(slot: &mut Option<String>, value: Option<String>) {
+    if slot.as_deref().is_none_or(str::is_empty) {
+        *slot = value.or(slot.take());
+    }
+}
+
+/// If `env.correlation_id` is a bridge token, fills the reply from it.
+pub fn apply_token(env: &mut Envelope) {
+    if let Some(route) = env.correlation_id.as_deref().and_then(ReplyRoute::from_token) {
+        route.apply_to(env);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_round_trips_and_fills_a_bare_reply() {
+        let request = Envelope {
+            sender: Some("User".into()),
+            context: Some("Weather".into()),
+            tool_id: Some("call_1".into()),
+            route_response_to: Some("Boss".into()),
+            ..Default::default()
+        };
+        let token = ReplyRoute::of_request(&request, "r-1").to_token();
+        assert!(token.starts_with("sab1:{"));
+        let mut reply = Envelope { correlation_id: Some(token), ..Default::default() };
+        apply_token(&mut reply);
+        assert_eq!(reply.recipient.as_deref(), Some("User"));
+        assert_eq!(reply.context.as_deref(), Some("Weather"));
+        assert_eq!(reply.tool_id.as_deref(), Some("call_1"));
+        assert_eq!(reply.route_response_to.as_deref(), Some("Boss"));
+        assert_eq!(reply.in_reply_to.as_deref(), Some("r-1"));
+    }
+
+    #[test]
+    fn what_the_reply_says_itself_wins_and_foreign_ids_are_ignored() {
+        let route = ReplyRoute { context: Some("old".into()), ..Default::default() };
+        let mut reply = Envelope { context: Some("new".into()), correlation_id: Some(route.to_token()), ..Default::default() };
+        apply_token(&mut reply);
+        assert_eq!(reply.context.as_deref(), Some("new"));
+        assert_eq!(ReplyRoute::from_token("0193a1b2-not-a-token"), None);
+    }
+}

@@ -1,0 +1,84 @@
+use super::*;
+use crate::envelope::Content;
+
+fn opts() -> VoxOptions {
+    let mut registry = Registry::new(Uuid::parse_str("0d5f1a7e-3b7c-4c59-9a8e-6f3f2c1d9b10").unwrap());
+    registry.add("Ops", Some(Uuid::parse_str("6a1e1b0e-2f55-4c51-8f5e-0a8c6a0f2b11").unwrap()));
+    registry.add("User", None);
+    VoxOptions { registry, message_source: "wiseagents".into() }
+}
+
+fn env(intent: Option<Intent>, direction: Direction) -> Envelope {
+    Envelope {
+        intent,
+        direction,
+        sender: Some("User".into()),
+        recipient: Some("Ops".into()),
+        context: Some("default".into()),
+        content: Content::Text("restart db".into()),
+        timestamp: Some(1_796_007_855.25),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn types_follow_the_table_both_ways() {
+    use Intent::*;
+    // (intent, direction, VOX type, intent read back without details.message_type)
+    let cases = [
+        (Some(Query), Direction::Request, "command_request", Some(Query)),
+        (None, Direction::Request, "command_request", Some(Query)),
+        (Some(Human), Direction::Request, "command_request", Some(Query)),
+        (Some(Response), Direction::Response, "command_result", Some(Response)),
+        (Some(Ack), Direction::Response, "message_acknowledged", Some(Ack)),
+        (Some(CannotAnswer), Direction::Response, "command_error", Some(CannotAnswer)),
+        (Some(Alert), Direction::Request, "alert", Some(Alert)),
+    ];
+    for (intent, direction, kind, table_intent) in cases {
+        let msg = from_envelope(&env(intent, direction), &opts());
+        assert_eq!(msg.kind, kind, "{intent:?}");
+        let back = to_envelope(msg.clone(), &opts()).unwrap();
+        assert_eq!((back.direction, back.intent), (direction, intent.or(table_intent)), "{kind}");
+        let mut bare = msg;
+        bare.details.remove("message_type");
+        assert_eq!(to_envelope(bare, &opts()).unwrap().intent, table_intent, "{kind} read by the table");
+    }
+}
+
+#[test]
+fn agents_are_uuids_from_config_or_uuid5_and_resolve_back() {
+    let o = opts();
+    let msg = from_envelope(&env(Some(Intent::Query), Direction::Request), &o);
+    assert_eq!(msg.target.to_string(), "6a1e1b0e-2f55-4c51-8f5e-0a8c6a0f2b11");
+    assert_eq!(msg.source, Uuid::new_v5(&Uuid::parse_str("0d5f1a7e-3b7c-4c59-9a8e-6f3f2c1d9b10").unwrap(), b"User"));
+    assert_eq!(o.registry.name_of(&msg.source), "User");
+    let json = String::from_utf8(msg.encode().unwrap()).unwrap();
+    assert!(json.contains("\"emitted_at\":\"2026-11-30T03:04:15.25Z\""), "{json}");
+}
+
+#[test]
+fn a_command_request_reads_as_query_unless_details_say_which() {
+    let mut msg = from_envelope(&env(None, Direction::Request), &opts());
+    msg.details.clear();
+    assert_eq!(to_envelope(msg.clone(), &opts()).unwrap().intent, Some(Intent::Query));
+    msg.details.insert("message_type".into(), Value::String("ACTION_REQUEST".into()));
+    assert_eq!(to_envelope(msg, &opts()).unwrap().intent, Some(Intent::ActionRequest));
+}
+
+#[test]
+fn a_response_names_the_request_it_answers_in_reply_to() {
+    let request_id = Uuid::now_v7();
+    let mut e = env(Some(Intent::Response), Direction::Response);
+    e.in_reply_to = Some(request_id.to_string());
+    let msg = from_envelope(&e, &opts());
+    assert_eq!(msg.reply_to, Some(request_id));
+    assert_eq!(to_envelope(msg, &opts()).unwrap().in_reply_to, Some(request_id.to_string()));
+}
+
+#[test]
+fn naive_and_offset_times_are_read_and_garbage_is_refused() {
+    assert_eq!(parse_time("2026-01-01T00:00:00").unwrap(), 1_767_225_600.0);
+    assert_eq!(parse_time("2026-01-01T01:00:00+01:00").unwrap(), 1_767_225_600.0);
+    assert!(parse_time("yesterday").is_err());
+    assert_eq!(format_time(1_767_225_600.5), "2026-01-01T00:00:00.5Z");
+}
