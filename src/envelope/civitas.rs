@@ -108,10 +108,14 @@ impl CivitasMessage {
     pub fn decode(body: &[u8], encoding: Encoding) -> Result<Self, EnvelopeError> {
         let value: Value = match encoding {
             Encoding::Json => serde_json::from_slice(body)?,
-            Encoding::Msgpack => rmp_serde::from_slice(body).map_err(|e| EnvelopeError::Msgpack(e.to_string()))?,
+            Encoding::Msgpack => {
+                rmp_serde::from_slice(body).map_err(|e| EnvelopeError::Msgpack(e.to_string()))?
+            }
         };
         let value = match value {
-            Value::Object(mut outer) if outer.contains_key("sig") && outer.get("msg").is_some_and(Value::is_object) => {
+            Value::Object(mut outer)
+                if outer.contains_key("sig") && outer.get("msg").is_some_and(Value::is_object) =>
+            {
                 outer.remove("msg").unwrap_or_default()
             }
             Value::Object(map) => Value::Object(map),
@@ -123,7 +127,9 @@ impl CivitasMessage {
     pub fn encode(&self, encoding: Encoding) -> Result<Vec<u8>, EnvelopeError> {
         match encoding {
             Encoding::Json => Ok(serde_json::to_vec(self)?),
-            Encoding::Msgpack => rmp_serde::to_vec_named(self).map_err(|e| EnvelopeError::Msgpack(e.to_string())),
+            Encoding::Msgpack => {
+                rmp_serde::to_vec_named(self).map_err(|e| EnvelopeError::Msgpack(e.to_string()))
+            }
         }
     }
 }

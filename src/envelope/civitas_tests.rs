@@ -33,7 +33,9 @@ fn json_starts_with_schema_version_and_writes_every_key() {
     let body = from_envelope(&request()).unwrap().encode(Encoding::Json).unwrap();
     let text = String::from_utf8(body).unwrap();
     assert!(text.starts_with("{\"schema_version\":1,\"id\":"), "{text}");
-    for key in ["correlation_id", "reply_to", "parent_span_id", "ttl", "seq", "attempt", "priority", "span_id"] {
+    for key in
+        ["correlation_id", "reply_to", "parent_span_id", "ttl", "seq", "attempt", "priority", "span_id"]
+    {
         assert!(text.contains(&format!("\"{key}\":")), "{key} missing in {text}");
     }
 }
@@ -61,7 +63,8 @@ fn a_reply_echoing_the_token_comes_back_with_the_requests_route() {
 
 #[test]
 fn reading_is_as_tolerant_as_from_dict() {
-    let msg = CivitasMessage::decode(br#"{"sender": "A", "unknown": 1, "trace_id": null}"#, Encoding::Json).unwrap();
+    let msg = CivitasMessage::decode(br#"{"sender": "A", "unknown": 1, "trace_id": null}"#, Encoding::Json)
+        .unwrap();
     assert_eq!((msg.kind.as_str(), msg.sender.as_str(), msg.trace_id.as_str()), ("message", "A", ""));
     assert!(!msg.id.is_empty() && msg.timestamp > 0.0);
 }
@@ -91,7 +94,8 @@ fn reserved_types_are_refused_both_ways() {
 
 #[test]
 fn a_signed_envelope_gives_its_message() {
-    let body = br#"{"v": 2, "msg": {"sender": "S", "payload": {"message": "hi"}}, "sig": {"alg": "ed25519"}}"#;
+    let body =
+        br#"{"v": 2, "msg": {"sender": "S", "payload": {"message": "hi"}}, "sig": {"alg": "ed25519"}}"#;
     let env = to_envelope(CivitasMessage::decode(body, Encoding::Json).unwrap()).unwrap();
     assert_eq!((env.sender.as_deref(), env.content.to_text()), (Some("S"), "hi".to_owned()));
 }
@@ -102,7 +106,8 @@ fn a_payload_without_text_becomes_json_content_and_extra_keys_survive() {
     let env = to_envelope(CivitasMessage::decode(body, Encoding::Json).unwrap()).unwrap();
     assert_eq!(env.content, Content::Json(serde_json::json!({"temp": 21})));
     let body = br#"{"payload": {"message": "t", "units": "C"}, "ttl": 5.0, "seq": 3}"#;
-    let back = from_envelope(&to_envelope(CivitasMessage::decode(body, Encoding::Json).unwrap()).unwrap()).unwrap();
+    let back =
+        from_envelope(&to_envelope(CivitasMessage::decode(body, Encoding::Json).unwrap()).unwrap()).unwrap();
     assert_eq!(back.payload.get("units"), Some(&Value::String("C".into())));
     assert_eq!((back.ttl, back.seq), (Some(5.0), Some(3)));
 }

@@ -104,7 +104,11 @@ mod tests {
     #[test]
     fn what_the_reply_says_itself_wins_and_foreign_ids_are_ignored() {
         let route = ReplyRoute { context: Some("old".into()), ..Default::default() };
-        let mut reply = Envelope { context: Some("new".into()), correlation_id: Some(route.to_token()), ..Default::default() };
+        let mut reply = Envelope {
+            context: Some("new".into()),
+            correlation_id: Some(route.to_token()),
+            ..Default::default()
+        };
         apply_token(&mut reply);
         assert_eq!(reply.context.as_deref(), Some("new"));
         assert_eq!(ReplyRoute::from_token("0193a1b2-not-a-token"), None);

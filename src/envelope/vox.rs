@@ -93,7 +93,8 @@ fn vox_type(env: &Envelope) -> String {
     .to_owned()
 }
 
-const KNOWN_TYPES: [&str; 5] = ["command_request", "alert", "command_result", "message_acknowledged", "command_error"];
+const KNOWN_TYPES: [&str; 5] =
+    ["command_request", "alert", "command_result", "message_acknowledged", "command_error"];
 
 /// The intent and direction a VOX `type` stands for, read backwards from [`vox_type`].
 fn read_type(kind: &str, has_reply_to: bool) -> (Option<Intent>, Direction) {
@@ -118,7 +119,8 @@ pub fn to_envelope(msg: VoxMessage, opts: &VoxOptions) -> Result<Envelope, Envel
         Some(name) => Some(Intent::from_name(&name).ok_or(EnvelopeError::UnknownType(name))?),
         None => table_intent,
     };
-    let (context, tool_id, route_response_to) = (text("context_name"), text("tool_id"), text("route_response_to"));
+    let (context, tool_id, route_response_to) =
+        (text("context_name"), text("tool_id"), text("route_response_to"));
     let sender = text("sender").unwrap_or_else(|| opts.registry.name_of(&msg.source));
     let recipient = text("recipient").unwrap_or_else(|| opts.registry.name_of(&msg.target));
     let content = take_content(&mut details);
@@ -191,7 +193,8 @@ fn format_time(unix: f64) -> String {
 fn parse_time(text: &str) -> Result<f64, EnvelopeError> {
     let with_zone = |t: &str| OffsetDateTime::parse(t, &Rfc3339).ok();
     let parsed = with_zone(text).or_else(|| with_zone(&format!("{text}Z")));
-    let time = parsed.ok_or_else(|| EnvelopeError::invalid("emitted_at", format!("{text:?} is not an ISO-8601 time")))?;
+    let time = parsed
+        .ok_or_else(|| EnvelopeError::invalid("emitted_at", format!("{text:?} is not an ISO-8601 time")))?;
     Ok(time.unix_timestamp_nanos() as f64 / 1e9)
 }
 

@@ -50,7 +50,10 @@ fn agents_are_uuids_from_config_or_uuid5_and_resolve_back() {
     let o = opts();
     let msg = from_envelope(&env(Some(Intent::Query), Direction::Request), &o);
     assert_eq!(msg.target.to_string(), "6a1e1b0e-2f55-4c51-8f5e-0a8c6a0f2b11");
-    assert_eq!(msg.source, Uuid::new_v5(&Uuid::parse_str("0d5f1a7e-3b7c-4c59-9a8e-6f3f2c1d9b10").unwrap(), b"User"));
+    assert_eq!(
+        msg.source,
+        Uuid::new_v5(&Uuid::parse_str("0d5f1a7e-3b7c-4c59-9a8e-6f3f2c1d9b10").unwrap(), b"User")
+    );
     assert_eq!(o.registry.name_of(&msg.source), "User");
     let json = String::from_utf8(msg.encode().unwrap()).unwrap();
     assert!(json.contains("\"emitted_at\":\"2026-11-30T03:04:15.25Z\""), "{json}");

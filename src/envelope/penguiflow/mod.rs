@@ -1,0 +1,245 @@
+//! PenguiFlow: `penguiflow.types.Message` (pydantic) as JSON, its payload models
+//! (`FinalAnswer`, `StreamChunk`), and its mapping onto the canonical envelope. Stream
+//! reassembly is in [`stream`].
+
+pub mod stream;
+
+use super::correlation::{self, ReplyRoute};
+use super::{Content, Direction, Envelope, EnvelopeError, Intent, is_hex, now_unix};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+/// `penguiflow.types.Headers`: `tenant` is required.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Headers {
+    pub tenant: String,
+    #[serde(default)]
+    pub topic: Option<String>,
+    #[serde(default)]
+    pub priority: i64,
+}
+
+/// `penguiflow.types.Message`, fields in pydantic's order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PenguiMessage {
+    pub payload: Value,
+    pub headers: Headers,
+    #[serde(default = "new_trace_id")]
+    pub trace_id: String,
+    #[serde(default = "now_unix")]
+    pub ts: f64,
+    #[serde(default)]
+    pub deadline_s: Option<f64>,
+    #[serde(default)]
+    pub meta: Map<String, Value>,
+}
+
+fn new_trace_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+impl PenguiMessage {
+    pub fn decode(body: &[u8]) -> Result<Self, EnvelopeError> {
+        Ok(serde_json::from_slice(body)?)
+    }
+
+    pub fn encode(&self) -> Result<Vec<u8>, EnvelopeError> {
+        Ok(serde_json::to_vec(self)?)
+    }
+}
+
+/// The payload models the bridge recognises.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Payload {
+    Text(String),
+    /// `FinalAnswer{text, citations}`: ends a run.
+    FinalAnswer {
+        text: String,
+        citations: Vec<Value>,
+    },
+    /// `StreamChunk{stream_id, seq, text, done, meta}`: part of a streamed answer.
+    StreamChunk(stream::StreamChunk),
+    Other(Value),
+}
+
+impl Payload {
+    pub fn classify(payload: &Value) -> Payload {
+        if let Value::String(s) = payload {
+            return Payload::Text(s.clone());
+        }
+        if let Ok(chunk) = serde_json::from_value::<stream::StreamChunk>(payload.clone()) {
+            return Payload::StreamChunk(chunk);
+        }
+        match payload.as_object() {
+            Some(map) if is_final_answer(map) => Payload::FinalAnswer {
+                text: map["text"].as_str().unwrap_or_default().to_owned(),
+                citations: map.get("citations").and_then(Value::as_array).cloned().unwrap_or_default(),
+            },
+            _ => Payload::Other(payload.clone()),
+        }
+    }
+}
+
+/// `{text, citations?}` and nothing else.
+fn is_final_answer(map: &Map<String, Value>) -> bool {
+    map.get("text").is_some_and(Value::is_string)
+        && map.keys().all(|k| k == "text" || k == "citations")
+        && map.get("citations").is_none_or(Value::is_array)
+}
+
+/// The `meta` keys the bridge writes, always all of them.
+pub const META_KEYS: [&str; 9] = [
+    "message_id",
+    "sender",
+    "recipient",
+    "message_type",
+    "context_name",
+    "tool_id",
+    "route_response_to",
+    "correlation_id",
+    "reply_to",
+];
+
+/// What the PenguiFlow mapping needs besides the message.
+#[derive(Debug, Clone)]
+pub struct PenguiOptions {
+    /// `headers.tenant` when the envelope has none.
+    pub tenant: String,
+    /// Write a response as `FinalAnswer{text}` (else as plain text).
+    pub response_as_final_answer: bool,
+}
+
+impl Default for PenguiOptions {
+    fn default() -> Self {
+        PenguiOptions { tenant: "default".into(), response_as_final_answer: true }
+    }
+}
+
+/// The PenguiFlow message for an envelope.
+pub fn from_envelope(env: &Envelope, opts: &PenguiOptions) -> PenguiMessage {
+    let payload = match (&env.content, env.direction) {
+        (Content::Text(text), Direction::Response) if opts.response_as_final_answer => {
+            json!({"text": text, "citations": env.extra.get("penguiflow.citations").cloned().unwrap_or(json!([]))})
+        }
+        (content, _) => content.to_json(),
+    };
+    PenguiMessage {
+        payload,
+        headers: Headers {
+            tenant: env.tenant.clone().unwrap_or_else(|| opts.tenant.clone()),
+            topic: env.context.clone().or_else(|| env.topic.clone()),
+            priority: env.priority.unwrap_or(0),
+        },
+        trace_id: env.trace_id.clone().filter(|t| is_hex(t, 32)).unwrap_or_else(new_trace_id),
+        ts: env.timestamp.unwrap_or_else(now_unix),
+        deadline_s: env.deadline,
+        meta: meta(env),
+    }
+}
+
+fn meta(env: &Envelope) -> Map<String, Value> {
+    let message_id = env.id.clone().unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
+    let correlation_id = match env.direction {
+        Direction::Request => Some(ReplyRoute::of_request(env, &message_id).to_token()),
+        Direction::Response => env.correlation_id.clone(),
+    };
+    let reply_to = match env.direction {
+        Direction::Request => env.reply_to.clone().or_else(|| env.sender.clone()),
+        Direction::Response => env.reply_to.clone(),
+    };
+    let values = [
+        Some(message_id),
+        env.sender.clone(),
+        env.recipient.clone(),
+        env.intent.map(|i| i.as_str().to_owned()),
+        env.context.clone(),
+        env.tool_id.clone(),
+        env.route_response_to.clone(),
+        correlation_id,
+        reply_to,
+    ];
+    let mut meta: Map<String, Value> = env
+        .extra
+        .iter()
+        .filter_map(|(k, v)| k.strip_prefix("penguiflow.meta.").map(|k| (k.to_owned(), v.clone())))
+        .collect();
+    for (key, value) in META_KEYS.iter().zip(values) {
+        meta.insert((*key).to_owned(), value.map_or(Value::Null, Value::String));
+    }
+    meta
+}
+
+/// A PenguiFlow message in the bridge's terms. It is a reply when `meta.message_type` is
+/// `RESPONSE` or its payload is a `FinalAnswer`. PenguiFlow copies `meta` forward, so a
+/// reply's meta is its request's: the reply comes from `meta.recipient` and goes to
+/// `meta.reply_to`, and `meta.correlation_id` names the request.
+pub fn to_envelope(msg: PenguiMessage) -> Result<Envelope, EnvelopeError> {
+    let mut meta = msg.meta;
+    let mut text = |k: &str| super::take_text(&mut meta, k);
+    let (message_id, sender, recipient) = (text("message_id"), text("sender"), text("recipient"));
+    let message_type = text("message_type");
+    let (context, tool_id, route_response_to) =
+        (text("context_name"), text("tool_id"), text("route_response_to"));
+    let (correlation_id, reply_to) = (text("correlation_id"), text("reply_to"));
+    let payload = Payload::classify(&msg.payload);
+    let is_reply =
+        message_type.as_deref() == Some("RESPONSE") || matches!(payload, Payload::FinalAnswer { .. });
+    let intent = match (message_type, is_reply) {
+        (_, true) => Some(Intent::Response),
+        (Some(name), false) => Some(Intent::from_name(&name).ok_or(EnvelopeError::UnknownType(name))?),
+        (None, false) => None,
+    };
+    let mut env = Envelope {
+        intent,
+        route_response_to,
+        context: context.or_else(|| msg.headers.topic.clone()),
+        tool_id,
+        correlation_id,
+        trace_id: Some(msg.trace_id),
+        timestamp: Some(msg.ts),
+        deadline: msg.deadline_s,
+        priority: Some(msg.headers.priority),
+        tenant: Some(msg.headers.tenant),
+        topic: msg.headers.topic,
+        ..Envelope::default()
+    };
+    env.content = match payload {
+        Payload::Text(t) => Content::Text(t),
+        Payload::FinalAnswer { text, citations } => {
+            if !citations.is_empty() {
+                env.extra.insert("penguiflow.citations".into(), Value::Array(citations));
+            }
+            Content::Text(text)
+        }
+        Payload::StreamChunk(c) => {
+            return Err(EnvelopeError::Stream {
+                stream_id: c.stream_id,
+                reason: "a chunk must be reassembled first".into(),
+            });
+        }
+        Payload::Other(v) => Content::Json(v),
+    };
+    if is_reply && reply_to.is_some() {
+        env.direction = Direction::Response;
+        env.sender = recipient;
+        env.recipient = reply_to;
+        env.in_reply_to = message_id;
+        correlation::apply_token(&mut env);
+    } else {
+        env.direction = if is_reply { Direction::Response } else { Direction::Request };
+        env.id = message_id;
+        env.sender = sender;
+        env.recipient = recipient;
+        env.reply_to = reply_to;
+        if is_reply {
+            correlation::apply_token(&mut env);
+        }
+    }
+    for (key, value) in meta {
+        env.extra.insert(format!("penguiflow.meta.{key}"), value);
+    }
+    Ok(env)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,72 @@
+use super::*;
+
+fn request() -> Envelope {
+    Envelope {
+        intent: Some(Intent::Query),
+        sender: Some("User".into()),
+        recipient: Some("Planner".into()),
+        context: Some("Trips".into()),
+        tool_id: Some("call_7".into()),
+        content: Content::Text("plan a trip".into()),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_request_carries_text_tenant_topic_and_exactly_the_meta_keys() {
+    let msg = from_envelope(&request(), &PenguiOptions::default());
+    assert_eq!(msg.payload, json!("plan a trip"));
+    assert_eq!((msg.headers.tenant.as_str(), msg.headers.topic.as_deref()), ("default", Some("Trips")));
+    assert!(is_hex(&msg.trace_id, 32));
+    let keys: Vec<&str> = msg.meta.keys().map(String::as_str).collect();
+    let mut want = META_KEYS.to_vec();
+    want.sort();
+    assert_eq!(keys, want);
+    assert_eq!(msg.meta["reply_to"], json!("User"));
+    let text = String::from_utf8(msg.encode().unwrap()).unwrap();
+    assert!(text.starts_with("{\"payload\":"), "{text}");
+}
+
+#[test]
+fn a_reply_with_copied_meta_goes_back_to_the_requester_with_its_route() {
+    let request = from_envelope(&request(), &PenguiOptions::default());
+    let mut reply = request.clone();
+    reply.payload = json!({"text": "Rome, 3 days", "citations": ["guide"]});
+    let env = to_envelope(reply).unwrap();
+    assert_eq!((env.direction, env.intent), (Direction::Response, Some(Intent::Response)));
+    assert_eq!(env.sender.as_deref(), Some("Planner"));
+    assert_eq!(env.recipient.as_deref(), Some("User"));
+    assert_eq!((env.context.as_deref(), env.tool_id.as_deref()), (Some("Trips"), Some("call_7")));
+    assert_eq!(env.in_reply_to, request.meta["message_id"].as_str().map(str::to_owned));
+    assert_eq!(env.content.to_text(), "Rome, 3 days");
+    assert_eq!(env.extra["penguiflow.citations"], json!(["guide"]));
+}
+
+#[test]
+fn a_response_is_written_as_a_final_answer_unless_configured_otherwise() {
+    let mut env = request();
+    env.direction = Direction::Response;
+    env.intent = Some(Intent::Response);
+    assert_eq!(
+        from_envelope(&env, &PenguiOptions::default()).payload,
+        json!({"text": "plan a trip", "citations": []})
+    );
+    let plain = PenguiOptions { response_as_final_answer: false, ..Default::default() };
+    assert_eq!(from_envelope(&env, &plain).payload, json!("plan a trip"));
+}
+
+#[test]
+fn a_message_without_tenant_is_refused_and_unknown_meta_survives() {
+    assert!(PenguiMessage::decode(br#"{"payload": "x", "headers": {}}"#).is_err());
+    let body = br#"{"payload": {"q": 1}, "headers": {"tenant": "acme"}, "meta": {"sender": "P", "run": 9}}"#;
+    let env = to_envelope(PenguiMessage::decode(body).unwrap()).unwrap();
+    assert_eq!(env.content, Content::Json(json!({"q": 1})));
+    let back = from_envelope(&env, &PenguiOptions::default());
+    assert_eq!((back.meta["run"].clone(), back.headers.tenant.as_str()), (json!(9), "acme"));
+}
+
+#[test]
+fn a_chunk_is_refused_until_reassembled() {
+    let body = br#"{"payload": {"stream_id": "s", "seq": 0, "text": "a"}, "headers": {"tenant": "t"}}"#;
+    assert!(matches!(to_envelope(PenguiMessage::decode(body).unwrap()), Err(EnvelopeError::Stream { .. })));
+}
