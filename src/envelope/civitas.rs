@@ -3,7 +3,9 @@
 //! canonical envelope.
 
 use super::correlation::{self, ReplyRoute};
-use super::{Direction, Envelope, EnvelopeError, Intent, now_unix, payload_map, take_content, take_text};
+use super::{
+    Direction, Envelope, EnvelopeError, Intent, now_unix, payload_map, take_content, take_intent, take_text,
+};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
@@ -142,8 +144,8 @@ pub fn to_envelope(msg: CivitasMessage) -> Result<Envelope, EnvelopeError> {
     }
     let direction = if msg.kind == "reply" { Direction::Response } else { Direction::Request };
     let mut payload = msg.payload;
-    let intent = match take_text(&mut payload, "message_type") {
-        Some(name) => Some(Intent::from_name(&name).ok_or(EnvelopeError::UnknownType(name))?),
+    let intent = match take_intent(&mut payload, "message_type")? {
+        Some(said) => said,
         None if direction == Direction::Response => Some(Intent::Response),
         None => None,
     };
@@ -230,10 +232,9 @@ pub fn from_envelope(env: &Envelope) -> Result<CivitasMessage, EnvelopeError> {
 }
 
 /// `{"message", "message_type", "context_name", "tool_id", "route_response_to"}`, nulls left
-/// out, plus payload keys a Civitas source had beyond those.
+/// out but for `message_type`, plus payload keys a Civitas source had beyond those.
 fn payload(env: &Envelope) -> Map<String, Value> {
     let fields = [
-        ("message_type", env.intent.map(|i| i.as_str().to_owned())),
         ("context_name", env.context.clone()),
         ("tool_id", env.tool_id.clone()),
         ("route_response_to", env.route_response_to.clone()),

@@ -2,6 +2,7 @@
 //! per framework that maps its own format onto it. Field mappings: docs/MAPPING.md.
 
 pub mod civitas;
+pub mod codecs;
 pub mod correlation;
 pub mod penguiflow;
 pub mod vox;
@@ -202,6 +203,23 @@ pub(crate) fn take_text(map: &mut serde_json::Map<String, Value>, key: &str) -> 
     }
 }
 
+/// Removes a message type from a JSON map: `None` when the key is absent, `Some(None)` for
+/// an explicit null (or `""`), so that "no type" and "not said" stay apart.
+pub(crate) fn take_intent(
+    map: &mut serde_json::Map<String, Value>,
+    key: &str,
+) -> Result<Option<Option<Intent>>, EnvelopeError> {
+    match map.remove(key) {
+        None => Ok(None),
+        Some(Value::Null) => Ok(Some(None)),
+        Some(Value::String(name)) if name.is_empty() => Ok(Some(None)),
+        Some(Value::String(name)) => {
+            Intent::from_name(&name).map(|i| Some(Some(i))).ok_or(EnvelopeError::UnknownType(name))
+        }
+        Some(_) => Err(EnvelopeError::invalid(key, "must be a message type name")),
+    }
+}
+
 /// The content of a Civitas payload or VOX details (routing keys already taken out): its
 /// `message` text, else its `message` as JSON, else what is left of the map as JSON.
 pub(crate) fn take_content(map: &mut serde_json::Map<String, Value>) -> Content {
@@ -213,7 +231,8 @@ pub(crate) fn take_content(map: &mut serde_json::Map<String, Value>) -> Content 
     }
 }
 
-/// A payload-like map: keys under `extra_prefix` in `env.extra`, then `message`, then the
+/// A payload-like map: keys under `extra_prefix` in `env.extra`, then `message` and
+/// `message_type` (null when there is none, so that it is not read as a default), then the
 /// given fields that are not null.
 pub(crate) fn payload_map(
     env: &Envelope,
@@ -227,6 +246,7 @@ pub(crate) fn payload_map(
         }
     }
     map.insert("message".into(), env.content.to_json());
+    map.insert("message_type".into(), env.intent.map_or(Value::Null, |i| Value::String(i.as_str().into())));
     for (key, value) in fields {
         if let Some(v) = value {
             map.insert((*key).into(), Value::String(v.clone()));

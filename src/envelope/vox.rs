@@ -1,7 +1,9 @@
 //! VOX: the pydantic message of `vox/messaging/models.py` (UUIDs, RFC 3339 times), the agent
 //! name ↔ UUID registry it needs, and its mapping onto the canonical envelope.
 
-use super::{Direction, Envelope, EnvelopeError, Intent, now_unix, payload_map, take_content, take_text};
+use super::{
+    Direction, Envelope, EnvelopeError, Intent, now_unix, payload_map, take_content, take_intent, take_text,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -63,9 +65,13 @@ impl Registry {
         }
     }
 
-    /// The agent's name, or the UUID as text when no known name has it.
-    pub fn name_of(&self, uuid: &Uuid) -> String {
-        self.by_uuid.get(uuid).cloned().unwrap_or_else(|| uuid.to_string())
+    /// The agent's name, or the UUID as text when no known name has it; none for the nil
+    /// UUID (what the bridge writes for an unknown agent).
+    pub fn name_of(&self, uuid: &Uuid) -> Option<String> {
+        if uuid.is_nil() {
+            return None;
+        }
+        Some(self.by_uuid.get(uuid).cloned().unwrap_or_else(|| uuid.to_string()))
     }
 }
 
@@ -114,22 +120,19 @@ fn read_type(kind: &str, has_reply_to: bool) -> (Option<Intent>, Direction) {
 pub fn to_envelope(msg: VoxMessage, opts: &VoxOptions) -> Result<Envelope, EnvelopeError> {
     let (table_intent, direction) = read_type(&msg.kind, msg.reply_to.is_some());
     let mut details = msg.details;
+    let intent = take_intent(&mut details, "message_type")?.unwrap_or(table_intent);
     let mut text = |k: &str| take_text(&mut details, k);
-    let intent = match text("message_type") {
-        Some(name) => Some(Intent::from_name(&name).ok_or(EnvelopeError::UnknownType(name))?),
-        None => table_intent,
-    };
     let (context, tool_id, route_response_to) =
         (text("context_name"), text("tool_id"), text("route_response_to"));
-    let sender = text("sender").unwrap_or_else(|| opts.registry.name_of(&msg.source));
-    let recipient = text("recipient").unwrap_or_else(|| opts.registry.name_of(&msg.target));
+    let sender = text("sender").or_else(|| opts.registry.name_of(&msg.source));
+    let recipient = text("recipient").or_else(|| opts.registry.name_of(&msg.target));
     let content = take_content(&mut details);
     let mut env = Envelope {
         id: Some(msg.message_id.to_string()),
         intent,
         direction,
-        sender: Some(sender),
-        recipient: Some(recipient),
+        sender,
+        recipient,
         route_response_to,
         context,
         tool_id,
@@ -170,7 +173,6 @@ pub fn from_envelope(env: &Envelope, opts: &VoxOptions) -> VoxMessage {
 /// Like Civitas's payload, plus the `sender` and `recipient` names; nulls left out.
 fn details(env: &Envelope) -> Map<String, Value> {
     let fields = [
-        ("message_type", env.intent.map(|i| i.as_str().to_owned())),
         ("context_name", env.context.clone()),
         ("tool_id", env.tool_id.clone()),
         ("route_response_to", env.route_response_to.clone()),

@@ -38,7 +38,11 @@ fn types_follow_the_table_both_ways() {
         let msg = from_envelope(&env(intent, direction), &opts());
         assert_eq!(msg.kind, kind, "{intent:?}");
         let back = to_envelope(msg.clone(), &opts()).unwrap();
-        assert_eq!((back.direction, back.intent), (direction, intent.or(table_intent)), "{kind}");
+        assert_eq!(
+            (back.direction, back.intent),
+            (direction, intent),
+            "{kind}: an explicit null type stays none"
+        );
         let mut bare = msg;
         bare.details.remove("message_type");
         assert_eq!(to_envelope(bare, &opts()).unwrap().intent, table_intent, "{kind} read by the table");
@@ -54,7 +58,8 @@ fn agents_are_uuids_from_config_or_uuid5_and_resolve_back() {
         msg.source,
         Uuid::new_v5(&Uuid::parse_str("0d5f1a7e-3b7c-4c59-9a8e-6f3f2c1d9b10").unwrap(), b"User")
     );
-    assert_eq!(o.registry.name_of(&msg.source), "User");
+    assert_eq!(o.registry.name_of(&msg.source).as_deref(), Some("User"));
+    assert_eq!(o.registry.name_of(&Uuid::nil()), None);
     let json = String::from_utf8(msg.encode().unwrap()).unwrap();
     assert!(json.contains("\"emitted_at\":\"2026-11-30T03:04:15.25Z\""), "{json}");
 }

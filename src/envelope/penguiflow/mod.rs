@@ -171,30 +171,35 @@ fn meta(env: &Envelope) -> Map<String, Value> {
 
 /// A PenguiFlow message in the bridge's terms. It is a reply when `meta.message_type` is
 /// `RESPONSE` or its payload is a `FinalAnswer`. PenguiFlow copies `meta` forward, so a
-/// reply's meta is its request's: the reply comes from `meta.recipient` and goes to
-/// `meta.reply_to`, and `meta.correlation_id` names the request.
+/// `FinalAnswer` whose meta still has the request's type and a `reply_to` is the answer to
+/// that request: it comes from `meta.recipient`, goes to `meta.reply_to`, and
+/// `meta.correlation_id` names the request.
 pub fn to_envelope(msg: PenguiMessage) -> Result<Envelope, EnvelopeError> {
     let mut meta = msg.meta;
+    let said_type = super::take_intent(&mut meta, "message_type")?;
     let mut text = |k: &str| super::take_text(&mut meta, k);
     let (message_id, sender, recipient) = (text("message_id"), text("sender"), text("recipient"));
-    let message_type = text("message_type");
     let (context, tool_id, route_response_to) =
         (text("context_name"), text("tool_id"), text("route_response_to"));
     let (correlation_id, reply_to) = (text("correlation_id"), text("reply_to"));
     let payload = Payload::classify(&msg.payload);
-    let is_reply =
-        message_type.as_deref() == Some("RESPONSE") || matches!(payload, Payload::FinalAnswer { .. });
-    let intent = match (message_type, is_reply) {
-        (_, true) => Some(Intent::Response),
-        (Some(name), false) => Some(Intent::from_name(&name).ok_or(EnvelopeError::UnknownType(name))?),
-        (None, false) => None,
+    let final_answer = matches!(payload, Payload::FinalAnswer { .. });
+    let copied_meta = final_answer && reply_to.is_some() && said_type != Some(Some(Intent::Response));
+    let intent = match said_type {
+        _ if copied_meta => Some(Intent::Response),
+        Some(said) => said,
+        None => final_answer.then_some(Intent::Response),
     };
+    let is_reply = final_answer || intent == Some(Intent::Response);
+    let (content, citations) = content(payload)?;
     let mut env = Envelope {
         intent,
+        direction: if is_reply { Direction::Response } else { Direction::Request },
         route_response_to,
         context: context.or_else(|| msg.headers.topic.clone()),
         tool_id,
         correlation_id,
+        content,
         trace_id: Some(msg.trace_id),
         timestamp: Some(msg.ts),
         deadline: msg.deadline_s,
@@ -203,42 +208,34 @@ pub fn to_envelope(msg: PenguiMessage) -> Result<Envelope, EnvelopeError> {
         topic: msg.headers.topic,
         ..Envelope::default()
     };
-    env.content = match payload {
-        Payload::Text(t) => Content::Text(t),
-        Payload::FinalAnswer { text, citations } => {
-            if !citations.is_empty() {
-                env.extra.insert("penguiflow.citations".into(), Value::Array(citations));
-            }
-            Content::Text(text)
-        }
-        Payload::StreamChunk(c) => {
-            return Err(EnvelopeError::Stream {
-                stream_id: c.stream_id,
-                reason: "a chunk must be reassembled first".into(),
-            });
-        }
-        Payload::Other(v) => Content::Json(v),
-    };
-    if is_reply && reply_to.is_some() {
-        env.direction = Direction::Response;
-        env.sender = recipient;
-        env.recipient = reply_to;
-        env.in_reply_to = message_id;
-        correlation::apply_token(&mut env);
+    if !citations.is_empty() {
+        env.extra.insert("penguiflow.citations".into(), Value::Array(citations));
+    }
+    if copied_meta {
+        (env.sender, env.recipient, env.in_reply_to) = (recipient, reply_to, message_id);
     } else {
-        env.direction = if is_reply { Direction::Response } else { Direction::Request };
-        env.id = message_id;
-        env.sender = sender;
-        env.recipient = recipient;
-        env.reply_to = reply_to;
-        if is_reply {
-            correlation::apply_token(&mut env);
-        }
+        (env.id, env.sender, env.recipient, env.reply_to) = (message_id, sender, recipient, reply_to);
+    }
+    if is_reply {
+        correlation::apply_token(&mut env);
     }
     for (key, value) in meta {
         env.extra.insert(format!("penguiflow.meta.{key}"), value);
     }
     Ok(env)
+}
+
+/// The content of a payload, and a `FinalAnswer`'s citations.
+fn content(payload: Payload) -> Result<(Content, Vec<Value>), EnvelopeError> {
+    Ok(match payload {
+        Payload::Text(text) => (Content::Text(text), Vec::new()),
+        Payload::FinalAnswer { text, citations } => (Content::Text(text), citations),
+        Payload::Other(value) => (Content::Json(value), Vec::new()),
+        Payload::StreamChunk(c) => {
+            let reason = "a chunk must be reassembled first".to_owned();
+            return Err(EnvelopeError::Stream { stream_id: c.stream_id, reason });
+        }
+    })
 }
 
 #[cfg(test)]
