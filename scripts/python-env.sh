@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Sets up the Python virtualenv the interop and end-to-end tests use (.venv at the repo root):
+# PyYAML, stomp.py, penguiflow, pydantic and msgpack from PyPI, and Civitas's own
+# messages.py / serializer.py / errors.py taken from the civitas 0.12.0 wheel (the wheel wants
+# Python >= 3.12; those modules load on 3.11). Idempotent: reruns only when this file changes.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+venv=${SAB_VENV:-.venv}
+stamp="$venv/.sab-stamp"
+want=$(sha256sum "${BASH_SOURCE[0]}" | cut -d' ' -f1)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then exit 0; fi
+
+echo "[python-env] creating $venv" >&2
+python3 -m venv "$venv"
+"$venv/bin/pip" install -q --disable-pip-version-check \
+  'PyYAML==6.0.2' 'stomp.py==8.1.2' 'penguiflow==3.11.0' 'pydantic>=2,<3' 'msgpack>=1.0'
+wheels=$(mktemp -d)
+"$venv/bin/pip" download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+  --python-version 3.12 'civitas==0.12.0' -d "$wheels"
+civitas="$venv/civitas-src/civitas"
+rm -rf "$venv/civitas-src" && mkdir -p "$civitas"
+python3 - "$wheels"/civitas-0.12.0-py3-none-any.whl "$civitas" <<'PY'
+import sys, zipfile
+wheel, out = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(wheel) as z:
+    for name in ("messages.py", "serializer.py", "errors.py"):
+        open(f"{out}/{name}", "wb").write(z.read(f"civitas/{name}"))
+open(f"{out}/__init__.py", "w").write("# only the modules the bridge's interop tests need\n")
+PY
+rm -rf "$wheels"
+echo "$want" >"$stamp"
+echo "[python-env] ready" >&2
