@@ -4,7 +4,8 @@
 //!
 //! `cargo bench --bench translate` (the Python figure needs `scripts/python-env.sh`).
 
-use criterion::{Criterion, Throughput, black_box};
+use criterion::{Criterion, Throughput};
+use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use stomp_agent_bridge::envelope::Direction;
