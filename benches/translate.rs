@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use stomp_agent_bridge::envelope::Direction;
 use stomp_agent_bridge::envelope::civitas::Encoding;
-use stomp_agent_bridge::envelope::codecs::{Codecs, Framework, Origin};
+use stomp_agent_bridge::envelope::codecs::{Codecs, Encoded, Framework, Origin};
 use stomp_agent_bridge::envelope::wiseagents::WiseMessage;
 
 const TYPICAL: &str = "!wiseagents.WiseAgentMessage
@@ -28,7 +28,7 @@ fn origin(content_type: Option<&'static str>) -> Origin<'static> {
 }
 
 /// The typical message as each framework writes it (a response, as replies come back).
-fn bodies(codecs: &Codecs) -> Vec<(Framework, Option<Encoding>, Vec<u8>, Option<&'static str>)> {
+fn bodies(codecs: &Codecs) -> Vec<(Framework, Option<Encoding>, Encoded)> {
     let mut env = codecs.decode(Framework::WiseAgents, TYPICAL.as_bytes(), origin(None)).unwrap();
     env.direction = Direction::Response;
     let mut out = Vec::new();
@@ -38,8 +38,7 @@ fn bodies(codecs: &Codecs) -> Vec<(Framework, Option<Encoding>, Vec<u8>, Option<
         (Framework::Vox, None),
         (Framework::PenguiFlow, None),
     ] {
-        let e = codecs.encode(fw, &env, enc).unwrap();
-        out.push((fw, enc, e.body, e.content_type));
+        out.push((fw, enc, codecs.encode(fw, &env, enc).unwrap()));
     }
     out
 }
@@ -55,7 +54,7 @@ fn directions(c: &mut Criterion, codecs: &Codecs) {
     let mut group = c.benchmark_group("translate");
     group.throughput(Throughput::Elements(1));
     eprintln!("typical Wise Agents body: {} bytes", TYPICAL.len());
-    for (fw, enc, body, content_type) in bodies(codecs) {
+    for (fw, enc, Encoded { body, content_type }) in bodies(codecs) {
         let name = label(fw, enc);
         group.bench_function(format!("wiseagents->{name}"), |b| {
             b.iter(|| {
