@@ -87,7 +87,7 @@ const fn schema_version() -> i64 {
 }
 
 fn new_id() -> String {
-    uuid::Uuid::now_v7().to_string()
+    super::new_uuid7().to_string()
 }
 
 fn message_type() -> String {

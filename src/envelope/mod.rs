@@ -255,6 +255,25 @@ pub(crate) fn payload_map(
     map
 }
 
+/// A new UUIDv7 (time-ordered). Ids need to be unique, not secret: the random bits come
+/// from a fast non-cryptographic generator, which saves a system call per message.
+pub fn new_uuid7() -> uuid::Uuid {
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    uuid::Builder::from_unix_timestamp_millis(
+        millis,
+        &fastrand::u128(..).to_le_bytes()[..10].try_into().unwrap_or([0; 10]),
+    )
+    .into_uuid()
+}
+
+/// A new random UUIDv4, from the same fast generator.
+pub fn new_uuid4() -> uuid::Uuid {
+    uuid::Builder::from_random_bytes(fastrand::u128(..).to_le_bytes()).into_uuid()
+}
+
 /// Now, as Unix seconds.
 pub(crate) fn now_unix() -> f64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)

@@ -156,7 +156,11 @@ pub fn to_envelope(msg: VoxMessage, opts: &VoxOptions) -> Result<Envelope, Envel
 pub fn from_envelope(env: &Envelope, opts: &VoxOptions) -> VoxMessage {
     let name = |n: &Option<String>| n.as_deref().map_or(Uuid::nil(), |n| opts.registry.uuid_of(n));
     VoxMessage {
-        message_id: env.id.as_deref().and_then(|id| Uuid::parse_str(id).ok()).unwrap_or_else(Uuid::now_v7),
+        message_id: env
+            .id
+            .as_deref()
+            .and_then(|id| Uuid::parse_str(id).ok())
+            .unwrap_or_else(super::new_uuid7),
         message_source: match env.extra.get("vox.message_source") {
             Some(Value::String(s)) => s.clone(),
             _ => opts.message_source.clone(),

@@ -35,7 +35,7 @@ pub struct PenguiMessage {
 }
 
 fn new_trace_id() -> String {
-    uuid::Uuid::new_v4().simple().to_string()
+    super::new_uuid4().simple().to_string()
 }
 
 impl PenguiMessage {
@@ -138,7 +138,7 @@ pub fn from_envelope(env: &Envelope, opts: &PenguiOptions) -> PenguiMessage {
 }
 
 fn meta(env: &Envelope) -> Map<String, Value> {
-    let message_id = env.id.clone().unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
+    let message_id = env.id.clone().unwrap_or_else(|| super::new_uuid7().to_string());
     let correlation_id = match env.direction {
         Direction::Request => Some(ReplyRoute::of_request(env, &message_id).to_token()),
         Direction::Response => env.correlation_id.clone(),

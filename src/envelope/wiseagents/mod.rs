@@ -1,6 +1,7 @@
 //! Wise Agents: the YAML `!wiseagents.WiseAgentMessage` body and its mapping onto the
 //! canonical envelope. Reading is in [`read`], writing in [`write`].
 
+pub mod fast;
 pub mod read;
 pub mod write;
 

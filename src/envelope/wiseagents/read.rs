@@ -2,7 +2,7 @@
 //! that stops at the first thing a Wise Agents body never holds (aliases, nesting, other tags):
 //! hostile input is refused after a handful of events, in bounded memory.
 
-use super::WiseMessage;
+use super::{WiseMessage, fast};
 use crate::envelope::{EnvelopeError, Intent};
 use saphyr_parser::{Event, Parser, ScalarStyle, Tag};
 use std::borrow::Cow;
@@ -21,15 +21,25 @@ const MAX_DEPTH: usize = 4;
 /// Parses a Wise Agents message body.
 pub fn parse(body: &[u8]) -> Result<WiseMessage, EnvelopeError> {
     let text = std::str::from_utf8(body).map_err(|e| EnvelopeError::NotUtf8(e.valid_up_to()))?;
-    let mut events = Events { parser: Parser::new_from_str(text), count: 0 };
+    let source = match fast::events(text, MAX_EVENTS) {
+        Some(events) => Source::Fast(events.into_iter()),
+        None => Source::Full(Parser::new_from_str(text)),
+    };
+    let mut events = Events { source, count: 0 };
     events.expect_start()?;
     let message = read_mapping(&mut events)?;
     events.expect_end()?;
     Ok(message)
 }
 
+/// Events from the fast path for PyYAML's usual shape, or from the general parser.
+enum Source<'a> {
+    Fast(std::vec::IntoIter<Event<'a>>),
+    Full(Parser<'a, saphyr_parser::StrInput<'a>>),
+}
+
 struct Events<'a> {
-    parser: Parser<'a, saphyr_parser::StrInput<'a>>,
+    source: Source<'a>,
     count: usize,
 }
 
@@ -39,11 +49,15 @@ impl<'a> Events<'a> {
         if self.count > MAX_EVENTS {
             return Err(EnvelopeError::Hostile("more YAML nodes than a Wise Agents message has"));
         }
-        match self.parser.next_event() {
-            Some(Ok((Event::Alias(_), _))) => {
+        let next = match &mut self.source {
+            Source::Fast(events) => events.next().map(Ok),
+            Source::Full(parser) => parser.next_event().map(|r| r.map(|(event, _)| event)),
+        };
+        match next {
+            Some(Ok(Event::Alias(_))) => {
                 Err(EnvelopeError::Hostile("YAML aliases (Wise Agents never writes them)"))
             }
-            Some(Ok((event, _))) => Ok(event),
+            Some(Ok(event)) => Ok(event),
             Some(Err(e)) => Err(EnvelopeError::Yaml(e.to_string())),
             None => Err(EnvelopeError::Yaml("unexpected end of input".into())),
         }
