@@ -23,7 +23,7 @@ pub fn parse(body: &[u8]) -> Result<WiseMessage, EnvelopeError> {
     let text = std::str::from_utf8(body).map_err(|e| EnvelopeError::NotUtf8(e.valid_up_to()))?;
     let source = match fast::events(text, MAX_EVENTS) {
         Some(events) => Source::Fast(events.into_iter()),
-        None => Source::Full(Parser::new_from_str(text)),
+        None => Source::Full(Box::new(Parser::new_from_str(text))),
     };
     let mut events = Events { source, count: 0 };
     events.expect_start()?;
@@ -35,7 +35,7 @@ pub fn parse(body: &[u8]) -> Result<WiseMessage, EnvelopeError> {
 /// Events from the fast path for PyYAML's usual shape, or from the general parser.
 enum Source<'a> {
     Fast(std::vec::IntoIter<Event<'a>>),
-    Full(Parser<'a, saphyr_parser::StrInput<'a>>),
+    Full(Box<Parser<'a, saphyr_parser::StrInput<'a>>>),
 }
 
 struct Events<'a> {
