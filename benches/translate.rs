@@ -132,6 +132,11 @@ fn main() {
     directions(&mut c, &codecs);
     hostile(&mut c);
     c.final_summary();
+    // Only a real benchmark run measures (not `--list`, nor `cargo test --benches`).
+    let args: Vec<String> = std::env::args().collect();
+    if !args.iter().any(|a| a == "--bench") || args.iter().any(|a| a == "--list") {
+        return;
+    }
 
     let rust = rust_rate(&codecs);
     println!("rust wiseagents->civitas: {rust:.0} msg/s on one core");

@@ -10,4 +10,4 @@ scripts/python-env.sh
 command -v cargo-nextest >/dev/null || cargo install cargo-nextest --locked
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
-cargo nextest run --locked --all-targets "$@"
+cargo nextest run --locked --lib --bins --tests "$@"
