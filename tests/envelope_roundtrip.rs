@@ -2,62 +2,22 @@
 //! same six fields (a null context comes back as the default), and X → Wise Agents → X keeps
 //! every field that maps onto Wise Agents.
 
+mod common;
+
+use common::generate;
 use proptest::prelude::*;
 use stomp_agent_bridge::envelope::codecs::{Codecs, Framework, Origin};
 use stomp_agent_bridge::envelope::wiseagents::{self, WiseMessage};
-use stomp_agent_bridge::envelope::{Direction, Envelope, Intent};
+use stomp_agent_bridge::envelope::{Direction, Envelope};
 
 const OTHERS: [Framework; 3] = [Framework::Civitas, Framework::Vox, Framework::PenguiFlow];
-
-/// Strings that stress YAML 1.1, JSON and msgpack: look-alikes, quotes, controls, non-ASCII.
-fn text() -> impl Strategy<Value = String> {
-    prop_oneof![
-        "\\PC{0,40}",
-        "[ -~\\t\\n\\r]{0,60}",
-        prop::sample::select(vec![
-            "yes",
-            "No",
-            "null",
-            "~",
-            "123",
-            "1_000",
-            "0x1F",
-            "1:20",
-            "2024-01-01",
-            "",
-            " ",
-            "a: b",
-            "- x",
-            "#",
-            "'",
-            "\"",
-            "\\",
-            "\u{85}\u{2028}\u{feff}",
-            "😀"
-        ])
-        .prop_map(String::from),
-    ]
-}
 
 fn name() -> impl Strategy<Value = Option<String>> {
     prop::option::of("[A-Za-z][A-Za-z0-9_.-]{0,15}")
 }
 
-fn intent() -> impl Strategy<Value = Option<Intent>> {
-    prop::option::of(prop::sample::select(Intent::ALL.to_vec()))
-}
-
 fn wise_message() -> impl Strategy<Value = WiseMessage> {
-    (text(), intent(), name(), prop::option::of(text()), prop::option::of(text()), prop::option::of(text()))
-        .prop_map(|(message, message_type, sender, tool_id, route_response_to, context_name)| WiseMessage {
-            message,
-            message_type,
-            sender,
-            tool_id,
-            route_response_to,
-            context_name,
-            extra: Vec::new(),
-        })
+    generate::wise_message(name())
 }
 
 fn direction() -> impl Strategy<Value = Direction> {

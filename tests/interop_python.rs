@@ -2,17 +2,20 @@
 //! penguiflow, a pydantic VOX model) in the virtualenv of `scripts/python-env.sh`: every
 //! body the bridge writes, over thousands of generated strings, reads back as meant.
 
+mod common;
+
+use common::generate;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, TestRng, TestRunner};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::Command;
+use stomp_agent_bridge::envelope::Direction;
 use stomp_agent_bridge::envelope::civitas::{self, Encoding};
 use stomp_agent_bridge::envelope::penguiflow;
 use stomp_agent_bridge::envelope::vox::{self, Registry, VoxOptions};
 use stomp_agent_bridge::envelope::wiseagents::{self, WiseMessage};
-use stomp_agent_bridge::envelope::{Direction, Intent};
 
 const WISE_CASES: usize = 3000;
 const OTHER_CASES: usize = 400;
@@ -29,84 +32,12 @@ fn venv() -> PathBuf {
     venv
 }
 
-/// Strings that stress every format: any Unicode, YAML 1.1 look-alikes, controls, quotes.
-fn text() -> impl Strategy<Value = String> {
-    proptest::prop_oneof![
-        "\\PC{0,60}",
-        "[ -~]{0,90}",
-        "[\\x00-\\x7f]{0,30}",
-        "[a-z\\n' \"\\\\:#-]{0,40}",
-        proptest::sample::select(vec![
-            "yes",
-            "no",
-            "on",
-            "off",
-            "y",
-            "n",
-            "true",
-            "null",
-            "~",
-            "123",
-            "1_000",
-            "0x1F",
-            "1:20",
-            "2024-01-01",
-            "",
-            " lead",
-            "trail ",
-            "a: b",
-            "- item",
-            "? q",
-            "!tag",
-            "&a",
-            "*a",
-            "%x",
-            "@x",
-            "`x",
-            "|",
-            ">",
-            "{a}",
-            "[b]",
-            "\u{85}",
-            "\u{a0}",
-            "\u{2028}",
-            "\u{feff}",
-            "\u{fffe}",
-            "\u{7f}\u{80}\u{9f}",
-            "😀 \u{10ffff}",
-            ".inf",
-            "-.5",
-            "0o17",
-            "1e3",
-            "<<",
-            "=",
-        ])
-        .prop_map(String::from),
-    ]
-}
-
-fn wise_message() -> impl Strategy<Value = WiseMessage> {
-    let opt = || proptest::option::of(text());
-    let intent = proptest::option::of(proptest::sample::select(Intent::ALL.to_vec()));
-    (text(), intent, opt(), opt(), opt(), opt()).prop_map(
-        |(message, message_type, sender, tool_id, rrt, context)| WiseMessage {
-            message,
-            message_type,
-            sender,
-            tool_id,
-            route_response_to: rrt,
-            context_name: context,
-            extra: Vec::new(),
-        },
-    )
-}
-
 fn samples(n: usize) -> Vec<WiseMessage> {
     let mut runner = TestRunner::new_with_rng(
         Config::default(),
         TestRng::deterministic_rng(Config::default().rng_algorithm),
     );
-    let strategy = wise_message();
+    let strategy = generate::wise_message(proptest::option::of(generate::text()));
     (0..n).map(|_| strategy.new_tree(&mut runner).expect("a sample").current()).collect()
 }
 

@@ -1,5 +1,7 @@
-//! Helpers for tests against the real brokers that `scripts/brokers.sh start` runs.
+//! Helpers for tests: the real brokers that `scripts/brokers.sh start` runs, and generators.
 #![allow(dead_code)]
+
+pub mod generate;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
