@@ -5,5 +5,9 @@
 //! [`stomp::session`] (connection state, decided without I/O) → [`stomp::client`] (the event
 //! loop that does the I/O, with reconnect, heart-beats and receipts).
 
+pub mod config;
 pub mod envelope;
+pub mod http;
+pub mod routing;
 pub mod stomp;
+pub mod telemetry;

@@ -1,0 +1,470 @@
+//! The bridge's configuration: TOML (every key overridable by `BRIDGE__SECTION__KEY`
+//! environment variables), typed, with unknown keys refused, validated once at start.
+
+use crate::envelope::civitas::Encoding;
+use crate::envelope::codecs::Framework;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use uuid::Uuid;
+
+/// The whole configuration file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub broker: BrokerConfig,
+    #[serde(default)]
+    pub wiseagents: WiseAgentsConfig,
+    #[serde(default)]
+    pub protocols: Protocols,
+    /// The agents the bridge stands in for (proxied agents), each with its framework.
+    #[serde(default)]
+    pub agents: Vec<AgentConfig>,
+    #[serde(default)]
+    pub delivery: DeliveryConfig,
+    #[serde(default)]
+    pub http: HttpConfig,
+    #[serde(default)]
+    pub log: LogConfig,
+}
+
+/// How to reach the broker.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BrokerConfig {
+    /// `stomp://host:port`, or `stomp+ssl://host:port` for TLS.
+    pub url: String,
+    #[serde(default)]
+    pub login: Option<String>,
+    /// Never logged. Prefer the environment variable `BRIDGE__BROKER__PASSCODE`.
+    #[serde(default)]
+    pub passcode: Option<String>,
+    /// The CONNECT `host` header: the virtual host (RabbitMQ: `/` or its vhost name).
+    #[serde(default = "default_vhost")]
+    pub vhost: String,
+    /// Heart-beats [send, receive] in milliseconds; 0 turns one off.
+    #[serde(default = "default_heartbeat")]
+    pub heartbeat_ms: [u64; 2],
+    /// PEM CA file for `stomp+ssl://` (default: the system's roots).
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
+    /// PEM client certificate and key, for brokers that require them.
+    #[serde(default)]
+    pub cert_file: Option<PathBuf>,
+    #[serde(default)]
+    pub key_file: Option<PathBuf>,
+    /// Longest wait between reconnect attempts.
+    #[serde(default = "default_reconnect_max_ms")]
+    pub reconnect_max_ms: u64,
+}
+
+/// Wise Agents' naming, and the native agents.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WiseAgentsConfig {
+    /// Request queue of agent A: this prefix + A. On RabbitMQ use `/queue/request.`.
+    #[serde(default = "default_request_prefix")]
+    pub request_prefix: String,
+    #[serde(default = "default_response_prefix")]
+    pub response_prefix: String,
+    /// The context a message gets when its source had none (a context is never invented).
+    #[serde(default = "default_context")]
+    pub default_context: String,
+    /// Native agents known by name (registered for VOX's name ↔ UUID registry). Any name
+    /// that is not a proxied agent is taken as native.
+    #[serde(default)]
+    pub agents: Vec<String>,
+}
+
+/// The frameworks' destinations and options; a framework is usable when its table exists.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Protocols {
+    pub civitas: Option<CivitasConfig>,
+    pub vox: Option<VoxConfig>,
+    pub penguiflow: Option<PenguiFlowConfig>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CivitasConfig {
+    /// Where the bridge delivers to a Civitas agent; `{agent}` is its name.
+    pub inbox: String,
+    /// Where Civitas agents send to agents of other frameworks.
+    pub ingress: String,
+    /// `json` or `msgpack`, unless an agent says otherwise.
+    #[serde(default)]
+    pub encoding: Encoding,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VoxConfig {
+    pub inbox: String,
+    pub ingress: String,
+    /// Namespace of the UUIDv5 an agent gets when it has no `uuid` of its own.
+    pub namespace: Uuid,
+    /// `message_source` of messages the bridge writes.
+    #[serde(default = "default_message_source")]
+    pub message_source: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PenguiFlowConfig {
+    pub inbox: String,
+    pub ingress: String,
+    /// `headers.tenant` when the source has none.
+    #[serde(default = "default_tenant")]
+    pub tenant: String,
+    /// Write responses as `FinalAnswer{text}` (else as plain text).
+    #[serde(default = "default_true")]
+    pub response_as_final_answer: bool,
+    /// Stream chunks buffered at most, in bytes, across all streams.
+    #[serde(default = "default_stream_max_bytes")]
+    pub stream_max_bytes: usize,
+    /// Longest wait for a stream to finish.
+    #[serde(default = "default_stream_max_wait_ms")]
+    pub stream_max_wait_ms: u64,
+}
+
+/// One proxied agent.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    pub name: String,
+    pub protocol: Protocol,
+    /// Civitas only: `json` or `msgpack` for this agent.
+    #[serde(default)]
+    pub encoding: Option<Encoding>,
+    /// VOX only: the agent's UUID (else UUIDv5 of its name).
+    #[serde(default)]
+    pub uuid: Option<Uuid>,
+}
+
+/// The framework a proxied agent lives in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    Civitas,
+    Vox,
+    Penguiflow,
+}
+
+impl Protocol {
+    pub const fn framework(self) -> Framework {
+        match self {
+            Protocol::Civitas => Framework::Civitas,
+            Protocol::Vox => Framework::Vox,
+            Protocol::Penguiflow => Framework::PenguiFlow,
+        }
+    }
+}
+
+/// Delivery guarantees and their bounds.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeliveryConfig {
+    /// Where messages that cannot be parsed, translated or routed go, with the reason.
+    #[serde(default = "default_dead_letter")]
+    pub dead_letter: String,
+    /// Messages being processed at once, across all subscriptions (also the prefetch).
+    #[serde(default = "default_in_flight")]
+    pub in_flight: usize,
+    #[serde(default = "default_shutdown_timeout_ms")]
+    pub shutdown_timeout_ms: u64,
+    #[serde(default = "default_receipt_timeout_ms")]
+    pub receipt_timeout_ms: u64,
+    /// A message seen by the bridge this many times is taken to loop and is dead-lettered.
+    #[serde(default = "default_max_hops")]
+    pub max_hops: u32,
+    /// Requests remembered for replies that echo nothing but an id (VOX), at most...
+    #[serde(default = "default_correlation_capacity")]
+    pub correlation_capacity: usize,
+    /// ...and for at most this long.
+    #[serde(default = "default_correlation_ttl_ms")]
+    pub correlation_ttl_ms: u64,
+}
+
+/// The HTTP endpoint for `/metrics`, `/healthz` and `/readyz`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpConfig {
+    /// `host:port`; an empty string turns the endpoint off.
+    #[serde(default = "default_listen")]
+    pub listen: String,
+}
+
+/// Log output.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogConfig {
+    /// `auto` (human-readable on a terminal, JSON lines otherwise), `json` or `text`.
+    #[serde(default = "default_log_format")]
+    pub format: String,
+    /// A tracing filter, such as `info` or `stomp_agent_bridge=debug`.
+    #[serde(default = "default_log_level")]
+    pub level: String,
+}
+
+fn default_vhost() -> String {
+    "/".into()
+}
+const fn default_heartbeat() -> [u64; 2] {
+    [10_000, 10_000]
+}
+const fn default_reconnect_max_ms() -> u64 {
+    30_000
+}
+fn default_request_prefix() -> String {
+    "/queue/request/".into()
+}
+fn default_response_prefix() -> String {
+    "/queue/response/".into()
+}
+fn default_context() -> String {
+    "default".into()
+}
+fn default_message_source() -> String {
+    "wiseagents".into()
+}
+fn default_tenant() -> String {
+    "default".into()
+}
+const fn default_true() -> bool {
+    true
+}
+const fn default_stream_max_bytes() -> usize {
+    4 << 20
+}
+const fn default_stream_max_wait_ms() -> u64 {
+    60_000
+}
+fn default_dead_letter() -> String {
+    "/queue/bridge.dead".into()
+}
+const fn default_in_flight() -> usize {
+    256
+}
+const fn default_shutdown_timeout_ms() -> u64 {
+    10_000
+}
+const fn default_receipt_timeout_ms() -> u64 {
+    5_000
+}
+const fn default_max_hops() -> u32 {
+    8
+}
+const fn default_correlation_capacity() -> usize {
+    100_000
+}
+const fn default_correlation_ttl_ms() -> u64 {
+    3_600_000
+}
+fn default_listen() -> String {
+    "127.0.0.1:9464".into()
+}
+fn default_log_format() -> String {
+    "auto".into()
+}
+fn default_log_level() -> String {
+    "info".into()
+}
+
+impl Default for WiseAgentsConfig {
+    fn default() -> Self {
+        WiseAgentsConfig {
+            request_prefix: default_request_prefix(),
+            response_prefix: default_response_prefix(),
+            default_context: default_context(),
+            agents: Vec::new(),
+        }
+    }
+}
+
+impl Default for DeliveryConfig {
+    fn default() -> Self {
+        DeliveryConfig {
+            dead_letter: default_dead_letter(),
+            in_flight: default_in_flight(),
+            shutdown_timeout_ms: default_shutdown_timeout_ms(),
+            receipt_timeout_ms: default_receipt_timeout_ms(),
+            max_hops: default_max_hops(),
+            correlation_capacity: default_correlation_capacity(),
+            correlation_ttl_ms: default_correlation_ttl_ms(),
+        }
+    }
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig { listen: default_listen() }
+    }
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig { format: default_log_format(), level: default_log_level() }
+    }
+}
+
+/// Why a configuration cannot be used: every problem, each naming its key and file.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", .problems.join("\n"))]
+pub struct ConfigError {
+    pub problems: Vec<String>,
+}
+
+impl Config {
+    /// Reads `path`, applies `BRIDGE__…` environment overrides, and validates.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let file = path.display().to_string();
+        let raw = config::Config::builder()
+            .add_source(config::File::from(path).format(config::FileFormat::Toml))
+            .add_source(
+                config::Environment::with_prefix("BRIDGE")
+                    .prefix_separator("__")
+                    .separator("__")
+                    .try_parsing(true),
+            )
+            .build()
+            .and_then(|c| c.try_deserialize::<Config>())
+            .map_err(|e| ConfigError { problems: vec![format!("{file}: {e}")] })?;
+        raw.validate(&file)?;
+        Ok(raw)
+    }
+
+    /// Checks what types alone cannot; every problem is reported, not just the first.
+    pub fn validate(&self, file: &str) -> Result<(), ConfigError> {
+        let mut problems = Vec::new();
+        let mut bad = |key: &str, why: String| problems.push(format!("{file}: {key}: {why}"));
+        if let Err(e) = self.broker.url.parse::<crate::stomp::BrokerUrl>() {
+            bad("broker.url", e.to_string());
+        }
+        if self.broker.cert_file.is_some() != self.broker.key_file.is_some() {
+            bad("broker.cert_file", "a client certificate needs both cert_file and key_file".into());
+        }
+        for (key, prefix) in [
+            ("wiseagents.request_prefix", &self.wiseagents.request_prefix),
+            ("wiseagents.response_prefix", &self.wiseagents.response_prefix),
+        ] {
+            if !prefix.starts_with('/') {
+                bad(key, format!("{prefix:?} is not a STOMP destination prefix (it must start with /)"));
+            }
+        }
+        if self.wiseagents.request_prefix == self.wiseagents.response_prefix {
+            bad("wiseagents.response_prefix", "must differ from request_prefix".into());
+        }
+        if self.wiseagents.default_context.is_empty() {
+            bad("wiseagents.default_context", "must not be empty".into());
+        }
+        self.validate_protocols(&mut bad);
+        self.validate_agents(&mut bad);
+        if self.delivery.in_flight == 0 {
+            bad("delivery.in_flight", "must be at least 1".into());
+        }
+        if self.delivery.max_hops == 0 {
+            bad("delivery.max_hops", "must be at least 1".into());
+        }
+        if !self.http.listen.is_empty() && self.http.listen.parse::<std::net::SocketAddr>().is_err() {
+            bad("http.listen", format!("{:?} is not host:port", self.http.listen));
+        }
+        if !matches!(self.log.format.as_str(), "auto" | "json" | "text") {
+            bad("log.format", format!("{:?} is not auto, json or text", self.log.format));
+        }
+        match problems.is_empty() {
+            true => Ok(()),
+            false => Err(ConfigError { problems }),
+        }
+    }
+
+    fn validate_protocols(&self, bad: &mut impl FnMut(&str, String)) {
+        let p = &self.protocols;
+        let tables = [
+            ("civitas", p.civitas.as_ref().map(|c| (&c.inbox, &c.ingress))),
+            ("vox", p.vox.as_ref().map(|c| (&c.inbox, &c.ingress))),
+            ("penguiflow", p.penguiflow.as_ref().map(|c| (&c.inbox, &c.ingress))),
+        ];
+        for (name, dests) in tables {
+            let Some((inbox, ingress)) = dests else { continue };
+            if !inbox.contains("{agent}") {
+                bad(&format!("protocols.{name}.inbox"), format!("{inbox:?} must contain {{agent}}"));
+            }
+            if !ingress.starts_with('/') || ingress.contains("{agent}") {
+                bad(&format!("protocols.{name}.ingress"), format!("{ingress:?} must be one destination"));
+            }
+        }
+    }
+
+    fn validate_agents(&self, bad: &mut impl FnMut(&str, String)) {
+        let mut seen = std::collections::HashSet::new();
+        for (i, agent) in self.agents.iter().enumerate() {
+            let key = format!("agents[{i}]");
+            if agent.name.is_empty() || agent.name.contains(['/', '*', '?', ' ']) {
+                bad(
+                    &format!("{key}.name"),
+                    format!("{:?} is not an agent name (no /, *, ? or spaces)", agent.name),
+                );
+            }
+            if !seen.insert(agent.name.as_str()) {
+                bad(&format!("{key}.name"), format!("{:?} is listed twice", agent.name));
+            }
+            let configured = match agent.protocol {
+                Protocol::Civitas => self.protocols.civitas.is_some(),
+                Protocol::Vox => self.protocols.vox.is_some(),
+                Protocol::Penguiflow => self.protocols.penguiflow.is_some(),
+            };
+            if !configured {
+                let name = agent.protocol.framework();
+                bad(&format!("{key}.protocol"), format!("{name} is used but [protocols.{name}] is missing"));
+            }
+            if agent.encoding.is_some() && agent.protocol != Protocol::Civitas {
+                bad(&format!("{key}.encoding"), "only Civitas agents have an encoding".into());
+            }
+            if agent.uuid.is_some() && agent.protocol != Protocol::Vox {
+                bad(&format!("{key}.uuid"), "only VOX agents have a uuid".into());
+            }
+            if self.wiseagents.agents.contains(&agent.name) {
+                bad(&format!("{key}.name"), format!("{:?} is also listed as a native agent", agent.name));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn example() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("config/bridge.toml")
+    }
+
+    #[test]
+    fn the_example_config_loads_and_validates() {
+        let config = Config::load(&example()).unwrap();
+        assert_eq!(config.broker.url, "stomp://127.0.0.1:61613");
+        assert_eq!(config.agents.len(), 4);
+        assert_eq!(config.protocols.civitas.as_ref().unwrap().encoding, Encoding::Json);
+        assert_eq!(config.agents[1].encoding, Some(Encoding::Msgpack));
+        assert_eq!(config.delivery.in_flight, 256);
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_name_key_and_file() {
+        let dir = std::env::temp_dir().join(format!("sab-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("bad.toml");
+        std::fs::write(&path, "[broker]\nurl = \"stomp://x:1\"\nbogus = 1\n").unwrap();
+        let err = Config::load(&path).unwrap_err().to_string();
+        assert!(err.contains("bogus") && err.contains("bad.toml"), "{err}");
+
+        let text = "[broker]\nurl = \"tcp://x\"\n[[agents]]\nname = \"A/B\"\nprotocol = \"vox\"\n[http]\nlisten = \"nowhere\"\n";
+        std::fs::write(&path, text).unwrap();
+        let err = Config::load(&path).unwrap_err();
+        let all = err.to_string();
+        assert_eq!(err.problems.len(), 4, "{all}");
+        for key in ["broker.url", "agents[0].name", "agents[0].protocol", "http.listen"] {
+            assert!(all.contains(key), "{key} missing in {all}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,75 @@
+//! The operator's HTTP endpoint: `/metrics` (Prometheus text), `/healthz` (the process is
+//! alive) and `/readyz` (connected and subscribed). A few lines of HTTP/1.1 on tokio rather
+//! than a web framework: three GET routes, one small response each, connection closed after.
+
+use crate::telemetry::Metrics;
+use std::sync::Arc;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info};
+
+/// Serves until `shutdown` fires.
+pub async fn serve(listener: TcpListener, metrics: Arc<Metrics>, shutdown: CancellationToken) {
+    if let Ok(addr) = listener.local_addr() {
+        info!(%addr, "HTTP endpoint listening (/metrics, /healthz, /readyz)");
+    }
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    tokio::spawn(answer(stream, metrics.clone()));
+                }
+                Err(e) => debug!(error = %e, "HTTP accept failed"),
+            },
+        }
+    }
+}
+
+async fn answer(mut stream: TcpStream, metrics: Arc<Metrics>) {
+    let mut buf = [0u8; 2048];
+    let read = tokio::time::timeout(std::time::Duration::from_secs(5), stream.read(&mut buf)).await;
+    let Ok(Ok(n)) = read else { return };
+    let request = String::from_utf8_lossy(&buf[..n]);
+    let path = request.split_whitespace().nth(1).unwrap_or("/");
+    let (status, content_type, body) = respond(request.starts_with("GET "), path, &metrics);
+    let head = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = stream.write_all(head.as_bytes()).await;
+    let _ = stream.write_all(body.as_bytes()).await;
+    let _ = stream.shutdown().await;
+}
+
+fn respond(is_get: bool, path: &str, metrics: &Metrics) -> (&'static str, &'static str, String) {
+    const TEXT: &str = "text/plain; charset=utf-8";
+    match (is_get, path) {
+        (false, _) => ("405 Method Not Allowed", TEXT, "GET only\n".into()),
+        (true, "/metrics") => ("200 OK", "text/plain; version=0.0.4", metrics.render()),
+        (true, "/healthz") => ("200 OK", TEXT, "ok\n".into()),
+        (true, "/readyz") if metrics.is_ready() => ("200 OK", TEXT, "ready\n".into()),
+        (true, "/readyz") => {
+            ("503 Service Unavailable", TEXT, "not ready: not connected or not subscribed\n".into())
+        }
+        (true, _) => ("404 Not Found", TEXT, "try /metrics, /healthz or /readyz\n".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readiness_follows_the_metrics_state() {
+        let m = Metrics::default();
+        assert_eq!(respond(true, "/readyz", &m).0, "503 Service Unavailable");
+        m.set_connected(true);
+        m.set_subscribed(true);
+        assert_eq!(respond(true, "/readyz", &m).0, "200 OK");
+        assert_eq!(respond(true, "/healthz", &m).0, "200 OK");
+        assert!(respond(true, "/metrics", &m).2.contains("bridge_ready 1"));
+        assert_eq!(respond(false, "/metrics", &m).0, "405 Method Not Allowed");
+    }
+}

@@ -1,0 +1,161 @@
+//! Where messages come from and where they go: the destinations the bridge consumes, what
+//! each one is, and the destination of a translated message. Pure: no I/O.
+
+pub mod table;
+
+use crate::config::Config;
+use crate::envelope::civitas::Encoding;
+use crate::envelope::codecs::Framework;
+use crate::envelope::{Direction, Envelope};
+use std::collections::HashMap;
+
+/// Why a message cannot be routed (it is dead-lettered).
+#[derive(Debug, thiserror::Error)]
+pub enum RouteError {
+    #[error("the message names no recipient")]
+    NoRecipient,
+    #[error("{0:?} is not an agent name a destination can be made of")]
+    BadRecipient(String),
+    #[error("the bridge does not consume {0:?}")]
+    UnknownSource(String),
+}
+
+/// What a consumed destination is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// A Wise Agents queue of a proxied agent: its request or response queue.
+    WiseAgents { agent: String, direction: Direction },
+    /// A framework's ingress, where its agents send to agents of other frameworks.
+    Ingress(Framework),
+}
+
+/// A proxied agent: the framework it lives in and where it receives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proxied {
+    pub framework: Framework,
+    pub inbox: String,
+    pub encoding: Option<Encoding>,
+}
+
+/// Where a translated message goes, in which format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub framework: Framework,
+    pub destination: String,
+    /// Civitas's encoding for this agent, when it has its own.
+    pub encoding: Option<Encoding>,
+}
+
+/// The routing table built from the configuration.
+#[derive(Debug, Clone)]
+pub struct Router {
+    request_prefix: String,
+    response_prefix: String,
+    proxied: HashMap<String, Proxied>,
+    ingress: Vec<(String, Framework)>,
+}
+
+impl Router {
+    pub fn new(config: &Config) -> Self {
+        let p = &config.protocols;
+        let inboxes = [
+            (Framework::Civitas, p.civitas.as_ref().map(|c| (c.inbox.clone(), c.ingress.clone()))),
+            (Framework::Vox, p.vox.as_ref().map(|c| (c.inbox.clone(), c.ingress.clone()))),
+            (Framework::PenguiFlow, p.penguiflow.as_ref().map(|c| (c.inbox.clone(), c.ingress.clone()))),
+        ];
+        let template = |fw: Framework| inboxes.iter().find(|(f, _)| *f == fw).and_then(|(_, d)| d.clone());
+        let proxied = config
+            .agents
+            .iter()
+            .filter_map(|a| {
+                let fw = a.protocol.framework();
+                let (inbox, _) = template(fw)?;
+                let inbox = inbox.replace("{agent}", &a.name);
+                Some((a.name.clone(), Proxied { framework: fw, inbox, encoding: a.encoding }))
+            })
+            .collect();
+        let ingress =
+            inboxes.iter().filter_map(|(fw, d)| d.as_ref().map(|(_, ing)| (ing.clone(), *fw))).collect();
+        Router {
+            request_prefix: config.wiseagents.request_prefix.clone(),
+            response_prefix: config.wiseagents.response_prefix.clone(),
+            proxied,
+            ingress,
+        }
+    }
+
+    /// Every destination the bridge consumes: the Wise Agents request and response queues of
+    /// each proxied agent, and each framework's ingress. Sorted, so runs are repeatable.
+    pub fn subscriptions(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .proxied
+            .keys()
+            .flat_map(|name| {
+                [format!("{}{name}", self.request_prefix), format!("{}{name}", self.response_prefix)]
+            })
+            .chain(self.ingress.iter().map(|(d, _)| d.clone()))
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// What a MESSAGE's destination is. ActiveMQ's path-separator plugin names
+    /// `/queue/request/Foo` as `/queue/request.Foo`; both are recognised.
+    pub fn classify(&self, destination: &str) -> Option<Source> {
+        if let Some((_, fw)) = self.ingress.iter().find(|(d, _)| d == destination) {
+            return Some(Source::Ingress(*fw));
+        }
+        for (prefix, direction) in
+            [(&self.request_prefix, Direction::Request), (&self.response_prefix, Direction::Response)]
+        {
+            let agent = strip_prefix_either(destination, prefix);
+            if let Some(agent) = agent.filter(|a| self.proxied.contains_key(*a)) {
+                return Some(Source::WiseAgents { agent: agent.to_owned(), direction });
+            }
+        }
+        None
+    }
+
+    pub fn proxied(&self, name: &str) -> Option<&Proxied> {
+        self.proxied.get(name)
+    }
+
+    /// Where `env` goes: a proxied recipient's inbox in its framework, or a native agent's
+    /// Wise Agents request or response queue (by the envelope's direction).
+    pub fn target(&self, env: &Envelope) -> Result<Target, RouteError> {
+        let name = env.recipient.as_deref().filter(|n| !n.is_empty()).ok_or(RouteError::NoRecipient)?;
+        if let Some(p) = self.proxied.get(name) {
+            return Ok(Target { framework: p.framework, destination: p.inbox.clone(), encoding: p.encoding });
+        }
+        if !is_agent_name(name) {
+            return Err(RouteError::BadRecipient(name.to_owned()));
+        }
+        let prefix = match env.direction {
+            Direction::Request => &self.request_prefix,
+            Direction::Response => &self.response_prefix,
+        };
+        Ok(Target {
+            framework: Framework::WiseAgents,
+            destination: format!("{prefix}{name}"),
+            encoding: None,
+        })
+    }
+}
+
+/// `destination` without `prefix`, or without the prefix with its last `/` written `.`.
+fn strip_prefix_either<'a>(destination: &'a str, prefix: &str) -> Option<&'a str> {
+    destination.strip_prefix(prefix).or_else(|| {
+        let dotted = prefix.strip_suffix('/').map(|p| format!("{p}."))?;
+        destination.strip_prefix(dotted.as_str())
+    })
+}
+
+/// A name that can be put into a destination: no separators, spaces or control characters.
+pub fn is_agent_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 200
+        && !name.chars().any(|c| c == '/' || c.is_whitespace() || c.is_control())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,49 @@
+use super::*;
+
+fn router() -> Router {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/bridge.toml");
+    Router::new(&Config::load(&path).unwrap())
+}
+
+fn env(recipient: &str, direction: Direction) -> Envelope {
+    Envelope { recipient: Some(recipient.into()), direction, ..Default::default() }
+}
+
+#[test]
+fn it_consumes_each_proxied_agents_wise_agents_queues_and_each_ingress() {
+    let subs = router().subscriptions();
+    for want in [
+        "/queue/request/WeatherAgent",
+        "/queue/response/WeatherAgent",
+        "/queue/request/Ops",
+        "/queue/bridge.vox",
+    ] {
+        assert!(subs.iter().any(|s| s == want), "{want} missing from {subs:?}");
+    }
+    assert!(!subs.iter().any(|s| s.ends_with("/Assistant")), "never a native agent's queue");
+    assert_eq!(subs.len(), 4 * 2 + 3);
+}
+
+#[test]
+fn destinations_are_recognised_with_either_separator() {
+    let r = router();
+    let want = Some(Source::WiseAgents { agent: "Planner".into(), direction: Direction::Response });
+    assert_eq!(r.classify("/queue/response/Planner"), want);
+    assert_eq!(r.classify("/queue/response.Planner"), want);
+    assert_eq!(r.classify("/queue/bridge.civitas"), Some(Source::Ingress(Framework::Civitas)));
+    assert_eq!(r.classify("/queue/request/Assistant"), None);
+}
+
+#[test]
+fn proxied_recipients_go_to_their_inbox_and_native_ones_to_their_queue() {
+    let r = router();
+    let t = r.target(&env("Indexer", Direction::Request)).unwrap();
+    assert_eq!(
+        (t.framework, t.destination.as_str(), t.encoding),
+        (Framework::Civitas, "/queue/civitas.Indexer", Some(Encoding::Msgpack))
+    );
+    assert_eq!(r.target(&env("User", Direction::Response)).unwrap().destination, "/queue/response/User");
+    assert_eq!(r.target(&env("User", Direction::Request)).unwrap().destination, "/queue/request/User");
+    assert!(matches!(r.target(&env("a/b", Direction::Request)), Err(RouteError::BadRecipient(_))));
+    assert!(matches!(r.target(&Envelope::default()), Err(RouteError::NoRecipient)));
+}

@@ -1,0 +1,274 @@
+//! What an operator can observe. Each event is one type whose `emit` writes the log line and
+//! bumps the metric with the same labels, so logs and metrics never disagree. `/metrics`
+//! renders [`Metrics`] in Prometheus text format.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::time::Duration;
+use tracing::{info, warn};
+
+/// Upper bounds of the latency histogram, seconds.
+const BUCKETS: [f64; 12] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0];
+
+/// Counters and gauges, shared by the pipeline and the HTTP endpoint.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    messages: Mutex<BTreeMap<(String, &'static str), u64>>,
+    dead_letters: Mutex<BTreeMap<&'static str, u64>>,
+    reconnects: AtomicU64,
+    in_flight: AtomicI64,
+    latency_buckets: [AtomicU64; BUCKETS.len()],
+    latency_count: AtomicU64,
+    latency_sum_micros: AtomicU64,
+    connected: AtomicBool,
+    subscribed: AtomicBool,
+}
+
+impl Metrics {
+    fn count_message(&self, route: &str, outcome: &'static str) {
+        let mut map = self.messages.lock().unwrap_or_else(|e| e.into_inner());
+        *map.entry((route.to_owned(), outcome)).or_default() += 1;
+    }
+
+    fn observe_latency(&self, latency: Duration) {
+        let secs = latency.as_secs_f64();
+        for (bound, bucket) in BUCKETS.iter().zip(&self.latency_buckets) {
+            if secs <= *bound {
+                bucket.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.latency_count.fetch_add(1, Ordering::Relaxed);
+        self.latency_sum_micros.fetch_add(latency.as_micros() as u64, Ordering::Relaxed);
+    }
+
+    /// Messages being processed now.
+    pub fn in_flight(&self, delta: i64) {
+        self.in_flight.fetch_add(delta, Ordering::Relaxed);
+    }
+
+    pub fn set_connected(&self, connected: bool) {
+        self.connected.store(connected, Ordering::SeqCst);
+    }
+
+    pub fn set_subscribed(&self, subscribed: bool) {
+        self.subscribed.store(subscribed, Ordering::SeqCst);
+    }
+
+    /// Ready: connected to the broker with every subscription in place.
+    pub fn is_ready(&self) -> bool {
+        self.connected.load(Ordering::SeqCst) && self.subscribed.load(Ordering::SeqCst)
+    }
+
+    /// Counter value for a route and outcome (for tests and the summary log).
+    pub fn messages(&self, route: &str, outcome: &str) -> u64 {
+        let map = self.messages.lock().unwrap_or_else(|e| e.into_inner());
+        map.iter().filter(|((r, o), _)| r == route && *o == outcome).map(|(_, n)| n).sum()
+    }
+
+    /// The Prometheus text exposition.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        out.push_str("# HELP bridge_messages_total Messages handled, by route and outcome.\n");
+        out.push_str("# TYPE bridge_messages_total counter\n");
+        for ((route, outcome), n) in self.messages.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            let _ = writeln!(
+                out,
+                "bridge_messages_total{{route=\"{}\",outcome=\"{outcome}\"}} {n}",
+                escape(route)
+            );
+        }
+        out.push_str(
+            "# HELP bridge_dead_letters_total Messages sent to the dead-letter destination, by reason.\n",
+        );
+        out.push_str("# TYPE bridge_dead_letters_total counter\n");
+        for (kind, n) in self.dead_letters.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            let _ = writeln!(out, "bridge_dead_letters_total{{kind=\"{kind}\"}} {n}");
+        }
+        let gauge = |out: &mut String, name: &str, help: &str, kind: &str, value: String| {
+            let _ = write!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n");
+        };
+        gauge(
+            &mut out,
+            "bridge_reconnects_total",
+            "Reconnections to the broker.",
+            "counter",
+            self.reconnects.load(Ordering::Relaxed).to_string(),
+        );
+        gauge(
+            &mut out,
+            "bridge_in_flight",
+            "Messages being processed now.",
+            "gauge",
+            self.in_flight.load(Ordering::Relaxed).to_string(),
+        );
+        gauge(
+            &mut out,
+            "bridge_ready",
+            "1 when connected and subscribed.",
+            "gauge",
+            u8::from(self.is_ready()).to_string(),
+        );
+        out.push_str("# HELP bridge_latency_seconds From receipt of a message to the broker's confirmation of what it caused.\n");
+        out.push_str("# TYPE bridge_latency_seconds histogram\n");
+        for (bound, bucket) in BUCKETS.iter().zip(&self.latency_buckets) {
+            let _ = writeln!(
+                out,
+                "bridge_latency_seconds_bucket{{le=\"{bound}\"}} {}",
+                bucket.load(Ordering::Relaxed)
+            );
+        }
+        let count = self.latency_count.load(Ordering::Relaxed);
+        let _ = writeln!(out, "bridge_latency_seconds_bucket{{le=\"+Inf\"}} {count}");
+        let sum = self.latency_sum_micros.load(Ordering::Relaxed) as f64 / 1e6;
+        let _ = write!(out, "bridge_latency_seconds_sum {sum}\nbridge_latency_seconds_count {count}\n");
+        out
+    }
+}
+
+fn escape(label: &str) -> String {
+    label.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+/// A message translated and delivered (the broker confirmed it), then acknowledged.
+pub struct Delivered<'a> {
+    pub route: &'a str,
+    pub source: &'a str,
+    pub destination: &'a str,
+    pub message_id: &'a str,
+    pub latency: Duration,
+    pub correlated: bool,
+}
+
+impl Delivered<'_> {
+    pub fn emit(&self, metrics: &Metrics) {
+        info!(
+            outcome = "delivered",
+            route = self.route,
+            source = self.source,
+            destination = self.destination,
+            message_id = self.message_id,
+            latency_ms = self.latency.as_secs_f64() * 1e3,
+            correlated = self.correlated,
+            "message delivered"
+        );
+        metrics.count_message(self.route, "delivered");
+        metrics.observe_latency(self.latency);
+    }
+}
+
+/// A message that could not be parsed, translated or routed, sent to the dead-letter
+/// destination with the reason, then acknowledged.
+pub struct DeadLettered<'a> {
+    pub route: &'a str,
+    pub source: &'a str,
+    pub message_id: &'a str,
+    pub kind: &'static str,
+    pub reason: &'a str,
+}
+
+impl DeadLettered<'_> {
+    pub fn emit(&self, metrics: &Metrics) {
+        warn!(
+            outcome = "dead_lettered",
+            route = self.route,
+            source = self.source,
+            message_id = self.message_id,
+            kind = self.kind,
+            reason = self.reason,
+            "message dead-lettered"
+        );
+        metrics.count_message(self.route, "dead_lettered");
+        *metrics.dead_letters.lock().unwrap_or_else(|e| e.into_inner()).entry(self.kind).or_default() += 1;
+    }
+}
+
+/// Delivery failed for a reason of the broker or the connection: the message is left
+/// unacknowledged and the broker will deliver it again.
+pub struct Retried<'a> {
+    pub route: &'a str,
+    pub source: &'a str,
+    pub message_id: &'a str,
+    pub reason: &'a str,
+}
+
+impl Retried<'_> {
+    pub fn emit(&self, metrics: &Metrics) {
+        warn!(
+            outcome = "retried",
+            route = self.route,
+            source = self.source,
+            message_id = self.message_id,
+            reason = self.reason,
+            "delivery failed; the broker will redeliver"
+        );
+        metrics.count_message(self.route, "retried");
+    }
+}
+
+/// The connection to the broker was lost.
+pub struct Disconnected<'a> {
+    pub reason: &'a str,
+}
+
+impl Disconnected<'_> {
+    pub fn emit(&self, metrics: &Metrics) {
+        warn!(reason = self.reason, "broker connection lost; not ready until reconnected");
+        metrics.set_connected(false);
+    }
+}
+
+/// Connected again with every subscription restored.
+pub struct Reconnected;
+
+impl Reconnected {
+    pub fn emit(&self, metrics: &Metrics) {
+        info!("broker connection restored; ready");
+        metrics.reconnects.fetch_add(1, Ordering::Relaxed);
+        metrics.set_connected(true);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_count_what_they_log_and_render_as_prometheus_text() {
+        let m = Metrics::default();
+        let d = Delivered {
+            route: "wiseagents->civitas",
+            source: "/q",
+            destination: "/d",
+            message_id: "1",
+            latency: Duration::from_millis(3),
+            correlated: true,
+        };
+        d.emit(&m);
+        DeadLettered { route: "civitas->?", source: "/q", message_id: "2", kind: "json", reason: "bad" }
+            .emit(&m);
+        Reconnected.emit(&m);
+        let text = m.render();
+        assert!(
+            text.contains("bridge_messages_total{route=\"wiseagents->civitas\",outcome=\"delivered\"} 1"),
+            "{text}"
+        );
+        assert!(text.contains("bridge_dead_letters_total{kind=\"json\"} 1"));
+        assert!(text.contains("bridge_reconnects_total 1"));
+        assert!(text.contains("bridge_latency_seconds_bucket{le=\"0.005\"} 1"));
+        assert!(text.contains("bridge_latency_seconds_bucket{le=\"0.0025\"} 0"));
+        assert_eq!(m.messages("wiseagents->civitas", "delivered"), 1);
+    }
+
+    #[test]
+    fn ready_needs_connection_and_subscriptions() {
+        let m = Metrics::default();
+        m.set_connected(true);
+        assert!(!m.is_ready());
+        m.set_subscribed(true);
+        assert!(m.is_ready());
+        Disconnected { reason: "x" }.emit(&m);
+        assert!(!m.is_ready());
+    }
+}
