@@ -5,6 +5,7 @@
 //! [`stomp::session`] (connection state, decided without I/O) → [`stomp::client`] (the event
 //! loop that does the I/O, with reconnect, heart-beats and receipts).
 
+pub mod bridge;
 pub mod config;
 pub mod envelope;
 pub mod http;

@@ -1,1 +1,206 @@
-fn main() {}
+//! The `stomp-agent-bridge` command: `run`, `validate`, `translate`.
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use stomp_agent_bridge::config::Config;
+use stomp_agent_bridge::envelope::Direction;
+use stomp_agent_bridge::envelope::civitas::Encoding;
+use stomp_agent_bridge::envelope::codecs::{Codecs, Framework, Origin};
+use stomp_agent_bridge::telemetry::Metrics;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Parser)]
+#[command(version, about = "Bridges Wise Agents (STOMP + YAML) to Civitas, VOX and PenguiFlow agents")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the bridge.
+    Run {
+        #[arg(long, short)]
+        config: PathBuf,
+        /// Log format: auto (text on a terminal, JSON lines otherwise), json or text.
+        #[arg(long)]
+        log_format: Option<String>,
+    },
+    /// Check a configuration without connecting; names the key and file of every error.
+    Validate {
+        #[arg(long, short)]
+        config: PathBuf,
+    },
+    /// Translate one message from stdin to stdout, offline.
+    Translate {
+        #[arg(long)]
+        from: Framework,
+        #[arg(long)]
+        to: Framework,
+        /// Read codec settings (default context, VOX registry, tenant) from this config.
+        #[arg(long, short)]
+        config: Option<PathBuf>,
+        /// Civitas output encoding.
+        #[arg(long, value_enum, default_value = "json")]
+        encoding: EncodingArg,
+        #[arg(long, value_enum, default_value = "request")]
+        direction: DirectionArg,
+        /// The agent the message is for (Wise Agents bodies do not say).
+        #[arg(long, default_value = "Agent")]
+        agent: String,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum EncodingArg {
+    Json,
+    Msgpack,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum DirectionArg {
+    Request,
+    Response,
+}
+
+fn main() -> ExitCode {
+    match Cli::parse().command {
+        Command::Validate { config } => validate(&config),
+        Command::Run { config, log_format } => run(&config, log_format),
+        Command::Translate { from, to, config, encoding, direction, agent } => {
+            translate(from, to, config, encoding, direction, &agent)
+        }
+    }
+}
+
+fn validate(path: &Path) -> ExitCode {
+    match Config::load(path) {
+        Ok(config) => {
+            println!("{}: valid ({} proxied agents)", path.display(), config.agents.len());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(path: &Path, log_format: Option<String>) -> ExitCode {
+    let config = match Config::load(path) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    init_logs(log_format.as_deref().unwrap_or(&config.log.format), &config.log.level);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(serve(config))
+}
+
+async fn serve(config: Config) -> ExitCode {
+    let metrics = Arc::new(Metrics::default());
+    let shutdown = CancellationToken::new();
+    if !config.http.listen.is_empty() {
+        match tokio::net::TcpListener::bind(&config.http.listen).await {
+            Ok(listener) => {
+                tokio::spawn(stomp_agent_bridge::http::serve(listener, metrics.clone(), shutdown.clone()));
+            }
+            Err(e) => {
+                tracing::error!(listen = %config.http.listen, error = %e, "cannot open the HTTP endpoint");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    tokio::spawn(on_signal(shutdown.clone()));
+    match stomp_agent_bridge::bridge::run(config, metrics, shutdown.clone()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = %e, "the bridge stopped");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// SIGTERM or SIGINT starts a clean shutdown.
+async fn on_signal(shutdown: CancellationToken) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
+    else {
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+        _ = int.recv() => tracing::info!("SIGINT: shutting down"),
+    }
+    shutdown.cancel();
+}
+
+fn init_logs(format: &str, level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    let json = match format {
+        "json" => true,
+        "text" => false,
+        _ => !std::io::stderr().is_terminal(),
+    };
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    if json {
+        builder.json().flatten_event(true).with_current_span(false).init();
+    } else {
+        builder.init();
+    }
+}
+
+fn translate(
+    from: Framework,
+    to: Framework,
+    config: Option<PathBuf>,
+    encoding: EncodingArg,
+    direction: DirectionArg,
+    agent: &str,
+) -> ExitCode {
+    let codecs = match config.map(|p| Config::load(&p)).transpose() {
+        Ok(Some(config)) => stomp_agent_bridge::bridge::pipeline::codecs(&config),
+        Ok(None) => Codecs::default(),
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut body = Vec::new();
+    if let Err(e) = std::io::stdin().read_to_end(&mut body) {
+        eprintln!("cannot read stdin: {e}");
+        return ExitCode::FAILURE;
+    }
+    let direction = match direction {
+        DirectionArg::Request => Direction::Request,
+        DirectionArg::Response => Direction::Response,
+    };
+    let civitas = match encoding {
+        EncodingArg::Json => Encoding::Json,
+        EncodingArg::Msgpack => Encoding::Msgpack,
+    };
+    let origin = Origin { direction, recipient: agent, content_type: None };
+    let result = codecs.decode(from, &body, origin).and_then(|env| codecs.encode(to, &env, Some(civitas)));
+    match result {
+        Ok(out) => {
+            let _ = std::io::stdout().write_all(&out.body);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{from} → {to}: [{}] {e}", e.kind());
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! The bridge daemon: consume → decode → route → encode → publish with receipt → ack.
+//! A bad message is dead-lettered and the stream carries on; a broken connection is the
+//! STOMP client's to repair, and unacknowledged messages come back from the broker.
+
+pub mod pipeline;
+mod run;
+
+pub use run::run;
+
+use crate::envelope::EnvelopeError;
+use crate::envelope::penguiflow::stream::Abandoned;
+use crate::routing::RouteError;
+use crate::stomp::SessionError;
+use pipeline::HeldChunk;
+
+/// Why one message could not be bridged.
+#[derive(Debug, thiserror::Error)]
+pub enum BridgeError {
+    #[error(transparent)]
+    Envelope(#[from] EnvelopeError),
+    #[error(transparent)]
+    Route(#[from] RouteError),
+    #[error("the bridge does not consume {0:?}")]
+    UnknownSource(String),
+    #[error("the message passed through the bridge {hops} times: it loops")]
+    Loop { hops: u32 },
+    #[error("{}", .0.error)]
+    Stream(Abandoned<HeldChunk>),
+    #[error(transparent)]
+    Stomp(#[from] SessionError),
+    #[error("the configuration cannot be used: {0}")]
+    Config(String),
+}
+
+impl BridgeError {
+    /// The `bridge-error-kind` header and the metrics label.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            BridgeError::Envelope(e) => e.kind(),
+            BridgeError::Route(RouteError::NoRecipient) => "no_recipient",
+            BridgeError::Route(RouteError::BadRecipient(_)) => "bad_recipient",
+            BridgeError::Route(RouteError::UnknownSource(_)) | BridgeError::UnknownSource(_) => {
+                "unknown_source"
+            }
+            BridgeError::Loop { .. } => "loop",
+            BridgeError::Stream(_) => "stream",
+            BridgeError::Stomp(_) => "broker",
+            BridgeError::Config(_) => "config",
+        }
+    }
+}
