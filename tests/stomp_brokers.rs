@@ -92,12 +92,12 @@ async fn a_silent_broker_is_detected_within_the_heartbeat_bound(broker: Broker) 
 
     proxy.freeze();
     let frozen_at = Instant::now();
-    let lost = wait_for(&mut events, 10, |e| matches!(e, Event::ConnectionLost(_))).await;
+    let lost = wait_for(&mut events, 15, |e| matches!(e, Event::ConnectionLost(_))).await;
     let Event::ConnectionLost(SessionError::HeartbeatTimeout(bound)) = lost else {
         panic!("expected a heart-beat timeout, got {lost:?}")
     };
     let waited = frozen_at.elapsed();
-    assert!(bound <= Duration::from_millis(1500), "negotiated bound {bound:?}");
+    assert!(bound <= Duration::from_secs(3), "negotiated bound {bound:?}");
     assert!(waited <= bound + Duration::from_millis(500), "detected after {waited:?}, bound {bound:?}");
 
     wait_for(&mut events, 10, |e| matches!(e, Event::Reconnected { .. })).await;

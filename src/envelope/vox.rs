@@ -38,7 +38,8 @@ impl VoxMessage {
 }
 
 /// Agent names ↔ UUIDs: a UUID configured for an agent, otherwise UUIDv5 of its name under
-/// the namespace. Names known to the registry resolve back; other UUIDs stay UUIDs.
+/// the namespace. Names known to the registry resolve back; a reply names its recipient
+/// through the request it answers.
 #[derive(Debug, Clone)]
 pub struct Registry {
     namespace: Uuid,
@@ -65,13 +66,10 @@ impl Registry {
         }
     }
 
-    /// The agent's name, or the UUID as text when no known name has it; none for the nil
-    /// UUID (what the bridge writes for an unknown agent).
+    /// The agent's name; none for a UUID no configured agent has (a native agent that
+    /// VOX agents address must be listed in `[wiseagents] agents`).
     pub fn name_of(&self, uuid: &Uuid) -> Option<String> {
-        if uuid.is_nil() {
-            return None;
-        }
-        Some(self.by_uuid.get(uuid).cloned().unwrap_or_else(|| uuid.to_string()))
+        self.by_uuid.get(uuid).cloned()
     }
 }
 

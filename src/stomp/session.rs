@@ -115,10 +115,11 @@ pub struct Negotiated {
 }
 
 impl Negotiated {
-    /// Silence longer than this means the broker is gone: the promised period plus half of it
-    /// again, for network jitter and a busy broker (ActiveMQ and RabbitMQ use similar grace).
+    /// Silence longer than this means the broker is gone: twice the promised period plus a
+    /// second. ActiveMQ sends its first heart-beat only after twice the period (seen: 4.0 s
+    /// for a promised 2 s), then one per period; RabbitMQ sends at half the period.
     pub fn read_timeout(&self) -> Option<Duration> {
-        self.expect_every.map(|d| d + d / 2)
+        self.expect_every.map(|d| d * 2 + Duration::from_secs(1))
     }
 }
 

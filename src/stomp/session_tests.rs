@@ -29,7 +29,7 @@ fn heartbeats_are_negotiated_as_the_larger_period_and_zero_disables() {
     assert_eq!(n.version, Version::V1_2);
     assert_eq!(n.send_every, Some(30 * SEC));
     assert_eq!(n.expect_every, Some(5 * SEC));
-    assert_eq!(n.read_timeout(), Some(Duration::from_millis(7500)));
+    assert_eq!(n.read_timeout(), Some(Duration::from_secs(11)));
     let off = negotiate(&connected(&[("heart-beat", "0,0")]), (SEC, SEC)).unwrap();
     assert_eq!((off.version, off.send_every, off.expect_every), (Version::V1_1, None, None));
 }

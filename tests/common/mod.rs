@@ -1,6 +1,7 @@
 //! Helpers for tests: the real brokers that `scripts/brokers.sh start` runs, and generators.
 #![allow(dead_code)]
 
+pub mod bridge;
 pub mod generate;
 
 use std::sync::Arc;

@@ -1,0 +1,221 @@
+//! The bridge end to end, as a process against real brokers, with Wise Agents agents played
+//! by Python stomp.py clients and the other frameworks' agents by STOMP clients that read and
+//! write their formats as those frameworks do.
+
+mod common;
+
+use common::bridge::{BridgeProcess, Names, WiseAgent, body_file, config_toml, free_port};
+use common::{Broker, next_message};
+use serde_json::{Value, json};
+use stomp_agent_bridge::stomp::{AckMode, Client, Command, Events, Frame, Subscription};
+
+fn start(broker: Broker, names: &Names, agents: &[(&str, &str, &str)]) -> BridgeProcess {
+    let port = free_port();
+    BridgeProcess::start(&config_toml(broker, names, agents, port), port, &names.uid)
+}
+
+async fn agent_client(broker: Broker, inbox: &str) -> (Client, Events) {
+    let (client, events) = broker.connect().await;
+    client.subscribe(Subscription::new(inbox, AckMode::Auto)).await.unwrap();
+    (client, events)
+}
+
+async fn next_json(events: &mut Events) -> (Value, Option<String>) {
+    let m = next_message(events, 20).await;
+    let ct = m.header("content-type").map(str::to_owned);
+    (
+        serde_json::from_slice(m.body())
+            .unwrap_or_else(|e| panic!("{e}: {:?}", String::from_utf8_lossy(m.body()))),
+        ct,
+    )
+}
+
+fn json_send(destination: &str, body: &Value) -> Frame {
+    Frame::new(Command::Send)
+        .with("destination", destination)
+        .with("content-type", "application/json")
+        .with_body(body.to_string())
+}
+
+fn wa_body(fields: Value) -> Vec<u8> {
+    use stomp_agent_bridge::envelope::Intent;
+    use stomp_agent_bridge::envelope::wiseagents::WiseMessage;
+    let s = |k: &str| fields[k].as_str().map(str::to_owned);
+    WiseMessage {
+        message: s("_message").unwrap_or_default(),
+        message_type: s("_message_type").and_then(|t| Intent::from_name(&t)),
+        sender: s("_sender"),
+        tool_id: s("_tool_id"),
+        route_response_to: s("_route_response_to"),
+        context_name: s("_context_name"),
+        extra: vec![],
+    }
+    .to_yaml()
+    .into_bytes()
+}
+
+/// A Wise Agents tool call to a proxied agent: what the reply must bring back.
+fn tool_call(names: &Names, to: &str) -> (Value, String) {
+    let caller = names.agent("LLMAgent");
+    let request = json!({"_message": "{\"location\": \"Paris\"}", "_sender": caller, "_message_type": "QUERY",
+        "_tool_id": "call_9f2c", "_route_response_to": "User", "_context_name": "Weather"});
+    let _ = to;
+    (request, caller)
+}
+
+fn assert_routed_reply(reply: &Value, from: &str, text: &str) {
+    assert_eq!(reply["_message"], text, "{reply}");
+    assert_eq!(reply["_message_type"], "RESPONSE", "{reply}");
+    assert_eq!(reply["_sender"], from, "{reply}");
+    assert_eq!(reply["_tool_id"], "call_9f2c", "echoes _tool_id: {reply}");
+    assert_eq!(reply["_context_name"], "Weather", "echoes _context_name: {reply}");
+    assert_eq!(reply["_route_response_to"], "User", "echoes _route_response_to: {reply}");
+}
+
+async fn a_wise_agents_tool_call_answered_by_a_civitas_agent_comes_back_routed(
+    broker: Broker,
+    encoding: &str,
+) {
+    let names = Names::new(broker);
+    let weather = names.agent("Weather");
+    let extra = format!("encoding = \"{encoding}\"");
+    let _bridge = start(broker, &names, &[(&weather, "civitas", &extra)]);
+    let (civitas, mut inbox) = agent_client(broker, &names.dest(&format!("civitas.in.{weather}"))).await;
+    let (request, caller) = tool_call(&names, &weather);
+    let listener = WiseAgent::spawn(broker, &names, &["receive", &names.response(&caller), "1", "30"]);
+    listener.subscribed();
+    let file = body_file(&names, "request.yaml", &wa_body(request));
+    WiseAgent::run(broker, &names, &["send", &names.request(&weather), file.to_str().unwrap()]);
+
+    let m = next_message(&mut inbox, 20).await;
+    let asked: Value = match encoding {
+        "msgpack" => {
+            assert_eq!(m.header("content-type"), Some("application/msgpack"));
+            rmp_serde::from_slice(m.body()).unwrap()
+        }
+        _ => serde_json::from_slice(m.body()).unwrap(),
+    };
+    assert_eq!(
+        (asked["type"].as_str(), asked["recipient"].as_str()),
+        (Some("message"), Some(weather.as_str()))
+    );
+    assert_eq!(asked["reply_to"], caller.as_str(), "Civitas replies to reply_to, the requester by name");
+    assert_eq!(asked["payload"]["tool_id"], "call_9f2c");
+    // Civitas's reply(): recipient = reply_to, correlation_id copied, type "reply".
+    let reply = json!({"schema_version": 1, "id": "0193a1b2-0000-7000-8000-000000000001", "type": "reply",
+        "sender": weather, "recipient": asked["reply_to"], "correlation_id": asked["correlation_id"],
+        "payload": {"message": "sunny, 21 C"}, "timestamp": 1.0, "trace_id": asked["trace_id"], "span_id": "",
+        "parent_span_id": asked["span_id"], "attempt": 0, "priority": 0, "ttl": null, "seq": null});
+    civitas.send_confirmed(json_send(&names.dest("civitas.ingress"), &reply)).await.unwrap();
+    assert_routed_reply(&listener.next(30), &weather, "sunny, 21 C");
+}
+
+async fn a_wise_agents_request_answered_by_a_vox_agent_comes_back_routed(broker: Broker) {
+    let names = Names::new(broker);
+    let ops = names.agent("Ops");
+    let _bridge = start(broker, &names, &[(&ops, "vox", "uuid = \"6a1e1b0e-2f55-4c51-8f5e-0a8c6a0f2b11\"")]);
+    let (vox, mut inbox) = agent_client(broker, &names.dest(&format!("vox.in.{ops}"))).await;
+    let (request, caller) = tool_call(&names, &ops);
+    let listener = WiseAgent::spawn(broker, &names, &["receive", &names.response(&caller), "1", "30"]);
+    listener.subscribed();
+    let file = body_file(&names, "request.yaml", &wa_body(request));
+    WiseAgent::run(broker, &names, &["send", &names.request(&ops), file.to_str().unwrap()]);
+
+    let (asked, _) = next_json(&mut inbox).await;
+    assert_eq!(asked["type"], "command_request");
+    assert_eq!(asked["target"], "6a1e1b0e-2f55-4c51-8f5e-0a8c6a0f2b11");
+    assert!(asked["emitted_at"].as_str().unwrap().ends_with('Z'));
+    // VOX echoes nothing but reply_to = the request's message_id.
+    let reply = json!({"message_id": "5b0c9c1e-8a4a-4c55-9a66-0e7f1b2c3d4e", "message_source": "ops-console",
+        "emitted_at": "2026-11-30T10:00:00+00:00", "source": asked["target"], "target": asked["source"],
+        "type": "command_result", "details": {"message": "restarted"}, "reply_to": asked["message_id"]});
+    vox.send_confirmed(json_send(&names.dest("vox.ingress"), &reply)).await.unwrap();
+    assert_routed_reply(&listener.next(30), &ops, "restarted");
+}
+
+async fn a_wise_agents_request_answered_by_a_penguiflow_agent_comes_back_routed(broker: Broker) {
+    let names = Names::new(broker);
+    let planner = names.agent("Planner");
+    let _bridge = start(broker, &names, &[(&planner, "penguiflow", "")]);
+    let (pf, mut inbox) = agent_client(broker, &names.dest(&format!("penguiflow.in.{planner}"))).await;
+    let (request, caller) = tool_call(&names, &planner);
+    let listener = WiseAgent::spawn(broker, &names, &["receive", &names.response(&caller), "1", "30"]);
+    listener.subscribed();
+    let file = body_file(&names, "request.yaml", &wa_body(request));
+    WiseAgent::run(broker, &names, &["send", &names.request(&planner), file.to_str().unwrap()]);
+
+    let (asked, _) = next_json(&mut inbox).await;
+    assert_eq!(asked["headers"]["tenant"], "acme");
+    assert_eq!(asked["meta"]["reply_to"], caller.as_str());
+    // PenguiFlow copies meta forward; the answer is a FinalAnswer.
+    let mut reply = asked.clone();
+    reply["payload"] = json!({"text": "Rome, 3 days", "citations": []});
+    pf.send_confirmed(json_send(&names.dest("penguiflow.ingress"), &reply)).await.unwrap();
+    assert_routed_reply(&listener.next(30), &planner, "Rome, 3 days");
+}
+
+async fn a_civitas_agent_asking_a_native_agent_gets_the_answer_with_its_correlation_id(broker: Broker) {
+    let names = Names::new(broker);
+    let civ = names.agent("Researcher");
+    let native = names.agent("Librarian");
+    let _bridge = start(broker, &names, &[(&civ, "civitas", "")]);
+    let server = WiseAgent::spawn(broker, &names, &["serve", &native, "1", "30"]);
+    server.subscribed();
+    let (civitas, mut inbox) = agent_client(broker, &names.dest(&format!("civitas.in.{civ}"))).await;
+    // Civitas's ask(): a new correlation_id, reply_to the asker.
+    let ask = json!({"schema_version": 1, "id": "0193a1b2-0000-7000-8000-0000000000aa", "type": "message",
+        "sender": civ, "recipient": native, "correlation_id": "0193a1b2-0000-7000-8000-0000000000cc",
+        "reply_to": civ, "payload": {"message": "find 'dune'", "context_name": "Books"}, "timestamp": 1.0,
+        "trace_id": "", "span_id": "", "parent_span_id": null, "attempt": 0, "priority": 0, "ttl": null, "seq": null});
+    civitas.send_confirmed(json_send(&names.dest("civitas.ingress"), &ask)).await.unwrap();
+
+    let seen = server.next(30);
+    assert_eq!(
+        (seen["_sender"].as_str(), seen["_message"].as_str()),
+        (Some(civ.as_str()), Some("find 'dune'"))
+    );
+    assert_eq!(seen["_route_response_to"], civ.as_str(), "the answer comes back through the bridge");
+    assert_eq!(seen["_context_name"], "Books");
+    let (answer, ct) = next_json(&mut inbox).await;
+    assert_eq!(ct.as_deref(), Some("application/json"));
+    assert_eq!(answer["type"], "reply");
+    assert_eq!(answer["recipient"], civ.as_str());
+    assert_eq!(
+        answer["correlation_id"], "0193a1b2-0000-7000-8000-0000000000cc",
+        "Civitas's own correlation id"
+    );
+    assert_eq!(answer["payload"]["message"], "answer: find 'dune'");
+    server.wait_success();
+}
+
+macro_rules! on {
+    ($broker:ident: $($name:ident $(($arg:expr))?),* $(,)?) => {
+        $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $name() { super::$name(super::Broker::$broker $(, $arg)?).await })*
+    };
+}
+
+mod activemq {
+    on!(ActiveMq:
+        a_wise_agents_tool_call_answered_by_a_civitas_agent_comes_back_routed("json"),
+        a_wise_agents_request_answered_by_a_vox_agent_comes_back_routed,
+        a_wise_agents_request_answered_by_a_penguiflow_agent_comes_back_routed,
+        a_civitas_agent_asking_a_native_agent_gets_the_answer_with_its_correlation_id,
+    );
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_msgpack_civitas_agent_is_served_in_msgpack() {
+        super::a_wise_agents_tool_call_answered_by_a_civitas_agent_comes_back_routed(
+            super::Broker::ActiveMq,
+            "msgpack",
+        )
+        .await
+    }
+}
+
+mod rabbitmq {
+    on!(RabbitMq:
+        a_wise_agents_tool_call_answered_by_a_civitas_agent_comes_back_routed("json"),
+        a_civitas_agent_asking_a_native_agent_gets_the_answer_with_its_correlation_id,
+    );
+}

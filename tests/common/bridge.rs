@@ -1,0 +1,308 @@
+//! The bridge as a real process with a per-test configuration, and Wise Agents agents
+//! played by Python stomp.py clients (tests/e2e/wa_agent.py).
+
+use super::Broker;
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// Names and destinations no other test uses.
+pub struct Names {
+    pub uid: String,
+    pub request_prefix: String,
+    pub response_prefix: String,
+}
+
+impl Names {
+    pub fn new(broker: Broker) -> Self {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()
+            % 1_000_000_000;
+        let uid = format!("{}x{}x{}", std::process::id(), nanos, N.fetch_add(1, Ordering::Relaxed));
+        let (request_prefix, response_prefix) = match broker {
+            Broker::ActiveMq => ("/queue/request/".into(), "/queue/response/".into()),
+            Broker::RabbitMq => ("/queue/request.".into(), "/queue/response.".into()),
+        };
+        Names { uid, request_prefix, response_prefix }
+    }
+
+    /// An agent name unique to this test.
+    pub fn agent(&self, base: &str) -> String {
+        format!("{base}_{}", self.uid)
+    }
+
+    /// One of this test's bridge destinations (`civitas.in.NAME`, `dead`, ...).
+    pub fn dest(&self, what: &str) -> String {
+        format!("/queue/sab.e2e.{}.{what}", self.uid)
+    }
+
+    pub fn request(&self, agent: &str) -> String {
+        format!("{}{agent}", self.request_prefix)
+    }
+
+    pub fn response(&self, agent: &str) -> String {
+        format!("{}{agent}", self.response_prefix)
+    }
+}
+
+/// A configuration for `names` on `broker`; `agents` are `(name, protocol, extra TOML)`.
+pub fn config_toml(broker: Broker, names: &Names, agents: &[(&str, &str, &str)], http_port: u16) -> String {
+    let (login, passcode) = broker.credentials();
+    let mut toml = format!(
+        r#"[broker]
+url = "stomp://127.0.0.1:{port}"
+login = "{login}"
+passcode = "{passcode}"
+vhost = "/"
+heartbeat_ms = [2000, 2000]
+reconnect_max_ms = 1000
+
+[wiseagents]
+request_prefix = "{req}"
+response_prefix = "{resp}"
+default_context = "default"
+
+[protocols.civitas]
+inbox = "{civ_in}"
+ingress = "{civ_ing}"
+
+[protocols.vox]
+inbox = "{vox_in}"
+ingress = "{vox_ing}"
+namespace = "0d5f1a7e-3b7c-4c59-9a8e-6f3f2c1d9b10"
+
+[protocols.penguiflow]
+inbox = "{pf_in}"
+ingress = "{pf_ing}"
+tenant = "acme"
+
+[delivery]
+dead_letter = "{dead}"
+in_flight = 64
+shutdown_timeout_ms = 5000
+receipt_timeout_ms = 5000
+
+[http]
+listen = "127.0.0.1:{http_port}"
+
+[log]
+format = "json"
+"#,
+        port = broker.port(),
+        req = names.request_prefix,
+        resp = names.response_prefix,
+        civ_in = names.dest("civitas.in.{agent}"),
+        civ_ing = names.dest("civitas.ingress"),
+        vox_in = names.dest("vox.in.{agent}"),
+        vox_ing = names.dest("vox.ingress"),
+        pf_in = names.dest("penguiflow.in.{agent}"),
+        pf_ing = names.dest("penguiflow.ingress"),
+        dead = names.dest("dead"),
+    );
+    for (name, protocol, extra) in agents {
+        toml.push_str(&format!("\n[[agents]]\nname = \"{name}\"\nprotocol = \"{protocol}\"\n{extra}\n"));
+    }
+    toml
+}
+
+/// A free TCP port on loopback.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// The bridge running as its own process.
+pub struct BridgeProcess {
+    child: Option<Child>,
+    pub http_port: u16,
+    pub config: PathBuf,
+    logs: mpsc::Receiver<String>,
+}
+
+impl BridgeProcess {
+    /// Writes the config and starts `stomp-agent-bridge run`; returns once it logged
+    /// "bridge ready" (it is subscribed).
+    pub fn start(toml: &str, http_port: u16, tag: &str) -> BridgeProcess {
+        let dir = std::env::temp_dir().join(format!("sab-e2e-{tag}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = dir.join("bridge.toml");
+        std::fs::write(&config, toml).unwrap();
+        Self::start_with(config, http_port)
+    }
+
+    pub fn start_with(config: PathBuf, http_port: u16) -> BridgeProcess {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_stomp-agent-bridge"))
+            .args(["run", "--config"])
+            .arg(&config)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the bridge");
+        let stderr = child.stderr.take().unwrap();
+        let (tx, logs) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if std::env::var("SAB_E2E_LOGS").is_ok() {
+                    eprintln!("bridge: {line}");
+                }
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut bridge = BridgeProcess { child: Some(child), http_port, config, logs };
+        bridge.wait_log("bridge ready", 30);
+        bridge
+    }
+
+    /// Waits for a log line containing `needle`, failing the test after `secs`; returns it.
+    pub fn wait_log(&mut self, needle: &str, secs: u64) -> String {
+        let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.logs.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return line,
+                Ok(_) => continue,
+                Err(_) => panic!("the bridge did not log {needle:?} within {secs} s"),
+            }
+        }
+    }
+
+    /// The log lines so far that contain `needle`.
+    pub fn logged(&self, needle: &str) -> Vec<String> {
+        self.logs.try_iter().filter(|l| l.contains(needle)).collect()
+    }
+
+    /// SIGTERM, then the exit status (failing the test after `secs`).
+    pub fn terminate(mut self, secs: u64) -> std::process::ExitStatus {
+        let mut child = self.child.take().expect("running");
+        Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || tx.send(child.wait()));
+        let exited = rx.recv_timeout(Duration::from_secs(secs));
+        exited.unwrap_or_else(|_| panic!("the bridge did not exit within {secs} s of SIGTERM")).unwrap()
+    }
+
+    /// kill -9: no chance to finish anything.
+    pub fn kill9(mut self) {
+        let mut child = self.child.take().expect("running");
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    /// GET `path` on the HTTP endpoint: the status code and body.
+    pub fn http_get(&self, path: &str) -> (u16, String) {
+        http_get(self.http_port, path)
+    }
+}
+
+impl Drop for BridgeProcess {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+pub fn http_get(port: u16, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else { return (0, String::new()) };
+    let _ = write!(s, "GET {path} HTTP/1.1\r\nhost: x\r\n\r\n");
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    let code = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    (code, body)
+}
+
+fn python() -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let venv = std::env::var("SAB_VENV").map(PathBuf::from).unwrap_or_else(|_| root.join(".venv"));
+    let python = venv.join("bin/python");
+    assert!(python.exists(), "no virtualenv: run scripts/python-env.sh");
+    python
+}
+
+/// A Wise Agents agent (Python stomp.py) running `wa_agent.py ARGS`.
+pub struct WiseAgent {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl WiseAgent {
+    pub fn spawn(broker: Broker, names: &Names, args: &[&str]) -> WiseAgent {
+        let (user, password) = broker.credentials();
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/wa_agent.py");
+        let mut child = Command::new(python())
+            .arg(script)
+            .args(args)
+            .env("STOMP_PORT", broker.port().to_string())
+            .env("STOMP_USER", user)
+            .env("STOMP_PASSWORD", password)
+            .env("STOMP_VHOST", "/")
+            .env("WA_REQUEST_PREFIX", &names.request_prefix)
+            .env("WA_RESPONSE_PREFIX", &names.response_prefix)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start wa_agent.py");
+        let lines = lines_of(child.stdout.take().unwrap());
+        WiseAgent { child, lines }
+    }
+
+    /// Runs to completion (for `send` and `send-many`).
+    pub fn run(broker: Broker, names: &Names, args: &[&str]) {
+        let mut agent = Self::spawn(broker, names, args);
+        let status = agent.child.wait().unwrap();
+        assert!(status.success(), "wa_agent.py {args:?} failed");
+    }
+
+    /// The next JSON line it printed (waiting up to `secs`).
+    pub fn next(&self, secs: u64) -> Value {
+        let line =
+            self.lines.recv_timeout(Duration::from_secs(secs)).expect("wa_agent.py printed a line in time");
+        serde_json::from_str(&line).unwrap()
+    }
+
+    /// Waits until it subscribed.
+    pub fn subscribed(&self) {
+        let first = self.next(30);
+        assert!(first.get("subscribed").is_some(), "{first}");
+    }
+
+    pub fn wait_success(mut self) {
+        assert!(self.child.wait().unwrap().success(), "wa_agent.py failed");
+    }
+}
+
+impl Drop for WiseAgent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn lines_of(stdout: ChildStdout) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// Writes `body` to a file for `wa_agent.py send`.
+pub fn body_file(names: &Names, name: &str, body: &[u8]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sab-e2e-bodies-{}", names.uid));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, body).unwrap();
+    path
+}

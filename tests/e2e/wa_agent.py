@@ -1,0 +1,116 @@
+"""A Wise Agents agent as the real one behaves on the wire, for the end-to-end tests:
+stomp.py 8.1.2, STOMP 1.1, heart-beat 60000, subscriptions with ack:auto, SENDs with only a
+destination (stomp.py adds content-length), YAML bodies read with PyYAML's full yaml.Loader.
+
+  wa_agent.py send DEST FILE...        send each file's bytes as one message
+  wa_agent.py send-many DEST N [--persistent]   send N generated requests ("msg <i>")
+  wa_agent.py receive DEST N SECONDS   print the six fields of N messages as JSON lines
+  wa_agent.py serve AGENT N SECONDS    answer N requests on /queue/request/AGENT like a tool
+                                       agent: RESPONSE to /queue/response/<_sender>, echoing
+                                       _tool_id, _context_name and _route_response_to
+
+Broker from STOMP_HOST, STOMP_PORT, STOMP_USER, STOMP_PASSWORD, and the queue prefixes from
+WA_REQUEST_PREFIX, WA_RESPONSE_PREFIX."""
+
+import json
+import os
+import queue
+import sys
+import time
+
+import stomp
+import yaml
+
+
+class WiseAgentMessage(yaml.YAMLObject):
+    yaml_tag = "!wiseagents.WiseAgentMessage"
+    yaml_loader = yaml.Loader
+
+
+KEYS = ["_context_name", "_message", "_message_type", "_route_response_to", "_sender", "_tool_id"]
+
+
+def connect(listener=None):
+    host, port = os.environ.get("STOMP_HOST", "127.0.0.1"), int(os.environ.get("STOMP_PORT", "61613"))
+    conn = stomp.Connection([(host, port)], heartbeats=(60000, 60000), vhost=os.environ.get("STOMP_VHOST", host))
+    if listener:
+        conn.set_listener("", listener)
+    conn.connect(os.environ.get("STOMP_USER", "admin"), os.environ.get("STOMP_PASSWORD", "admin"), wait=True)
+    return conn
+
+
+class Collector(stomp.ConnectionListener):
+    def __init__(self):
+        self.frames = queue.Queue()
+
+    def on_message(self, frame):
+        self.frames.put(frame)
+
+
+def dump(fields):
+    message = WiseAgentMessage()
+    message.__dict__.update(fields)
+    return yaml.dump(message)
+
+
+def send(dest, files):
+    conn = connect()
+    for path in files:
+        conn.send(dest, open(path, "rb").read())
+    conn.disconnect()
+
+
+def send_many(dest, n, persistent):
+    conn = connect()
+    headers = {"persistent": "true"} if persistent else {}
+    for i in range(n):
+        body = dump({"_message": f"msg {i}", "_sender": "Producer", "_message_type": "QUERY",
+                     "_context_name": "default", "_tool_id": None, "_route_response_to": None})
+        conn.send(dest, body, headers=headers)
+    conn.disconnect()
+
+
+def read(frame):
+    message = yaml.load(frame.body, Loader=yaml.Loader)
+    assert isinstance(message, WiseAgentMessage), type(message)
+    return {k: message.__dict__[k] for k in KEYS}
+
+
+def receive(dest, n, seconds):
+    collector = Collector()
+    conn = connect(collector)
+    conn.subscribe(dest, id="1", ack="auto")
+    print(json.dumps({"subscribed": dest}), flush=True)
+    deadline = time.time() + seconds
+    for _ in range(n):
+        frame = collector.frames.get(timeout=max(0.1, deadline - time.time()))
+        print(json.dumps(read(frame)), flush=True)
+    conn.disconnect()
+
+
+def serve(agent, n, seconds):
+    collector = Collector()
+    conn = connect(collector)
+    conn.subscribe(os.environ.get("WA_REQUEST_PREFIX", "/queue/request/") + agent, id="1", ack="auto")
+    print(json.dumps({"subscribed": agent}), flush=True)
+    deadline = time.time() + seconds
+    for _ in range(n):
+        request = read(collector.frames.get(timeout=max(0.1, deadline - time.time())))
+        print(json.dumps(request), flush=True)
+        reply = dict(request, _message="answer: " + request["_message"], _message_type="RESPONSE", _sender=agent)
+        conn.send(os.environ.get("WA_RESPONSE_PREFIX", "/queue/response/") + request["_sender"], dump(reply))
+    conn.disconnect()
+
+
+if __name__ == "__main__":
+    mode, args = sys.argv[1], sys.argv[2:]
+    if mode == "send":
+        send(args[0], args[1:])
+    elif mode == "send-many":
+        send_many(args[0], int(args[1]), "--persistent" in args)
+    elif mode == "receive":
+        receive(args[0], int(args[1]), float(args[2]))
+    elif mode == "serve":
+        serve(args[0], int(args[1]), float(args[2]))
+    else:
+        sys.exit(f"unknown mode {mode}")
