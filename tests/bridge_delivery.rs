@@ -1,0 +1,203 @@
+//! The bridge's delivery guarantees, end to end against ActiveMQ: dead letters with the
+//! reason while valid traffic flows, no loss across `kill -9` or a broker restart, loops cut,
+//! readiness, and a clean SIGTERM.
+
+mod common;
+
+use common::bridge::{BridgeProcess, Names, WiseAgent, config_toml, free_port};
+use common::{Broker, brokers_script, next_message};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use stomp_agent_bridge::stomp::{AckMode, Client, Command, Events, Frame, Subscription};
+
+const BROKER: Broker = Broker::ActiveMq;
+
+fn config(names: &Names, civ: &str) -> (String, u16) {
+    let port = free_port();
+    (config_toml(BROKER, names, &[(civ, "civitas", "")], port), port)
+}
+
+async fn consume(dest: &str) -> (Client, Events) {
+    let (client, events) = BROKER.connect().await;
+    client.subscribe(Subscription::new(dest, AckMode::Auto)).await.unwrap();
+    (client, events)
+}
+
+fn vectors() -> Vec<(String, PathBuf)> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/vectors/wiseagents");
+    let mut out: Vec<(String, PathBuf)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .map(|p| (std::fs::read_to_string(p.with_extension("json")).unwrap(), p))
+        .collect();
+    out.sort_by(|a, b| a.1.cmp(&b.1));
+    out.into_iter()
+        .map(|(json, p)| (if json.contains("\"valid\": true") { "valid" } else { "invalid" }.to_owned(), p))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_vectors_and_malformed_bodies_go_to_the_dead_letter_queue_while_valid_traffic_flows() {
+    let names = Names::new(BROKER);
+    let civ = names.agent("Weather");
+    let (toml, port) = config(&names, &civ);
+    let _bridge = BridgeProcess::start(&toml, port, &names.uid);
+    let (_dl, mut dead) = consume(&names.dest("dead")).await;
+    let (producer, _) = BROKER.connect().await;
+    let (_c, mut inbox) = consume(&names.dest(&format!("civitas.in.{civ}"))).await;
+
+    let (invalid, valid): (Vec<_>, Vec<_>) = vectors().into_iter().partition(|(v, _)| v == "invalid");
+    let mut files: Vec<String> = Vec::new();
+    for ((_, bad), (_, good)) in invalid.iter().zip(valid.iter().cycle()) {
+        files.push(bad.to_string_lossy().into_owned());
+        files.push(good.to_string_lossy().into_owned());
+    }
+    let mut args = vec!["send".to_owned(), names.request(&civ)];
+    args.extend(files);
+    WiseAgent::run(BROKER, &names, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    let malformed = [
+        ("civitas.ingress", "application/json", b"{\"type\": \"message\", \"payload\": [1,".to_vec()),
+        ("civitas.ingress", "application/msgpack", vec![0x81, 0xa4, b't', b'y']),
+        ("vox.ingress", "application/json", b"{\"message_id\": \"not-a-uuid\"}".to_vec()),
+        ("penguiflow.ingress", "application/json", b"{\"payload\": \"x\", \"headers\": {}}".to_vec()),
+    ];
+    for (dest, ct, body) in &malformed {
+        let frame = Frame::new(Command::Send)
+            .with("destination", names.dest(dest))
+            .with("content-type", *ct)
+            .with_body(body.clone());
+        producer.send_confirmed(frame).await.unwrap();
+    }
+
+    let want = invalid.len() + malformed.len();
+    let mut kinds = BTreeSet::new();
+    let mut bodies = BTreeSet::new();
+    for _ in 0..want {
+        let m = next_message(&mut dead, 30).await;
+        let error = m.header("bridge-error").expect("bridge-error header");
+        let kind = m.header("bridge-error-kind").expect("bridge-error-kind header");
+        let source = m.header("bridge-source").expect("bridge-source header");
+        assert!(!error.is_empty() && source.starts_with("/queue/"), "{error} {source}");
+        kinds.insert(kind.to_owned());
+        bodies.insert(m.body().to_vec());
+    }
+    for (_, path) in &invalid {
+        assert!(bodies.contains(&std::fs::read(path).unwrap()), "{} dead-lettered unchanged", path.display());
+    }
+    for (_, _, body) in &malformed {
+        assert!(bodies.contains(body), "malformed body dead-lettered unchanged");
+    }
+    assert!(kinds.len() >= 6, "the reasons are told apart: {kinds:?}");
+    for _ in 0..invalid.len() {
+        let m = next_message(&mut inbox, 30).await;
+        assert!(
+            serde_json::from_slice::<serde_json::Value>(m.body()).is_ok(),
+            "valid traffic delivered between the bad"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_that_has_looped_too_often_is_dead_lettered() {
+    let names = Names::new(BROKER);
+    let civ = names.agent("Weather");
+    let (toml, port) = config(&names, &civ);
+    let _bridge = BridgeProcess::start(&toml, port, &names.uid);
+    let (_dl, mut dead) = consume(&names.dest("dead")).await;
+    let body = std::fs::read(vectors()[0].1.clone()).unwrap();
+    let (producer, _) = BROKER.connect().await;
+    let frame = Frame::new(Command::Send)
+        .with("destination", names.request(&civ))
+        .with("bridge-hops", "8")
+        .with_body(body);
+    producer.send_confirmed(frame).await.unwrap();
+    let m = next_message(&mut dead, 30).await;
+    assert_eq!(m.header("bridge-error-kind"), Some("loop"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_stops_the_bridge_cleanly_with_exit_code_zero() {
+    let names = Names::new(BROKER);
+    let civ = names.agent("Weather");
+    let (toml, port) = config(&names, &civ);
+    let bridge = BridgeProcess::start(&toml, port, &names.uid);
+    assert_eq!(bridge.http_get("/healthz").0, 200);
+    assert_eq!(bridge.http_get("/readyz").0, 200);
+    assert!(bridge.http_get("/metrics").1.contains("bridge_ready 1"));
+    let status = bridge.terminate(10);
+    assert!(status.success(), "exit status {status}");
+}
+
+/// Counts the distinct `msg <i>` texts delivered to a Civitas inbox until all `n` came.
+async fn count_until_all(inbox: &mut Events, n: usize, mut at: impl FnMut(usize)) -> (usize, usize) {
+    let mut seen = BTreeSet::new();
+    let mut deliveries = 0;
+    while seen.len() < n {
+        let m = next_message(inbox, 60).await;
+        deliveries += 1;
+        let v: serde_json::Value = serde_json::from_slice(m.body()).unwrap();
+        let text = v["payload"]["message"].as_str().unwrap().to_owned();
+        if seen.insert(text) {
+            at(seen.len());
+        }
+    }
+    (seen.len(), deliveries)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_in_the_middle_of_ten_thousand_messages_loses_none() {
+    const N: usize = 10_000;
+    let names = Names::new(BROKER);
+    let civ = names.agent("Weather");
+    let (toml, port) = config(&names, &civ);
+    let bridge = BridgeProcess::start(&toml, port, &names.uid);
+    let config = bridge.config.clone();
+    let (_c, mut inbox) = consume(&names.dest(&format!("civitas.in.{civ}"))).await;
+    let n = N.to_string();
+    let sender = WiseAgent::spawn(BROKER, &names, &["send-many", &names.request(&civ), &n]);
+
+    let mut bridge = Some(bridge);
+    let (distinct, deliveries) = count_until_all(&mut inbox, N, |seen| {
+        if seen == N / 3 {
+            bridge.take().expect("once").kill9();
+            bridge = Some(BridgeProcess::start_with(config.clone(), free_port()));
+        }
+    })
+    .await;
+    sender.wait_success();
+    assert_eq!(distinct, N);
+    eprintln!(
+        "kill -9 after {} of {N}: {distinct} distinct delivered, {deliveries} deliveries ({} duplicates)",
+        N / 3,
+        deliveries - distinct
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broker_restart_mid_stream_loses_nothing_and_readiness_follows_the_broker() {
+    const N: usize = 2_000;
+    let names = Names::new(BROKER);
+    let civ = names.agent("Weather");
+    let (toml, port) = config(&names, &civ);
+    let mut bridge = BridgeProcess::start(&toml, port, &names.uid);
+    let (_inbox_client, mut inbox) = consume(&names.dest(&format!("civitas.in.{civ}"))).await;
+    let n = N.to_string();
+    // Persistent sends, so that what waits in the broker survives its restart.
+    WiseAgent::run(BROKER, &names, &["send-many", &names.request(&civ), &n, "--persistent"]);
+    let mut restarted = false;
+    let (distinct, deliveries) = count_until_all(&mut inbox, N, |seen| {
+        if seen == N / 4 && !restarted {
+            restarted = true;
+            brokers_script(&["stop", "activemq"]);
+            bridge.wait_log("broker connection lost", 30);
+            assert_eq!(bridge.http_get("/readyz").0, 503, "not ready while the broker is down");
+            brokers_script(&["start", "activemq"]);
+        }
+    })
+    .await;
+    assert!(restarted);
+    assert_eq!(distinct, N);
+    assert_eq!(bridge.http_get("/readyz").0, 200, "ready again once reconnected");
+    eprintln!("broker restart after {} of {N}: {distinct} distinct, {deliveries} deliveries", N / 4);
+}
