@@ -65,7 +65,9 @@ make_tls() { # a CA and a server certificate for 127.0.0.1/localhost, once
 
 activemq_start() {
   if port_open 61613 && port_open 61614; then log "ActiveMQ already answers on 61613"; return 0; fi
-  apt_install activemq openssl
+  # XStream and Jettison let STOMP clients read advisories as JSON (transformation:
+  # jms-advisory-json), which the bridge's discovery of agents named by a glob uses.
+  apt_install activemq openssl libxstream-java libjettison-java
   make_tls
   local dir=$state/activemq
   mkdir -p "$dir/conf" "$dir/data" "$dir/tmp"
@@ -77,6 +79,7 @@ activemq_start() {
   # Every descriptor redirected: a caller that reads our output must not wait for the broker.
   (cd "$dir" && exec setsid runuser -u activemq -- env ACTIVEMQ_BASE="$dir" ACTIVEMQ_CONF="$dir/conf" \
     ACTIVEMQ_DATA="$dir/data" ACTIVEMQ_TMP="$dir/tmp" \
+    ACTIVEMQ_USER_CLASSPATH=/usr/share/java/xstream.jar:/usr/share/java/jettison.jar:/usr/share/java/xpp3.jar \
     /usr/bin/activemq console "xbean:file:$dir/conf/activemq.xml") >"$dir/activemq.log" 2>&1 </dev/null &
   wait_port 61613 90 ActiveMQ && wait_port 61614 30 ActiveMQ || { tail -n 40 "$dir/activemq.log" >&2; return 1; }
   log "ActiveMQ is up"

@@ -73,6 +73,18 @@ pub struct WiseAgentsConfig {
     /// that is not a proxied agent is taken as native.
     #[serde(default)]
     pub agents: Vec<String>,
+    /// How queues of proxied agents named by a glob are found: `activemq-advisory` (ActiveMQ
+    /// Classic's advisory topic, read as JSON) or `none` (then every agent must be named).
+    #[serde(default = "default_discovery")]
+    pub discovery: Discovery,
+}
+
+/// Discovery of the queues of agents named by a glob.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Discovery {
+    ActivemqAdvisory,
+    None,
 }
 
 /// The frameworks' destinations and options; a framework is usable when its table exists.
@@ -224,6 +236,9 @@ fn default_response_prefix() -> String {
 fn default_context() -> String {
     "default".into()
 }
+const fn default_discovery() -> Discovery {
+    Discovery::ActivemqAdvisory
+}
 fn default_message_source() -> String {
     "wiseagents".into()
 }
@@ -277,6 +292,7 @@ impl Default for WiseAgentsConfig {
             response_prefix: default_response_prefix(),
             default_context: default_context(),
             agents: Vec::new(),
+            discovery: default_discovery(),
         }
     }
 }
@@ -399,11 +415,15 @@ impl Config {
         let mut seen = std::collections::HashSet::new();
         for (i, agent) in self.agents.iter().enumerate() {
             let key = format!("agents[{i}]");
-            if agent.name.is_empty() || agent.name.contains(['/', '*', '?', ' ']) {
+            if agent.name.is_empty() || agent.name.contains(['/', ' ']) {
                 bad(
                     &format!("{key}.name"),
-                    format!("{:?} is not an agent name (no /, *, ? or spaces)", agent.name),
+                    format!("{:?} is not an agent name or glob (no / or spaces)", agent.name),
                 );
+            }
+            if is_glob(&agent.name) && self.wiseagents.discovery == Discovery::None {
+                let why = "a glob needs wiseagents.discovery = \"activemq-advisory\"; on other brokers list every name";
+                bad(&format!("{key}.name"), why.into());
             }
             if !seen.insert(agent.name.as_str()) {
                 bad(&format!("{key}.name"), format!("{:?} is listed twice", agent.name));
@@ -430,12 +450,54 @@ impl Config {
     }
 }
 
+/// Whether an agent name is a glob (`*` any run of characters, `?` one character).
+pub fn is_glob(name: &str) -> bool {
+    name.contains(['*', '?'])
+}
+
+/// Matches `name` against a glob of `*` and `?`.
+pub fn glob_matches(glob: &str, name: &str) -> bool {
+    let (g, n): (Vec<char>, Vec<char>) = (glob.chars().collect(), name.chars().collect());
+    let (mut gi, mut ni, mut star, mut mark) = (0, 0, None, 0);
+    while ni < n.len() {
+        match g.get(gi) {
+            Some('*') => {
+                star = Some(gi);
+                mark = ni;
+                gi += 1;
+            }
+            Some(&c) if c == '?' || c == n[ni] => {
+                gi += 1;
+                ni += 1;
+            }
+            _ => match star {
+                Some(s) => {
+                    gi = s + 1;
+                    mark += 1;
+                    ni = mark;
+                }
+                None => return false,
+            },
+        }
+    }
+    g[gi..].iter().all(|&c| c == '*')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn example() -> PathBuf {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("config/bridge.toml")
+    }
+
+    #[test]
+    fn globs_match_runs_and_single_characters() {
+        assert!(glob_matches("Civ*", "Civitas") && glob_matches("Civ*", "Civ") && glob_matches("*", "x"));
+        assert!(
+            glob_matches("A?c*d", "Abcxxd") && !glob_matches("A?c", "Ac") && !glob_matches("Civ*", "Vox")
+        );
+        assert!(glob_matches("a*b*c", "aXbYbZc") && !glob_matches("a*b*c", "aXbYbZ"));
     }
 
     #[test]
@@ -457,11 +519,11 @@ mod tests {
         let err = Config::load(&path).unwrap_err().to_string();
         assert!(err.contains("bogus") && err.contains("bad.toml"), "{err}");
 
-        let text = "[broker]\nurl = \"tcp://x\"\n[[agents]]\nname = \"A/B\"\nprotocol = \"vox\"\n[http]\nlisten = \"nowhere\"\n";
+        let text = "[broker]\nurl = \"tcp://x\"\n[wiseagents]\ndiscovery = \"none\"\n[[agents]]\nname = \"A/B*\"\nprotocol = \"vox\"\n[http]\nlisten = \"nowhere\"\n";
         std::fs::write(&path, text).unwrap();
         let err = Config::load(&path).unwrap_err();
         let all = err.to_string();
-        assert_eq!(err.problems.len(), 4, "{all}");
+        assert_eq!(err.problems.len(), 5, "{all}");
         for key in ["broker.url", "agents[0].name", "agents[0].protocol", "http.listen"] {
             assert!(all.contains(key), "{key} missing in {all}");
         }

@@ -188,6 +188,21 @@ async fn a_civitas_agent_asking_a_native_agent_gets_the_answer_with_its_correlat
     server.wait_success();
 }
 
+async fn an_agent_named_by_a_glob_is_found_when_its_queue_appears(broker: Broker) {
+    let names = Names::new(broker);
+    let glob = names.agent("Glob*");
+    let agent = names.agent("Glob").replace('_', "_A_");
+    let mut bridge = start(broker, &names, &[(&glob, "civitas", "")]);
+    let (_c, mut inbox) = agent_client(broker, &names.dest(&format!("civitas.in.{agent}"))).await;
+    let (request, _) = tool_call(&names, &agent);
+    let file = body_file(&names, "request.yaml", &wa_body(request));
+    WiseAgent::run(broker, &names, &["send", &names.request(&agent), file.to_str().unwrap()]);
+    let line = bridge.wait_log("discovered and subscribed", 30);
+    assert!(line.contains(&names.request(&agent)), "{line}");
+    let (asked, _) = next_json(&mut inbox).await;
+    assert_eq!(asked["recipient"], agent.as_str());
+}
+
 macro_rules! on {
     ($broker:ident: $($name:ident $(($arg:expr))?),* $(,)?) => {
         $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -201,6 +216,7 @@ mod activemq {
         a_wise_agents_request_answered_by_a_vox_agent_comes_back_routed,
         a_wise_agents_request_answered_by_a_penguiflow_agent_comes_back_routed,
         a_civitas_agent_asking_a_native_agent_gets_the_answer_with_its_correlation_id,
+        an_agent_named_by_a_glob_is_found_when_its_queue_appears,
     );
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,7 +3,7 @@
 
 use super::BridgeError;
 use super::pipeline::{HeldChunk, Outgoing, Pipeline, Processed, codecs, dead_letter_frame, stream_bounds};
-use crate::config::Config;
+use crate::config::{Config, Discovery};
 use crate::envelope::penguiflow::stream::StreamAssembler;
 use crate::routing::Router;
 use crate::routing::table::CorrelationTable;
@@ -37,7 +37,15 @@ pub async fn run(
     let Some((client, mut events)) = connect(&config, &metrics, &shutdown).await else {
         return Ok(());
     };
-    let subscriptions = subscribe(&client, &pipeline.router, config.delivery.in_flight).await?;
+    let mut subscriptions = subscribe(&client, &pipeline.router, config.delivery.in_flight).await?;
+    let discovering =
+        pipeline.router.has_patterns() && config.wiseagents.discovery == Discovery::ActivemqAdvisory;
+    if discovering {
+        let advisory = Subscription::new(ADVISORY, AckMode::Auto).with("transformation", "jms-advisory-json");
+        subscriptions.push(client.subscribe(advisory).await?);
+        info!(topic = ADVISORY, "discovering the queues of agents named by a glob");
+    }
+    let mut discovered = std::collections::HashSet::new();
     metrics.set_subscribed(true);
     info!(subscriptions = subscriptions.len(), "bridge ready");
     let shared =
@@ -49,6 +57,11 @@ pub async fn run(
             _ = shutdown.cancelled() => break,
             _ = tick.tick() => expire_streams(&shared).await,
             event = events.recv() => match event {
+                Some(Event::Message(m)) if m.destination == ADVISORY => {
+                    if let Some(id) = discover(&shared, &m, &mut discovered, config.delivery.in_flight).await {
+                        subscriptions.push(id);
+                    }
+                }
                 Some(Event::Message(m)) => {
                     let Ok(permit) = permits.clone().acquire_owned().await else { break };
                     tokio::spawn(handle(shared.clone(), m, permit));
@@ -132,18 +145,54 @@ async fn connect(
     None
 }
 
-/// Subscribes to every consumed destination with `client-individual` acks and a prefetch of
-/// `in_flight` (ActiveMQ's and RabbitMQ's headers both).
+/// ActiveMQ Classic's topic announcing new queues.
+const ADVISORY: &str = "/topic/ActiveMQ.Advisory.Queue";
+
+/// A consuming subscription: `client-individual` acks and a prefetch of `in_flight`
+/// (ActiveMQ's and RabbitMQ's headers both).
+fn consuming(destination: &str, in_flight: usize) -> Subscription {
+    Subscription::new(destination, AckMode::ClientIndividual)
+        .with("activemq.prefetchSize", in_flight.to_string())
+        .with("prefetch-count", in_flight.to_string())
+}
+
+/// Subscribes to every destination the configuration names.
 async fn subscribe(client: &Client, router: &Router, in_flight: usize) -> Result<Vec<String>, BridgeError> {
     let mut ids = Vec::new();
     for destination in router.subscriptions() {
-        let sub = Subscription::new(&destination, AckMode::ClientIndividual)
-            .with("activemq.prefetchSize", in_flight.to_string())
-            .with("prefetch-count", in_flight.to_string());
-        ids.push(client.subscribe(sub).await?);
+        ids.push(client.subscribe(consuming(&destination, in_flight)).await?);
         info!(%destination, "subscribed");
     }
     Ok(ids)
+}
+
+/// An advisory announcing a queue: subscribes when it is the queue of an agent a glob names.
+async fn discover(
+    shared: &Shared,
+    advisory: &Message,
+    known: &mut std::collections::HashSet<String>,
+    in_flight: usize,
+) -> Option<String> {
+    let info: serde_json::Value = serde_json::from_slice(advisory.body()).ok()?;
+    let info = &info["DestinationInfo"];
+    let added = info["operationType"].as_i64() == Some(0);
+    let physical =
+        info["destination"]["string"].as_str().or_else(|| info["destination"]["physicalName"].as_str())?;
+    let destination = shared.pipeline.router.discover(physical).filter(|_| added)?;
+    if !known.insert(destination.clone()) {
+        return None;
+    }
+    match shared.client.subscribe(consuming(&destination, in_flight)).await {
+        Ok(id) => {
+            info!(%destination, "discovered and subscribed");
+            Some(id)
+        }
+        Err(e) => {
+            warn!(%destination, error = %e, "cannot subscribe to a discovered queue");
+            known.remove(&destination);
+            None
+        }
+    }
 }
 
 fn on_connection_event(event: Event, metrics: &Metrics) {

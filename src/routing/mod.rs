@@ -3,7 +3,7 @@
 
 pub mod table;
 
-use crate::config::Config;
+use crate::config::{Config, glob_matches, is_glob};
 use crate::envelope::civitas::Encoding;
 use crate::envelope::codecs::Framework;
 use crate::envelope::{Direction, Envelope};
@@ -52,6 +52,8 @@ pub struct Router {
     request_prefix: String,
     response_prefix: String,
     proxied: HashMap<String, Proxied>,
+    /// Agents named by a glob: the glob, and the agent with its inbox still a template.
+    patterns: Vec<(String, Proxied)>,
     ingress: Vec<(String, Framework)>,
 }
 
@@ -64,23 +66,42 @@ impl Router {
             (Framework::PenguiFlow, p.penguiflow.as_ref().map(|c| (c.inbox.clone(), c.ingress.clone()))),
         ];
         let template = |fw: Framework| inboxes.iter().find(|(f, _)| *f == fw).and_then(|(_, d)| d.clone());
-        let proxied = config
-            .agents
-            .iter()
-            .filter_map(|a| {
-                let fw = a.protocol.framework();
-                let (inbox, _) = template(fw)?;
-                let inbox = inbox.replace("{agent}", &a.name);
-                Some((a.name.clone(), Proxied { framework: fw, inbox, encoding: a.encoding }))
-            })
-            .collect();
+        let (mut proxied, mut patterns) = (HashMap::new(), Vec::new());
+        for a in &config.agents {
+            let fw = a.protocol.framework();
+            let Some((inbox, _)) = template(fw) else { continue };
+            let agent = Proxied { framework: fw, inbox, encoding: a.encoding };
+            if is_glob(&a.name) {
+                patterns.push((a.name.clone(), agent));
+            } else {
+                let inbox = agent.inbox.replace("{agent}", &a.name);
+                proxied.insert(a.name.clone(), Proxied { inbox, ..agent });
+            }
+        }
         let ingress =
             inboxes.iter().filter_map(|(fw, d)| d.as_ref().map(|(_, ing)| (ing.clone(), *fw))).collect();
         Router {
             request_prefix: config.wiseagents.request_prefix.clone(),
             response_prefix: config.wiseagents.response_prefix.clone(),
             proxied,
+            patterns,
             ingress,
+        }
+    }
+
+    /// Whether some agents are named by a glob (their queues are discovered).
+    pub fn has_patterns(&self) -> bool {
+        !self.patterns.is_empty()
+    }
+
+    /// For a queue the broker announced (ActiveMQ's physical name, like `request/Foo`): the
+    /// destination to consume, when it is the request or response queue of an agent that
+    /// only a glob names.
+    pub fn discover(&self, physical_name: &str) -> Option<String> {
+        let destination = format!("/queue/{physical_name}");
+        match self.classify(&destination)? {
+            Source::WiseAgents { agent, .. } if !self.proxied.contains_key(&agent) => Some(destination),
+            _ => None,
         }
     }
 
@@ -109,23 +130,29 @@ impl Router {
             [(&self.request_prefix, Direction::Request), (&self.response_prefix, Direction::Response)]
         {
             let agent = strip_prefix_either(destination, prefix);
-            if let Some(agent) = agent.filter(|a| self.proxied.contains_key(*a)) {
+            if let Some(agent) = agent.filter(|a| self.proxied(a).is_some()) {
                 return Some(Source::WiseAgents { agent: agent.to_owned(), direction });
             }
         }
         None
     }
 
-    pub fn proxied(&self, name: &str) -> Option<&Proxied> {
-        self.proxied.get(name)
+    /// The proxied agent of this name, named exactly or by a glob.
+    pub fn proxied(&self, name: &str) -> Option<Proxied> {
+        if let Some(p) = self.proxied.get(name) {
+            return Some(p.clone());
+        }
+        let (_, p) =
+            self.patterns.iter().find(|(glob, _)| is_agent_name(name) && glob_matches(glob, name))?;
+        Some(Proxied { inbox: p.inbox.replace("{agent}", name), ..p.clone() })
     }
 
     /// Where `env` goes: a proxied recipient's inbox in its framework, or a native agent's
     /// Wise Agents request or response queue (by the envelope's direction).
     pub fn target(&self, env: &Envelope) -> Result<Target, RouteError> {
         let name = env.recipient.as_deref().filter(|n| !n.is_empty()).ok_or(RouteError::NoRecipient)?;
-        if let Some(p) = self.proxied.get(name) {
-            return Ok(Target { framework: p.framework, destination: p.inbox.clone(), encoding: p.encoding });
+        if let Some(p) = self.proxied(name) {
+            return Ok(Target { framework: p.framework, destination: p.inbox, encoding: p.encoding });
         }
         if !is_agent_name(name) {
             return Err(RouteError::BadRecipient(name.to_owned()));

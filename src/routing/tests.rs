@@ -47,3 +47,23 @@ fn proxied_recipients_go_to_their_inbox_and_native_ones_to_their_queue() {
     assert!(matches!(r.target(&env("a/b", Direction::Request)), Err(RouteError::BadRecipient(_))));
     assert!(matches!(r.target(&Envelope::default()), Err(RouteError::NoRecipient)));
 }
+
+#[test]
+fn agents_named_by_a_glob_are_routed_and_their_queues_discovered() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/bridge.toml");
+    let mut config = Config::load(&path).unwrap();
+    config.agents.push(crate::config::AgentConfig {
+        name: "Civ*".into(),
+        protocol: crate::config::Protocol::Civitas,
+        encoding: None,
+        uuid: None,
+    });
+    let r = Router::new(&config);
+    assert!(r.has_patterns());
+    assert_eq!(r.target(&env("CivA", Direction::Request)).unwrap().destination, "/queue/civitas.CivA");
+    assert_eq!(r.discover("request/CivA").as_deref(), Some("/queue/request/CivA"));
+    assert_eq!(r.discover("response.CivB").as_deref(), Some("/queue/response.CivB"));
+    assert_eq!(r.discover("request/WeatherAgent"), None, "named agents are subscribed already");
+    assert_eq!(r.discover("request/Assistant"), None, "never a native agent's queue");
+    assert!(!r.subscriptions().iter().any(|s| s.contains('*')));
+}
