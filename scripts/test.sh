@@ -11,3 +11,5 @@ command -v cargo-nextest >/dev/null || cargo install cargo-nextest --locked
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
 cargo nextest run --locked --lib --bins --tests "$@"
+# The README's walkthrough, so that it cannot rot.
+scripts/walkthrough.sh

@@ -154,7 +154,10 @@ fn init_logs(format: &str, level: &str) {
         "text" => false,
         _ => !std::io::stderr().is_terminal(),
     };
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
     if json {
         builder.json().flatten_event(true).with_current_span(false).init();
     } else {

@@ -201,3 +201,35 @@ async fn broker_restart_mid_stream_loses_nothing_and_readiness_follows_the_broke
     assert_eq!(bridge.http_get("/readyz").0, 200, "ready again once reconnected");
     eprintln!("broker restart after {} of {N}: {distinct} distinct, {deliveries} deliveries", N / 4);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_passcode_is_never_logged_even_when_the_broker_refuses_it() {
+    let names = Names::new(BROKER);
+    let civ = names.agent("Weather");
+    let (toml, port) = config(&names, &civ);
+    let secret = format!("s3cret-{}", names.uid);
+    let toml = toml.replace("passcode = \"admin\"", &format!("passcode = \"{secret}\""));
+    let dir = std::env::temp_dir().join(format!("sab-e2e-secret-{}", names.uid));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bridge.toml");
+    std::fs::write(&path, toml).unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_stomp-agent-bridge"))
+        .args(["run", "--config"])
+        .arg(&path)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stderr));
+    let mut seen = Vec::new();
+    while seen.len() < 3 {
+        let line = lines.next().expect("the bridge keeps logging").unwrap();
+        assert!(!line.contains(&secret), "the passcode was logged: {line}");
+        if line.contains("cannot connect to the broker") {
+            seen.push(line);
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(seen[0].contains("refused"), "the refusal is explained: {}", seen[0]);
+}

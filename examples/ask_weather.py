@@ -1,0 +1,54 @@
+"""A Wise Agents agent ("Assistant") asks WeatherAgent a question over STOMP, exactly as Wise
+Agents does (STOMP 1.1, YAML !wiseagents.WiseAgentMessage, ack auto), and prints the answer
+that comes back on its response queue. Exits 1 if none comes within 30 s.
+
+  python examples/ask_weather.py "What is the weather in Paris?\""""
+
+import os
+import queue
+import sys
+
+import stomp
+import yaml
+
+
+class WiseAgentMessage(yaml.YAMLObject):
+    yaml_tag = "!wiseagents.WiseAgentMessage"
+    yaml_loader = yaml.Loader
+
+
+class Inbox(stomp.ConnectionListener):
+    def __init__(self):
+        self.frames = queue.Queue()
+
+    def on_message(self, frame):
+        self.frames.put(frame)
+
+
+def main():
+    question = sys.argv[1] if len(sys.argv) > 1 else "What is the weather in Paris?"
+    inbox = Inbox()
+    conn = stomp.Connection([("127.0.0.1", int(os.environ.get("STOMP_PORT", "61613")))], heartbeats=(60000, 60000))
+    conn.set_listener("", inbox)
+    conn.connect(os.environ.get("STOMP_USER", "admin"), os.environ.get("STOMP_PASSWORD", "admin"), wait=True)
+    conn.subscribe("/queue/response/Assistant", id="1", ack="auto")
+    request = WiseAgentMessage()
+    request.__dict__.update({"_message": question, "_sender": "Assistant", "_message_type": "QUERY",
+                             "_context_name": "default", "_tool_id": "call_1", "_route_response_to": "User"})
+    body = yaml.dump(request)
+    print(f"[Assistant] sends to /queue/request/WeatherAgent:\n{body}", flush=True)
+    conn.send("/queue/request/WeatherAgent", body)
+    try:
+        frame = inbox.frames.get(timeout=30)
+    except queue.Empty:
+        print("[Assistant] no answer within 30 s", flush=True)
+        sys.exit(1)
+    print(f"[Assistant] got on /queue/response/Assistant:\n{frame.body}", flush=True)
+    answer = yaml.load(frame.body, Loader=yaml.Loader)
+    assert answer._tool_id == "call_1" and answer._route_response_to == "User", answer.__dict__
+    print(f"[Assistant] WeatherAgent says: {answer._message}", flush=True)
+    conn.disconnect()
+
+
+if __name__ == "__main__":
+    main()
