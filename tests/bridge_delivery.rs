@@ -206,7 +206,7 @@ async fn broker_restart_mid_stream_loses_nothing_and_readiness_follows_the_broke
 async fn a_passcode_is_never_logged_even_when_the_broker_refuses_it() {
     let names = Names::new(BROKER);
     let civ = names.agent("Weather");
-    let (toml, port) = config(&names, &civ);
+    let (toml, _http_port) = config(&names, &civ);
     let secret = format!("s3cret-{}", names.uid);
     let toml = toml.replace("passcode = \"admin\"", &format!("passcode = \"{secret}\""));
     let dir = std::env::temp_dir().join(format!("sab-e2e-secret-{}", names.uid));
