@@ -511,6 +511,20 @@ mod tests {
     }
 
     #[test]
+    fn every_example_config_validates() {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("config");
+        let mut checked = 0;
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                Config::load(&path).unwrap_or_else(|e| panic!("{e}"));
+                checked += 1;
+            }
+        }
+        assert!(checked >= 4, "{checked}");
+    }
+
+    #[test]
     fn unknown_keys_and_bad_values_name_key_and_file() {
         let dir = std::env::temp_dir().join(format!("sab-config-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

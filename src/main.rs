@@ -34,6 +34,11 @@ enum Command {
         #[arg(long, short)]
         config: PathBuf,
     },
+    /// Exit 0 if the running bridge's /healthz answers (for container health checks).
+    Health {
+        #[arg(long, short)]
+        config: PathBuf,
+    },
     /// Translate one message from stdin to stdout, offline.
     Translate {
         #[arg(long)]
@@ -70,6 +75,7 @@ fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Validate { config } => validate(&config),
         Command::Run { config, log_format } => run(&config, log_format),
+        Command::Health { config } => health(&config),
         Command::Translate { from, to, config, encoding, direction, agent } => {
             translate(from, to, config, encoding, direction, &agent)
         }
@@ -87,6 +93,25 @@ fn validate(path: &Path) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// GET /healthz on the configured listen address (a wildcard address is asked on loopback).
+fn health(path: &Path) -> ExitCode {
+    use std::io::Read;
+    let Ok(config) = Config::load(path) else { return ExitCode::FAILURE };
+    let Ok(mut addr) = config.http.listen.parse::<std::net::SocketAddr>() else { return ExitCode::FAILURE };
+    if addr.ip().is_unspecified() {
+        addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    }
+    let timeout = std::time::Duration::from_secs(2);
+    let Ok(mut stream) = std::net::TcpStream::connect_timeout(&addr, timeout) else {
+        return ExitCode::FAILURE;
+    };
+    let _ = stream.set_read_timeout(Some(timeout));
+    let _ = stream.write_all(b"GET /healthz HTTP/1.0\r\n\r\n");
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    if answer.starts_with("HTTP/1.1 200") { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 
 fn run(path: &Path, log_format: Option<String>) -> ExitCode {
