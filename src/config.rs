@@ -189,6 +189,10 @@ pub struct DeliveryConfig {
     /// A message seen by the bridge this many times is taken to loop and is dead-lettered.
     #[serde(default = "default_max_hops")]
     pub max_hops: u32,
+    /// Ask ActiveMQ Classic for exclusive consumers (`activemq.exclusive:true`), so that of
+    /// several bridge instances one is active and the others stand by.
+    #[serde(default)]
+    pub exclusive: bool,
     /// Requests remembered for replies that echo nothing but an id (VOX), at most...
     #[serde(default = "default_correlation_capacity")]
     pub correlation_capacity: usize,
@@ -305,6 +309,7 @@ impl Default for DeliveryConfig {
             shutdown_timeout_ms: default_shutdown_timeout_ms(),
             receipt_timeout_ms: default_receipt_timeout_ms(),
             max_hops: default_max_hops(),
+            exclusive: false,
             correlation_capacity: default_correlation_capacity(),
             correlation_ttl_ms: default_correlation_ttl_ms(),
         }

@@ -37,7 +37,8 @@ pub async fn run(
     let Some((client, mut events)) = connect(&config, &metrics, &shutdown).await else {
         return Ok(());
     };
-    let mut subscriptions = subscribe(&client, &pipeline.router, config.delivery.in_flight).await?;
+    let consuming = Consuming::of(&config);
+    let mut subscriptions = subscribe(&client, &pipeline.router, consuming).await?;
     let discovering =
         pipeline.router.has_patterns() && config.wiseagents.discovery == Discovery::ActivemqAdvisory;
     if discovering {
@@ -58,7 +59,7 @@ pub async fn run(
             _ = tick.tick() => expire_streams(&shared).await,
             event = events.recv() => match event {
                 Some(Event::Message(m)) if m.destination == ADVISORY => {
-                    if let Some(id) = discover(&shared, &m, &mut discovered, config.delivery.in_flight).await {
+                    if let Some(id) = discover(&shared, &m, &mut discovered, consuming).await {
                         subscriptions.push(id);
                     }
                 }
@@ -148,19 +149,36 @@ async fn connect(
 /// ActiveMQ Classic's topic announcing new queues.
 const ADVISORY: &str = "/topic/ActiveMQ.Advisory.Queue";
 
-/// A consuming subscription: `client-individual` acks and a prefetch of `in_flight`
-/// (ActiveMQ's and RabbitMQ's headers both).
-fn consuming(destination: &str, in_flight: usize) -> Subscription {
-    Subscription::new(destination, AckMode::ClientIndividual)
-        .with("activemq.prefetchSize", in_flight.to_string())
-        .with("prefetch-count", in_flight.to_string())
+/// How the bridge consumes: `client-individual` acks, a prefetch of `in_flight` (ActiveMQ's
+/// and RabbitMQ's headers both), and ActiveMQ's exclusive consumer when asked.
+#[derive(Debug, Clone, Copy)]
+struct Consuming {
+    in_flight: usize,
+    exclusive: bool,
+}
+
+impl Consuming {
+    fn of(config: &Config) -> Self {
+        Consuming { in_flight: config.delivery.in_flight, exclusive: config.delivery.exclusive }
+    }
+
+    fn subscription(self, destination: &str) -> Subscription {
+        let sub = Subscription::new(destination, AckMode::ClientIndividual)
+            .with("activemq.prefetchSize", self.in_flight.to_string())
+            .with("prefetch-count", self.in_flight.to_string());
+        if self.exclusive { sub.with("activemq.exclusive", "true") } else { sub }
+    }
 }
 
 /// Subscribes to every destination the configuration names.
-async fn subscribe(client: &Client, router: &Router, in_flight: usize) -> Result<Vec<String>, BridgeError> {
+async fn subscribe(
+    client: &Client,
+    router: &Router,
+    consuming: Consuming,
+) -> Result<Vec<String>, BridgeError> {
     let mut ids = Vec::new();
     for destination in router.subscriptions() {
-        ids.push(client.subscribe(consuming(&destination, in_flight)).await?);
+        ids.push(client.subscribe(consuming.subscription(&destination)).await?);
         info!(%destination, "subscribed");
     }
     Ok(ids)
@@ -171,7 +189,7 @@ async fn discover(
     shared: &Shared,
     advisory: &Message,
     known: &mut std::collections::HashSet<String>,
-    in_flight: usize,
+    consuming: Consuming,
 ) -> Option<String> {
     let info: serde_json::Value = serde_json::from_slice(advisory.body()).ok()?;
     let info = &info["DestinationInfo"];
@@ -182,7 +200,7 @@ async fn discover(
     if !known.insert(destination.clone()) {
         return None;
     }
-    match shared.client.subscribe(consuming(&destination, in_flight)).await {
+    match shared.client.subscribe(consuming.subscription(&destination)).await {
         Ok(id) => {
             info!(%destination, "discovered and subscribed");
             Some(id)

@@ -19,9 +19,11 @@ pub struct BrokerError {
 
 impl fmt::Display for BrokerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.body.trim() {
+        let first_line = self.body.trim().lines().next().unwrap_or("").trim();
+        match first_line {
             "" => f.write_str(&self.message),
-            body => write!(f, "{}: {}", self.message, body.lines().next().unwrap_or(body)),
+            line if line == self.message.trim() => f.write_str(&self.message),
+            line => write!(f, "{}: {line}", self.message),
         }
     }
 }

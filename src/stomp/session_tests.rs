@@ -41,6 +41,8 @@ fn an_error_answer_to_connect_is_a_refusal_with_the_brokers_words() {
         Err(SessionError::Refused(e)) => {
             assert_eq!(e.message, "bad login");
             assert_eq!(e.to_string(), "bad login: User name [x] invalid");
+            let same = BrokerError { message: "m".into(), body: "m\n".into() };
+            assert_eq!(same.to_string(), "m", "a body that repeats the message is not repeated");
         }
         other => panic!("expected Refused, got {other:?}"),
     }
