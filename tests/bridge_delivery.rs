@@ -233,3 +233,31 @@ async fn a_passcode_is_never_logged_even_when_the_broker_refuses_it() {
     child.wait().unwrap();
     assert!(seen[0].contains("refused"), "the refusal is explained: {}", seen[0]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_exclusive_consumers_one_instance_is_active_and_a_standby_takes_over() {
+    let names = Names::new(BROKER);
+    let civ = names.agent("Weather");
+    let (toml, port) = config(&names, &civ);
+    let toml = toml.replace("[delivery]\n", "[delivery]\nexclusive = true\n");
+    let active = BridgeProcess::start(&toml, port, &format!("{}-a", names.uid));
+    let standby_port = free_port();
+    let standby_toml = toml.replace(&format!("127.0.0.1:{port}"), &format!("127.0.0.1:{standby_port}"));
+    let mut standby = BridgeProcess::start(&standby_toml, standby_port, &format!("{}-b", names.uid));
+    let (_c, mut inbox) = consume(&names.dest(&format!("civitas.in.{civ}"))).await;
+
+    WiseAgent::run(BROKER, &names, &["send-many", &names.request(&civ), "20"]);
+    let (distinct, _) = count_until_all(&mut inbox, 20, |_| {}).await;
+    assert_eq!(distinct, 20);
+    let delivered = |body: &str| {
+        body.lines().filter(|l| l.starts_with("bridge_messages_total") && l.contains("delivered")).count()
+    };
+    assert!(delivered(&active.http_get("/metrics").1) > 0, "the active instance delivered");
+    assert_eq!(delivered(&standby.http_get("/metrics").1), 0, "the standby delivered nothing");
+
+    active.kill9();
+    WiseAgent::run(BROKER, &names, &["send-many", &names.request(&civ), "20"]);
+    let (distinct, _) = count_until_all(&mut inbox, 20, |_| {}).await;
+    assert_eq!(distinct, 20, "the standby took over");
+    standby.wait_log("message delivered", 10);
+}
