@@ -54,13 +54,34 @@ fn wa_body(fields: Value) -> Vec<u8> {
     .into_bytes()
 }
 
-/// A Wise Agents tool call to a proxied agent: what the reply must bring back.
-fn tool_call(names: &Names, to: &str) -> (Value, String) {
+/// A Wise Agents tool call on its way to a proxied agent: the bridge standing in for it, the
+/// proxied agent's STOMP client on its inbox, and the caller listening for the reply.
+struct ToolCall {
+    _bridge: BridgeProcess,
+    agent: Client,
+    inbox: Events,
+    caller: WiseAgent,
+}
+
+/// Starts the bridge for `proxied` and sends it a tool call from a Wise Agents agent.
+async fn tool_call(
+    broker: Broker,
+    names: &Names,
+    proxied: &str,
+    protocol: &str,
+    extra: &str,
+    inbox: &str,
+) -> ToolCall {
+    let bridge = start(broker, names, &[(proxied, protocol, extra)]);
+    let (agent, inbox) = agent_client(broker, &names.dest(&format!("{inbox}.in.{proxied}"))).await;
     let caller = names.agent("LLMAgent");
+    let listener = WiseAgent::spawn(broker, names, &["receive", &names.response(&caller), "1", "30"]);
+    listener.subscribed();
     let request = json!({"_message": "{\"location\": \"Paris\"}", "_sender": caller, "_message_type": "QUERY",
         "_tool_id": "call_9f2c", "_route_response_to": "User", "_context_name": "Weather"});
-    let _ = to;
-    (request, caller)
+    let file = body_file(names, "request.yaml", &wa_body(request));
+    WiseAgent::run(broker, names, &["send", &names.request(proxied), file.to_str().unwrap()]);
+    ToolCall { _bridge: bridge, agent, inbox, caller: listener }
 }
 
 fn assert_routed_reply(reply: &Value, from: &str, text: &str) {
@@ -79,15 +100,9 @@ async fn a_wise_agents_tool_call_answered_by_a_civitas_agent_comes_back_routed(
     let names = Names::new(broker);
     let weather = names.agent("Weather");
     let extra = format!("encoding = \"{encoding}\"");
-    let _bridge = start(broker, &names, &[(&weather, "civitas", &extra)]);
-    let (civitas, mut inbox) = agent_client(broker, &names.dest(&format!("civitas.in.{weather}"))).await;
-    let (request, caller) = tool_call(&names, &weather);
-    let listener = WiseAgent::spawn(broker, &names, &["receive", &names.response(&caller), "1", "30"]);
-    listener.subscribed();
-    let file = body_file(&names, "request.yaml", &wa_body(request));
-    WiseAgent::run(broker, &names, &["send", &names.request(&weather), file.to_str().unwrap()]);
-
-    let m = next_message(&mut inbox, 20).await;
+    let mut call = tool_call(broker, &names, &weather, "civitas", &extra, "civitas").await;
+    let caller = names.agent("LLMAgent");
+    let m = next_message(&mut call.inbox, 20).await;
     let asked: Value = match encoding {
         "msgpack" => {
             assert_eq!(m.header("content-type"), Some("application/msgpack"));
@@ -106,22 +121,16 @@ async fn a_wise_agents_tool_call_answered_by_a_civitas_agent_comes_back_routed(
         "sender": weather, "recipient": asked["reply_to"], "correlation_id": asked["correlation_id"],
         "payload": {"message": "sunny, 21 C"}, "timestamp": 1.0, "trace_id": asked["trace_id"], "span_id": "",
         "parent_span_id": asked["span_id"], "attempt": 0, "priority": 0, "ttl": null, "seq": null});
-    civitas.send_confirmed(json_send(&names.dest("civitas.ingress"), &reply)).await.unwrap();
-    assert_routed_reply(&listener.next(30), &weather, "sunny, 21 C");
+    call.agent.send_confirmed(json_send(&names.dest("civitas.ingress"), &reply)).await.unwrap();
+    assert_routed_reply(&call.caller.next(30), &weather, "sunny, 21 C");
 }
 
 async fn a_wise_agents_request_answered_by_a_vox_agent_comes_back_routed(broker: Broker) {
     let names = Names::new(broker);
     let ops = names.agent("Ops");
-    let _bridge = start(broker, &names, &[(&ops, "vox", "uuid = \"6a1e1b0e-2f55-4c51-8f5e-0a8c6a0f2b11\"")]);
-    let (vox, mut inbox) = agent_client(broker, &names.dest(&format!("vox.in.{ops}"))).await;
-    let (request, caller) = tool_call(&names, &ops);
-    let listener = WiseAgent::spawn(broker, &names, &["receive", &names.response(&caller), "1", "30"]);
-    listener.subscribed();
-    let file = body_file(&names, "request.yaml", &wa_body(request));
-    WiseAgent::run(broker, &names, &["send", &names.request(&ops), file.to_str().unwrap()]);
-
-    let (asked, _) = next_json(&mut inbox).await;
+    let uuid = "uuid = \"6a1e1b0e-2f55-4c51-8f5e-0a8c6a0f2b11\"";
+    let mut call = tool_call(broker, &names, &ops, "vox", uuid, "vox").await;
+    let (asked, _) = next_json(&mut call.inbox).await;
     assert_eq!(asked["type"], "command_request");
     assert_eq!(asked["target"], "6a1e1b0e-2f55-4c51-8f5e-0a8c6a0f2b11");
     assert!(asked["emitted_at"].as_str().unwrap().ends_with('Z'));
@@ -129,29 +138,23 @@ async fn a_wise_agents_request_answered_by_a_vox_agent_comes_back_routed(broker:
     let reply = json!({"message_id": "5b0c9c1e-8a4a-4c55-9a66-0e7f1b2c3d4e", "message_source": "ops-console",
         "emitted_at": "2026-11-30T10:00:00+00:00", "source": asked["target"], "target": asked["source"],
         "type": "command_result", "details": {"message": "restarted"}, "reply_to": asked["message_id"]});
-    vox.send_confirmed(json_send(&names.dest("vox.ingress"), &reply)).await.unwrap();
-    assert_routed_reply(&listener.next(30), &ops, "restarted");
+    call.agent.send_confirmed(json_send(&names.dest("vox.ingress"), &reply)).await.unwrap();
+    assert_routed_reply(&call.caller.next(30), &ops, "restarted");
 }
 
 async fn a_wise_agents_request_answered_by_a_penguiflow_agent_comes_back_routed(broker: Broker) {
     let names = Names::new(broker);
     let planner = names.agent("Planner");
-    let _bridge = start(broker, &names, &[(&planner, "penguiflow", "")]);
-    let (pf, mut inbox) = agent_client(broker, &names.dest(&format!("penguiflow.in.{planner}"))).await;
-    let (request, caller) = tool_call(&names, &planner);
-    let listener = WiseAgent::spawn(broker, &names, &["receive", &names.response(&caller), "1", "30"]);
-    listener.subscribed();
-    let file = body_file(&names, "request.yaml", &wa_body(request));
-    WiseAgent::run(broker, &names, &["send", &names.request(&planner), file.to_str().unwrap()]);
-
-    let (asked, _) = next_json(&mut inbox).await;
+    let mut call = tool_call(broker, &names, &planner, "penguiflow", "", "penguiflow").await;
+    let caller = names.agent("LLMAgent");
+    let (asked, _) = next_json(&mut call.inbox).await;
     assert_eq!(asked["headers"]["tenant"], "acme");
     assert_eq!(asked["meta"]["reply_to"], caller.as_str());
     // PenguiFlow copies meta forward; the answer is a FinalAnswer.
     let mut reply = asked.clone();
     reply["payload"] = json!({"text": "Rome, 3 days", "citations": []});
-    pf.send_confirmed(json_send(&names.dest("penguiflow.ingress"), &reply)).await.unwrap();
-    assert_routed_reply(&listener.next(30), &planner, "Rome, 3 days");
+    call.agent.send_confirmed(json_send(&names.dest("penguiflow.ingress"), &reply)).await.unwrap();
+    assert_routed_reply(&call.caller.next(30), &planner, "Rome, 3 days");
 }
 
 async fn a_civitas_agent_asking_a_native_agent_gets_the_answer_with_its_correlation_id(broker: Broker) {
@@ -194,7 +197,7 @@ async fn an_agent_named_by_a_glob_is_found_when_its_queue_appears(broker: Broker
     let agent = names.agent("Glob").replace('_', "_A_");
     let mut bridge = start(broker, &names, &[(&glob, "civitas", "")]);
     let (_c, mut inbox) = agent_client(broker, &names.dest(&format!("civitas.in.{agent}"))).await;
-    let (request, _) = tool_call(&names, &agent);
+    let request = json!({"_message": "hello", "_sender": names.agent("Asker"), "_context_name": "default"});
     let file = body_file(&names, "request.yaml", &wa_body(request));
     WiseAgent::run(broker, &names, &["send", &names.request(&agent), file.to_str().unwrap()]);
     let line = bridge.wait_log("discovered and subscribed", 30);
