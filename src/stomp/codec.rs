@@ -296,7 +296,7 @@ impl Encoder<&Frame> for StompCodec {
         }
         if !frame.body.is_empty() {
             dst.put_slice(b"content-length:");
-            dst.put_slice(itoa(frame.body.len()).as_bytes());
+            dst.put_slice(frame.body.len().to_string().as_bytes());
             dst.put_u8(b'\n');
         }
         dst.put_u8(b'\n');
@@ -317,10 +317,6 @@ impl Encoder<Heartbeat> for StompCodec {
 
 fn has_line_break(s: &str) -> bool {
     s.contains(['\n', '\r'])
-}
-
-fn itoa(n: usize) -> String {
-    n.to_string()
 }
 
 fn put_header_part(dst: &mut BytesMut, s: &str, escape: bool) {

@@ -67,7 +67,10 @@ impl Payload {
         if let Value::String(s) = payload {
             return Payload::Text(s.clone());
         }
-        if let Ok(chunk) = serde_json::from_value::<stream::StreamChunk>(payload.clone()) {
+        let maybe_chunk = payload.get("stream_id").is_some();
+        if let Some(chunk) =
+            maybe_chunk.then(|| serde_json::from_value::<stream::StreamChunk>(payload.clone()).ok()).flatten()
+        {
             return Payload::StreamChunk(chunk);
         }
         match payload.as_object() {
