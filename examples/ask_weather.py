@@ -7,6 +7,8 @@ that comes back on its response queue. Exits 1 if none comes within 30 s.
 import os
 import queue
 import sys
+import time
+import uuid
 
 import stomp
 import yaml
@@ -33,19 +35,24 @@ def main():
     conn.connect(os.environ.get("STOMP_USER", "admin"), os.environ.get("STOMP_PASSWORD", "admin"), wait=True)
     conn.subscribe("/queue/response/Assistant", id="1", ack="auto")
     request = WiseAgentMessage()
+    tool_id = f"call_{uuid.uuid4().hex[:8]}"
     request.__dict__.update({"_message": question, "_sender": "Assistant", "_message_type": "QUERY",
-                             "_context_name": "default", "_tool_id": "call_1", "_route_response_to": "User"})
+                             "_context_name": "default", "_tool_id": tool_id, "_route_response_to": "User"})
     body = yaml.dump(request)
     print(f"[Assistant] sends to /queue/request/WeatherAgent:\n{body}", flush=True)
     conn.send("/queue/request/WeatherAgent", body)
-    try:
-        frame = inbox.frames.get(timeout=30)
-    except queue.Empty:
-        print("[Assistant] no answer within 30 s", flush=True)
-        sys.exit(1)
+    deadline = time.time() + 30
+    while True:  # the answer to this call (an older one may still wait in the queue)
+        try:
+            frame = inbox.frames.get(timeout=max(0.1, deadline - time.time()))
+        except queue.Empty:
+            print("[Assistant] no answer within 30 s", flush=True)
+            sys.exit(1)
+        answer = yaml.load(frame.body, Loader=yaml.Loader)
+        if answer._tool_id == tool_id:
+            break
     print(f"[Assistant] got on /queue/response/Assistant:\n{frame.body}", flush=True)
-    answer = yaml.load(frame.body, Loader=yaml.Loader)
-    assert answer._tool_id == "call_1" and answer._route_response_to == "User", answer.__dict__
+    assert answer._route_response_to == "User" and answer._context_name == "default", answer.__dict__
     print(f"[Assistant] WeatherAgent says: {answer._message}", flush=True)
     conn.disconnect()
 

@@ -25,10 +25,10 @@ for _ in $(seq 1 150); do ready 2>/dev/null && break; sleep 0.2; done
 ready || { echo "the bridge did not become ready:"; cat "$log"; exit 1; }
 echo "[walkthrough] bridge ready"
 
-.venv/bin/python examples/civitas_weather_agent.py --count 1 &
+.venv/bin/python examples/civitas_weather_agent.py --count 1000 &
 agent=$!
 .venv/bin/python examples/ask_weather.py "What is the weather in Paris?"
-wait $agent
+kill $agent 2>/dev/null || true
 kill -TERM $bridge
 wait $bridge
 grep -E 'message delivered' "$log" | sed 's/^/[bridge] /'
