@@ -125,8 +125,15 @@ async fn sigterm_stops_the_bridge_cleanly_with_exit_code_zero() {
     assert_eq!(bridge.http_get("/healthz").0, 200);
     assert_eq!(bridge.http_get("/readyz").0, 200);
     assert!(bridge.http_get("/metrics").1.contains("bridge_ready 1"));
+    let health = |config: &std::path::Path| {
+        let bin = env!("CARGO_BIN_EXE_stomp-agent-bridge");
+        std::process::Command::new(bin).arg("health").arg("--config").arg(config).status().unwrap().success()
+    };
+    let config = bridge.config.clone();
+    assert!(health(&config), "the container health check passes while it runs");
     let status = bridge.terminate(10);
     assert!(status.success(), "exit status {status}");
+    assert!(!health(&config), "and fails once it stopped");
 }
 
 /// Counts the distinct `msg <i>` texts delivered to a Civitas inbox until all `n` came.
