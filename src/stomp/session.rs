@@ -301,14 +301,6 @@ impl Session {
         }
     }
 
-    pub fn epoch(&self) -> u64 {
-        self.epoch
-    }
-
-    pub fn is_connected(&self) -> bool {
-        self.version.is_some()
-    }
-
     fn fresh_receipt_id(&mut self, prefix: &str) -> String {
         self.next_id += 1;
         format!("{prefix}-{}", self.next_id)
