@@ -300,3 +300,36 @@ pub fn apply_traceparent(envelope: &mut Envelope, header: &str) {
 pub(crate) fn is_hex(s: &str, len: usize) -> bool {
     s.len() == len && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_traceparent_header_round_trips_through_the_envelope() {
+        let mut env = Envelope::default();
+        apply_traceparent(&mut env, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+        assert_eq!(env.trace_id.as_deref(), Some("4bf92f3577b34da6a3ce929d0e0e4736"));
+        assert_eq!(env.span_id.as_deref(), Some("00f067aa0ba902b7"));
+        assert_eq!(
+            traceparent(&env).as_deref(),
+            Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+        );
+        let mut other = Envelope { trace_id: Some("kept".into()), ..Default::default() };
+        apply_traceparent(&mut other, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+        assert_eq!(other.trace_id.as_deref(), Some("kept"), "the message's own trace id wins");
+        apply_traceparent(&mut other, "garbage");
+        assert_eq!(traceparent(&other), None, "no header from ids that do not fit");
+    }
+
+    #[test]
+    fn a_civitas_trace_id_becomes_penguiflows_and_a_traceparent() {
+        let body = br#"{"trace_id": "4bf92f3577b34da6a3ce929d0e0e4736", "span_id": "00f067aa0ba902b7", "recipient": "P"}"#;
+        let env =
+            civitas::to_envelope(civitas::CivitasMessage::decode(body, civitas::Encoding::Json).unwrap())
+                .unwrap();
+        let pf = penguiflow::from_envelope(&env, &penguiflow::PenguiOptions::default());
+        assert_eq!(pf.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert!(traceparent(&env).is_some());
+    }
+}
