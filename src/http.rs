@@ -28,10 +28,9 @@ pub async fn serve(listener: TcpListener, metrics: Arc<Metrics>, shutdown: Cance
 }
 
 async fn answer(mut stream: TcpStream, metrics: Arc<Metrics>) {
-    let mut buf = [0u8; 2048];
-    let read = tokio::time::timeout(std::time::Duration::from_secs(5), stream.read(&mut buf)).await;
-    let Ok(Ok(n)) = read else { return };
-    let request = String::from_utf8_lossy(&buf[..n]);
+    let read = tokio::time::timeout(std::time::Duration::from_secs(5), read_head(&mut stream)).await;
+    let Ok(Some(head)) = read else { return };
+    let request = String::from_utf8_lossy(&head);
     let path = request.split_whitespace().nth(1).unwrap_or("/");
     let (status, content_type, body) = respond(request.starts_with("GET "), path, &metrics);
     let head = format!(
@@ -41,6 +40,21 @@ async fn answer(mut stream: TcpStream, metrics: Arc<Metrics>) {
     let _ = stream.write_all(head.as_bytes()).await;
     let _ = stream.write_all(body.as_bytes()).await;
     let _ = stream.shutdown().await;
+}
+
+/// Reads until the end of the request's head (a request may come in several packets), at
+/// most 8 KiB.
+async fn read_head(stream: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut head = Vec::with_capacity(512);
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") && !head.windows(2).any(|w| w == b"\n\n") {
+        let n = stream.read(&mut buf).await.ok()?;
+        if n == 0 || head.len() + n > 8192 {
+            return (!head.is_empty()).then_some(head);
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    Some(head)
 }
 
 fn respond(is_get: bool, path: &str, metrics: &Metrics) -> (&'static str, &'static str, String) {
@@ -60,6 +74,26 @@ fn respond(is_get: bool, path: &str, metrics: &Metrics) -> (&'static str, &'stat
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_request_that_arrives_in_pieces_is_answered_whole() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let metrics = Arc::new(Metrics::default());
+        let shutdown = CancellationToken::new();
+        tokio::spawn(serve(listener, metrics, shutdown.clone()));
+        let mut client = TcpStream::connect(addr).await.unwrap();
+        client.set_nodelay(true).unwrap();
+        for piece in ["GE", "T /rea", "dyz HTTP/1.1\r\n", "host: x\r\n", "\r\n"] {
+            client.write_all(piece.as_bytes()).await.unwrap();
+            client.flush().await.unwrap();
+            tokio::task::yield_now().await;
+        }
+        let mut answer = String::new();
+        client.read_to_string(&mut answer).await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+        shutdown.cancel();
+    }
 
     #[test]
     fn readiness_follows_the_metrics_state() {

@@ -184,6 +184,7 @@ async fn kill_9_in_the_middle_of_ten_thousand_messages_loses_none() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn broker_restart_mid_stream_loses_nothing_and_readiness_follows_the_broker() {
     const N: usize = 2_000;
+    brokers_script(&["start", "activemq"]); // idempotent; a run that died mid-test may have left it down
     let names = Names::new(BROKER);
     let civ = names.agent("Weather");
     let (toml, port) = config(&names, &civ);
@@ -198,8 +199,9 @@ async fn broker_restart_mid_stream_loses_nothing_and_readiness_follows_the_broke
             restarted = true;
             brokers_script(&["stop", "activemq"]);
             bridge.wait_log("broker connection lost", 30);
-            assert_eq!(bridge.http_get("/readyz").0, 503, "not ready while the broker is down");
-            brokers_script(&["start", "activemq"]);
+            let while_down = bridge.http_get("/readyz").0;
+            brokers_script(&["start", "activemq"]); // before any assertion: other tests need it
+            assert_eq!(while_down, 503, "not ready while the broker is down");
         }
     })
     .await;

@@ -293,7 +293,8 @@ impl EventLoop {
             };
             warn!(broker = %self.config.url, error = %err, "STOMP connection lost; reconnecting");
             self.session.disconnected(&err);
-            self.pending.retain(|e| !matches!(e, Event::Message(_)));
+            // Messages already read are still handed over: with `ack:auto` the broker counts
+            // them as consumed, so dropping them would lose them. Their acks fail as stale.
             self.pending.push_back(Event::ConnectionLost(err));
             conn = match self.reconnect().await {
                 Some(conn) => conn,
