@@ -75,11 +75,21 @@ async fn client_individual_acks_only_the_acked_message(broker: Broker) {
 async fn a_refused_login_is_a_typed_error_with_the_brokers_message(broker: Broker) {
     let mut config = broker.config();
     config.connect.passcode = Some("wrong-passcode".into());
-    match Client::connect(config).await {
-        Err(SessionError::Refused(e)) => assert!(!e.message.is_empty(), "the broker's message is kept"),
-        Err(other) => panic!("expected Refused, got {other}"),
-        Ok(_) => panic!("a wrong passcode was accepted"),
+    // ActiveMQ sends ERROR and closes; under load its close sometimes wins the race (seen
+    // about once in 40 concurrent tries) and nothing but the close arrives. A second try
+    // then gets the ERROR. Never may a wrong passcode connect.
+    for _ in 0..5 {
+        match Client::connect(config.clone()).await {
+            Err(SessionError::Refused(e)) => {
+                assert!(!e.message.is_empty(), "the broker's message is kept");
+                return;
+            }
+            Err(SessionError::ConnectionLost(why)) if why.contains("during CONNECT") => continue,
+            Err(other) => panic!("expected Refused, got {other}"),
+            Ok(_) => panic!("a wrong passcode was accepted"),
+        }
     }
+    panic!("five tries and never the broker's refusal");
 }
 
 async fn a_silent_broker_is_detected_within_the_heartbeat_bound(broker: Broker) {
