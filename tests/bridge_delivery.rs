@@ -17,6 +17,15 @@ fn config(names: &Names, civ: &str) -> (String, u16) {
     (config_toml(BROKER, names, &[(civ, "civitas", "")], port), port)
 }
 
+/// A bridge standing in for one Civitas agent, on names of its own.
+fn start_bridge() -> (Names, String, BridgeProcess) {
+    let names = Names::new(BROKER);
+    let civ = names.agent("Weather");
+    let (toml, port) = config(&names, &civ);
+    let bridge = BridgeProcess::start(&toml, port, &names.uid);
+    (names, civ, bridge)
+}
+
 async fn consume(dest: &str) -> (Client, Events) {
     let (client, events) = BROKER.connect().await;
     client.subscribe(Subscription::new(dest, AckMode::Auto)).await.unwrap();
@@ -39,10 +48,7 @@ fn vectors() -> Vec<(String, PathBuf)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_vectors_and_malformed_bodies_go_to_the_dead_letter_queue_while_valid_traffic_flows() {
-    let names = Names::new(BROKER);
-    let civ = names.agent("Weather");
-    let (toml, port) = config(&names, &civ);
-    let _bridge = BridgeProcess::start(&toml, port, &names.uid);
+    let (names, civ, _bridge) = start_bridge();
     let (_dl, mut dead) = consume(&names.dest("dead")).await;
     let (producer, _) = BROKER.connect().await;
     let (_c, mut inbox) = consume(&names.dest(&format!("civitas.in.{civ}"))).await;
@@ -100,10 +106,7 @@ async fn invalid_vectors_and_malformed_bodies_go_to_the_dead_letter_queue_while_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_that_has_looped_too_often_is_dead_lettered() {
-    let names = Names::new(BROKER);
-    let civ = names.agent("Weather");
-    let (toml, port) = config(&names, &civ);
-    let _bridge = BridgeProcess::start(&toml, port, &names.uid);
+    let (names, civ, _bridge) = start_bridge();
     let (_dl, mut dead) = consume(&names.dest("dead")).await;
     let body = std::fs::read(vectors()[0].1.clone()).unwrap();
     let (producer, _) = BROKER.connect().await;
@@ -118,10 +121,7 @@ async fn a_message_that_has_looped_too_often_is_dead_lettered() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_stops_the_bridge_cleanly_with_exit_code_zero() {
-    let names = Names::new(BROKER);
-    let civ = names.agent("Weather");
-    let (toml, port) = config(&names, &civ);
-    let bridge = BridgeProcess::start(&toml, port, &names.uid);
+    let (_names, _civ, bridge) = start_bridge();
     assert_eq!(bridge.http_get("/healthz").0, 200);
     assert_eq!(bridge.http_get("/readyz").0, 200);
     assert!(bridge.http_get("/metrics").1.contains("bridge_ready 1"));
@@ -155,10 +155,7 @@ async fn count_until_all(inbox: &mut Events, n: usize, mut at: impl FnMut(usize)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_in_the_middle_of_ten_thousand_messages_loses_none() {
     const N: usize = 10_000;
-    let names = Names::new(BROKER);
-    let civ = names.agent("Weather");
-    let (toml, port) = config(&names, &civ);
-    let bridge = BridgeProcess::start(&toml, port, &names.uid);
+    let (names, civ, bridge) = start_bridge();
     let config = bridge.config.clone();
     let (_c, mut inbox) = consume(&names.dest(&format!("civitas.in.{civ}"))).await;
     let n = N.to_string();
@@ -185,10 +182,7 @@ async fn kill_9_in_the_middle_of_ten_thousand_messages_loses_none() {
 async fn broker_restart_mid_stream_loses_nothing_and_readiness_follows_the_broker() {
     const N: usize = 2_000;
     brokers_script(&["start", "activemq"]); // idempotent; a run that died mid-test may have left it down
-    let names = Names::new(BROKER);
-    let civ = names.agent("Weather");
-    let (toml, port) = config(&names, &civ);
-    let mut bridge = BridgeProcess::start(&toml, port, &names.uid);
+    let (names, civ, mut bridge) = start_bridge();
     let (_inbox_client, mut inbox) = consume(&names.dest(&format!("civitas.in.{civ}"))).await;
     let n = N.to_string();
     // Persistent sends, so that what waits in the broker survives its restart.
