@@ -77,12 +77,31 @@ impl Pipeline {
             .router
             .classify(&msg.destination)
             .ok_or_else(|| BridgeError::UnknownSource(msg.destination.clone()))?;
-        let (from, mut env, also_ack) = match self.decode(&source, msg)? {
+        let (from, env, also_ack) = match self.decode(&source, msg)? {
             Some(decoded) => decoded,
             None => return Ok(Processed::Held),
         };
+        match self.translate(msg, &source, env, hops) {
+            Ok((frame, target, correlated)) => {
+                let route = format!("{from}->{target}");
+                Ok(Processed::Send(Outgoing { frame, route, correlated, also_ack }))
+            }
+            Err(error) if also_ack.is_empty() => Err(error),
+            // The chunks of a completed stream share the fate of the message that completed it.
+            Err(error) => Err(BridgeError::Chunks { error: Box::new(error), chunks: also_ack }),
+        }
+    }
+
+    /// Correlates, routes and encodes a decoded message: its SEND frame and target framework.
+    fn translate(
+        &self,
+        msg: &Message,
+        source: &Source,
+        mut env: Envelope,
+        hops: u32,
+    ) -> Result<(Frame, Framework, bool), BridgeError> {
         read_headers(msg, &mut env);
-        let correlated = self.correlate(&source, &mut env);
+        let correlated = self.correlate(source, &mut env);
         let target = self.router.target(&env)?;
         self.remember(&target, &mut env);
         let encoded = self.codecs.encode(target.framework, &env, target.encoding)?;
@@ -97,8 +116,7 @@ impl Pipeline {
         if let Some(tp) = traceparent(&env) {
             frame = frame.with("traceparent", tp);
         }
-        let route = format!("{from}->{}", target.framework);
-        Ok(Processed::Send(Outgoing { frame, route, correlated, also_ack }))
+        Ok((frame, target.framework, correlated))
     }
 
     /// The envelope of a message and the framework it came from; `None` for a held chunk.
@@ -149,6 +167,12 @@ impl Pipeline {
             }
             Err(abandoned) => Err(BridgeError::Stream(abandoned)),
         }
+    }
+
+    /// Forgets every stream being reassembled (after a reconnect the broker redelivers their
+    /// chunks).
+    pub fn forget_streams(&self) {
+        self.streams.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 
     /// Streams given up on for age: their chunks go to the dead-letter destination.
