@@ -246,7 +246,7 @@ async fn with_exclusive_consumers_one_instance_is_active_and_a_standby_takes_ove
     let active = BridgeProcess::start(&toml, port, &format!("{}-a", names.uid));
     let standby_port = free_port();
     let standby_toml = toml.replace(&format!("127.0.0.1:{port}"), &format!("127.0.0.1:{standby_port}"));
-    let mut standby = BridgeProcess::start(&standby_toml, standby_port, &format!("{}-b", names.uid));
+    let standby = BridgeProcess::start(&standby_toml, standby_port, &format!("{}-b", names.uid));
     let (_c, mut inbox) = consume(&names.dest(&format!("civitas.in.{civ}"))).await;
 
     WiseAgent::run(BROKER, &names, &["send-many", &names.request(&civ), "20"]);
