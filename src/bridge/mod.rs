@@ -2,11 +2,11 @@
 //! A bad message is dead-lettered and the stream carries on; a broken connection is the
 //! STOMP client's to repair, and unacknowledged messages come back from the broker.
 
-mod delivery;
+pub mod delivery;
 mod engine;
 pub mod pipeline;
 mod run;
-mod settle;
+pub mod settle;
 
 pub use run::run;
 

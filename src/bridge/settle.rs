@@ -128,9 +128,22 @@ fn first_half(mode: Mode, tx: &str, works: &[Work]) -> (Vec<Item>, Vec<usize>) {
             if mode == Mode::Transaction {
                 frame.headers.push(("transaction".into(), tx.to_owned()));
             }
-            items.push(Item::Frame { frame, receipt: true });
+            // Confirm mode: a receipt on every SEND (each is the broker's confirmation).
+            items.push(Item::Frame { frame, receipt: mode == Mode::Confirm });
             owners.push(i);
         }
+    }
+    // Transaction mode: a receipt on the last SEND only, as a barrier. ActiveMQ answers a
+    // connection's frames in order, so it means every SEND before it was taken (or an ERROR
+    // came first); a receipt on each transacted SEND makes ActiveMQ handle it synchronously
+    // (256 SENDs: 93 ms with receipts, 16 ms without, measured; docs/PERFORMANCE.md).
+    if mode == Mode::Transaction {
+        if let Some(Item::Frame { receipt, .. }) =
+            items.iter_mut().rev().find(|i| matches!(i, Item::Frame { .. }))
+        {
+            *receipt = owners.len() > 0;
+        }
+        owners.clear();
     }
     (items, owners)
 }
@@ -156,10 +169,13 @@ impl Batch {
             Ok(Err(error)) => return Err(Failure { error, culprit: None }),
             Err(_) => return Err(Failure { error: SessionError::Shutdown, culprit: None }),
         };
+        let t0 = std::time::Instant::now();
         self.confirmed(receipts).await?;
+        let t1 = t0.elapsed();
         if let Some(turn) = turn {
             let _ = turn.await;
         }
+        let t2 = t0.elapsed();
         let second = self.second_half(works);
         let receipts = self.client.enqueue(second).await;
         drop(done);
@@ -171,7 +187,15 @@ impl Batch {
             },
             Err(error) => return Err(Failure { error, culprit: None }),
         };
-        self.confirmed(receipts).await
+        self.confirmed(receipts).await?;
+        tracing::debug!(
+            messages = works.len(),
+            sends_confirmed_ms = t1.as_secs_f64() * 1e3,
+            turn_ms = t2.as_secs_f64() * 1e3,
+            committed_ms = t0.elapsed().as_secs_f64() * 1e3,
+            "batch settled"
+        );
+        Ok(())
     }
 
     /// The acknowledgements, and in transaction mode the COMMIT with a receipt.

@@ -1,0 +1,482 @@
+//! loadgen: the whole path measured against the broker's own ceiling, in one run.
+//!
+//!   cargo run --release --bin loadgen -- [--broker activemq|rabbitmq] [--messages N]
+//!                                        [--backlog N] [--bridge PATH]
+//!
+//! Against a local broker (`scripts/brokers.sh start`), with persistent Wise Agents YAML bodies:
+//! 1. one hop: producer → queue → consumer, the broker's pass-through;
+//! 2. two hops: producer → queue → an idle forwarder (the bridge's settlement engine, no
+//!    translation) → queue → consumer, what any bridge costs the broker;
+//! 3. the bridge (the release binary as a process), Wise Agents → Civitas;
+//! 4. the bridge, Civitas replies → Wise Agents;
+//!
+//! then end-to-end latency at half the bridge's peak rate (one hop and bridge), the bridge's
+//! CPU-seconds per 10,000 messages and peak RSS, and its RSS while it drains a backlog of
+//! `--backlog` messages that were waiting before it started. Prints a Markdown table and one
+//! JSON line. docs/PERFORMANCE.md explains the method.
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, Command as Process, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use stomp_agent_bridge::bridge::delivery::{Delivery, Outcome, Work};
+use stomp_agent_bridge::bridge::settle::{Attempts, Mode, Settler, next_batch};
+use stomp_agent_bridge::config::DeliveryMode;
+use stomp_agent_bridge::envelope::Intent;
+use stomp_agent_bridge::envelope::wiseagents::WiseMessage;
+use stomp_agent_bridge::stomp::{AckMode, Client, ClientConfig, Command, Event, Events, Frame, Subscription};
+
+#[derive(Clone, Copy, PartialEq)]
+enum Broker {
+    ActiveMq,
+    RabbitMq,
+}
+
+impl Broker {
+    fn url(self) -> &'static str {
+        match self {
+            Broker::ActiveMq => "stomp://127.0.0.1:61613",
+            Broker::RabbitMq => "stomp://127.0.0.1:61623",
+        }
+    }
+    fn credentials(self) -> (&'static str, &'static str) {
+        match self {
+            Broker::ActiveMq => ("admin", "admin"),
+            Broker::RabbitMq => ("guest", "guest"),
+        }
+    }
+    /// Wise Agents' queue prefixes as this broker allows them.
+    fn prefixes(self) -> (&'static str, &'static str) {
+        match self {
+            Broker::ActiveMq => ("/queue/request/", "/queue/response/"),
+            Broker::RabbitMq => ("/queue/request.", "/queue/response."),
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            Broker::ActiveMq => "ActiveMQ Classic",
+            Broker::RabbitMq => "RabbitMQ",
+        }
+    }
+}
+
+struct Args {
+    broker: Broker,
+    messages: usize,
+    backlog: usize,
+    bridge: PathBuf,
+}
+
+fn args() -> Result<Args, String> {
+    let mut a = Args {
+        broker: Broker::ActiveMq,
+        messages: 20_000,
+        backlog: 100_000,
+        bridge: std::env::current_exe()
+            .ok()
+            .and_then(|p| p.parent().map(|d| d.join("stomp-agent-bridge")))
+            .unwrap_or_else(|| "target/release/stomp-agent-bridge".into()),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or(format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--broker" => {
+                a.broker = match value()?.as_str() {
+                    "activemq" => Broker::ActiveMq,
+                    "rabbitmq" => Broker::RabbitMq,
+                    other => return Err(format!("unknown broker {other:?}")),
+                }
+            }
+            "--messages" => a.messages = value()?.parse().map_err(|e| format!("--messages: {e}"))?,
+            "--backlog" => a.backlog = value()?.parse().map_err(|e| format!("--backlog: {e}"))?,
+            "--bridge" => a.bridge = value()?.into(),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    Ok(a)
+}
+
+fn now_nanos() -> u128 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos()
+}
+
+/// The send time written into a body as `t=<unix nanos>;`, read back from any format.
+fn stamp_of(body: &[u8]) -> Option<u128> {
+    let at = body.windows(2).position(|w| w == b"t=")? + 2;
+    let digits: Vec<u8> = body[at..].iter().copied().take_while(u8::is_ascii_digit).collect();
+    std::str::from_utf8(&digits).ok()?.parse().ok()
+}
+
+/// A Wise Agents request as Wise Agents writes it (about 390 bytes on the wire).
+fn wise_body(i: usize) -> Bytes {
+    WiseMessage {
+        message: format!(
+            "{{\"city\": \"Paris\", \"units\": \"metric\", \"n\": {i}, \"at\": \"t={};\"}}",
+            now_nanos()
+        ),
+        message_type: Some(Intent::Query),
+        sender: Some("LoadCaller".into()),
+        tool_id: Some(format!("call_{i:08}")),
+        route_response_to: Some("LoadCaller".into()),
+        context_name: Some("default".into()),
+        extra: vec![],
+    }
+    .to_yaml()
+    .into()
+}
+
+/// A Civitas reply to the caller, as Civitas's `to_dict()` writes it in JSON.
+fn civitas_reply(i: usize) -> Bytes {
+    serde_json::json!({
+        "schema_version": 1, "id": uuid::Uuid::now_v7().to_string(), "type": "reply",
+        "sender": "LoadAgent", "recipient": "LoadCaller", "correlation_id": null, "reply_to": null,
+        "payload": {"message": format!("sunny, 21 C (n={i}, t={};)", now_nanos())},
+        "timestamp": 1.8e9, "trace_id": "", "span_id": "", "parent_span_id": null,
+        "attempt": 0, "priority": 0, "ttl": null, "seq": null
+    })
+    .to_string()
+    .into()
+}
+
+async fn connect(broker: Broker) -> (Client, Events) {
+    let (login, passcode) = broker.credentials();
+    let mut c =
+        ClientConfig::new(broker.url().parse().expect("url"), Some(login.into()), Some(passcode.into()));
+    c.max_buffered = 1 << 20;
+    c.event_capacity = 1 << 16;
+    c.receipt_timeout = Duration::from_secs(30);
+    Client::connect(c).await.unwrap_or_else(|e| panic!("cannot reach {}: {e}", broker.name()))
+}
+
+fn unique(what: &str) -> String {
+    format!("sab.load.{what}.{}.{}", std::process::id(), now_nanos() % 1_000_000_000)
+}
+
+/// Sends `n` persistent bodies, paced at `rate` msg/s when given.
+async fn produce(client: &Client, dest: &str, n: usize, rate: Option<f64>, body: fn(usize) -> Bytes) {
+    let start = Instant::now();
+    for i in 0..n {
+        if let Some(rate) = rate {
+            let due = start + Duration::from_secs_f64(i as f64 / rate);
+            tokio::time::sleep_until(due.into()).await;
+        }
+        let frame =
+            Frame::new(Command::Send).with("destination", dest).with("persistent", "true").with_body(body(i));
+        let frame = if i + 1 == n { client.send_confirmed(frame).await } else { client.send(frame).await };
+        frame.expect("send");
+    }
+}
+
+/// What a consumer saw: when the first and last message came, and each one's latency.
+struct Received {
+    last: Instant,
+    latencies: Vec<Duration>,
+}
+
+async fn consume(events: &mut Events, n: usize, deadline: Duration) -> Received {
+    let mut latencies = Vec::with_capacity(n);
+    let until = Instant::now() + deadline;
+    while latencies.len() < n {
+        let left = until.saturating_duration_since(Instant::now());
+        let Ok(Some(m)) = tokio::time::timeout(left, events.next_message()).await else {
+            panic!("only {} of {n} messages arrived within {deadline:?}", latencies.len());
+        };
+        let sent = stamp_of(m.body()).unwrap_or_else(now_nanos);
+        latencies.push(Duration::from_nanos(now_nanos().saturating_sub(sent) as u64));
+    }
+    Received { last: Instant::now(), latencies }
+}
+
+/// One timed run: a consumer on `sink`, `n` bodies produced into `source`.
+async fn run_path(
+    broker: Broker,
+    source: &str,
+    sink: &str,
+    n: usize,
+    rate: Option<f64>,
+    body: fn(usize) -> Bytes,
+) -> (f64, Vec<Duration>) {
+    let (consumer, mut events) = connect(broker).await;
+    let sub = Subscription::new(sink, AckMode::Auto)
+        .with("activemq.prefetchSize", "5000")
+        .with("prefetch-count", "5000");
+    consumer.subscribe(sub).await.expect("subscribe");
+    let (producer, _) = connect(broker).await;
+    let start = Instant::now();
+    let sending = produce(&producer, source, n, rate, body);
+    let (_, received) = tokio::join!(sending, consume(&mut events, n, Duration::from_secs(600)));
+    let _ = producer.disconnect().await;
+    let _ = consumer.disconnect().await;
+    let secs = received.last.duration_since(start).as_secs_f64();
+    (n as f64 / secs, received.latencies)
+}
+
+/// The idle forwarder: the bridge's settlement engine moving bytes from `from` to `to`.
+async fn forward(
+    broker: Broker,
+    from: String,
+    to: String,
+    subscribed: tokio::sync::oneshot::Sender<()>,
+    stop: tokio::sync::oneshot::Receiver<()>,
+) {
+    let (client, mut events) = connect(broker).await;
+    let sub = Subscription::new(&from, AckMode::ClientIndividual)
+        .with("activemq.prefetchSize", "1024")
+        .with("prefetch-count", "1024");
+    client.subscribe(sub).await.expect("subscribe");
+    let _ = subscribed.send(());
+    let mode = Mode::choose(DeliveryMode::Auto, client.server());
+    let mut settler = Settler::new(client.clone(), mode, Duration::from_secs(30));
+    let (dropped, _keep) = tokio::sync::mpsc::unbounded_channel();
+    let mut ready = VecDeque::new();
+    let mut batches = FuturesUnordered::new();
+    let attempts = Attempts::default();
+    tokio::pin!(stop);
+    loop {
+        while batches.len() < 4 && !ready.is_empty() {
+            let batch = next_batch(&mut ready, &attempts, 256);
+            batches.push(settler.start(batch).await);
+        }
+        tokio::select! {
+            _ = &mut stop => break,
+            Some(done) = batches.next(), if !batches.is_empty() => {
+                assert!(done.result.is_ok(), "forwarder batch failed: {:?}", done.result.err());
+                for w in done.works { w.source.settle(stomp_agent_bridge::bridge::delivery::Settled::Acked); }
+            }
+            Some(Event::Message(m)) = events.recv() => {
+                let frame = Frame::new(Command::Send).with("destination", to.as_str()).with("persistent", "true").with_body(m.frame.body.clone());
+                let outcome = Outcome::Delivered { route: "forward".into(), destination: to.clone(), correlated: false };
+                ready.push_back(Work { source: Delivery::new(m, dropped.clone()), also: vec![], publish: vec![frame], outcome });
+            }
+        }
+    }
+    let _ = client.disconnect().await;
+}
+
+/// The bridge as a process, with its own configuration.
+struct Bridge {
+    child: Child,
+    _dir: PathBuf,
+}
+
+impl Bridge {
+    fn start(bin: &PathBuf, broker: Broker, agent: &str, inbox: &str, ingress: &str) -> Bridge {
+        let dir = std::env::temp_dir().join(unique("bridge"));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let (login, passcode) = broker.credentials();
+        let (req, resp) = broker.prefixes();
+        let config = format!(
+            "[broker]\nurl = \"{}\"\nlogin = \"{login}\"\npasscode = \"{passcode}\"\n\n\
+             [wiseagents]\nrequest_prefix = \"{req}\"\nresponse_prefix = \"{resp}\"\n\n\
+             [protocols.civitas]\ninbox = \"{inbox}\"\ningress = \"{ingress}\"\n\n\
+             [[agents]]\nname = \"{agent}\"\nprotocol = \"civitas\"\n\n\
+             [delivery]\ndead_letter = \"/queue/{}\"\n\n[http]\nlisten = \"\"\n\n[log]\nformat = \"json\"\nlevel = \"info\"\n",
+            broker.url(),
+            unique("dead")
+        );
+        let path = dir.join("bridge.toml");
+        std::fs::write(&path, config).expect("config");
+        let mut child = Process::new(bin)
+            .args(["run", "--config"])
+            .arg(&path)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e} (cargo build --release first)", bin.display()));
+        let logs = child.stderr.take().expect("stderr");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(logs).lines().map_while(Result::ok) {
+                if line.contains("bridge ready") {
+                    let _ = tx.send(());
+                } else if line.contains("\"WARN\"") || line.contains("\"ERROR\"") {
+                    eprintln!("[bridge] {line}");
+                }
+            }
+        });
+        if rx.recv_timeout(Duration::from_secs(60)).is_err() {
+            let _ = child.kill();
+            panic!("the bridge did not become ready within 60 s");
+        }
+        Bridge { child, _dir: dir }
+    }
+
+    /// CPU seconds used so far (user + system).
+    fn cpu_secs(&self) -> f64 {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
+        let after = stat.rsplit(')').next().unwrap_or_default();
+        let f: Vec<&str> = after.split_whitespace().collect();
+        // utime and stime are fields 14 and 15 of stat; after the command name, field 3 is first.
+        let ticks = |i: usize| f.get(i).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
+        (ticks(11) + ticks(12)) as f64 / 100.0
+    }
+
+    /// (peak RSS, current RSS) in MiB.
+    fn rss_mib(&self) -> (f64, f64) {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        let kb = |key: &str| {
+            status
+                .lines()
+                .find(|l| l.starts_with(key))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        (kb("VmHWM:") / 1024.0, kb("VmRSS:") / 1024.0)
+    }
+
+    fn stop(mut self) {
+        let _ = Process::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let _ = self.child.wait();
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)].as_secs_f64() * 1e3
+}
+
+fn latency(mut l: Vec<Duration>) -> [f64; 3] {
+    l.sort();
+    [percentile(&l, 0.5), percentile(&l, 0.99), percentile(&l, 0.999)]
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let args = match args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("loadgen: {e}");
+            std::process::exit(2);
+        }
+    };
+    let b = args.broker;
+    let n = args.messages;
+    let (req, resp) = b.prefixes();
+    eprintln!("[loadgen] {} , {n} persistent messages per run", b.name());
+
+    // A warm-up, so that the broker's JIT and caches are what they are in the runs that count.
+    let q = format!("/queue/{}", unique("warmup"));
+    let _ = run_path(b, &q, &q, n.min(5000), None, wise_body).await;
+    let q = format!("/queue/{}", unique("onehop"));
+    let (one_hop, _) = run_path(b, &q, &q, n, None, wise_body).await;
+    eprintln!("[loadgen] one hop: {one_hop:.0} msg/s");
+
+    let (q1, q2) = (format!("/queue/{}", unique("hop1")), format!("/queue/{}", unique("hop2")));
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
+    let (subscribed_tx, subscribed) = tokio::sync::oneshot::channel();
+    let forwarder = tokio::spawn(forward(b, q1.clone(), q2.clone(), subscribed_tx, stop_rx));
+    subscribed.await.expect("the forwarder subscribed");
+    let (two_hop, _) = run_path(b, &q1, &q2, n, None, wise_body).await;
+    let _ = stop_tx.send(());
+    let _ = forwarder.await;
+    eprintln!("[loadgen] two hops (idle forwarder): {two_hop:.0} msg/s");
+
+    let agent = format!("LoadAgent{}", std::process::id());
+    let inbox_pattern = format!("/queue/{}.{{agent}}", unique("civitas.in"));
+    let inbox = inbox_pattern.replace("{agent}", &agent);
+    let ingress = format!("/queue/{}", unique("civitas.ingress"));
+    let bridge = Bridge::start(&args.bridge, b, &agent, &inbox_pattern, &ingress);
+    let cpu0 = bridge.cpu_secs();
+    let (wa_civ, _) = run_path(b, &format!("{req}{agent}"), &inbox, n, None, wise_body).await;
+    eprintln!("[loadgen] bridge WA -> Civitas: {wa_civ:.0} msg/s");
+    let (civ_wa, _) = run_path(b, &ingress, &format!("{resp}LoadCaller"), n, None, civitas_reply).await;
+    eprintln!("[loadgen] bridge Civitas -> WA: {civ_wa:.0} msg/s");
+    let cpu_per_10k = (bridge.cpu_secs() - cpu0) / (2.0 * n as f64) * 10_000.0;
+    let (peak_rss, _) = bridge.rss_mib();
+
+    let half = wa_civ / 2.0;
+    let lat_n = (n / 2).max(1000).min((half * 10.0) as usize).max(500);
+    let q = format!("/queue/{}", unique("onehop.lat"));
+    let (_, l1) = run_path(b, &q, &q, lat_n, Some(half), wise_body).await;
+    let (_, lb) = run_path(b, &format!("{req}{agent}"), &inbox, lat_n, Some(half), wise_body).await;
+    let (lat_one, lat_bridge) = (latency(l1), latency(lb));
+    eprintln!("[loadgen] latency at {half:.0} msg/s: one hop {lat_one:.2?} ms, bridge {lat_bridge:.2?} ms");
+    bridge.stop();
+
+    let mut backlog_rss = (0.0, 0.0);
+    let mut backlog_rate = 0.0;
+    if args.backlog > 0 {
+        let (producer, _) = connect(b).await;
+        produce(&producer, &format!("{req}{agent}"), args.backlog, None, wise_body).await;
+        let _ = producer.disconnect().await;
+        let (consumer, mut events) = connect(b).await;
+        let sub = Subscription::new(&inbox, AckMode::Auto)
+            .with("activemq.prefetchSize", "5000")
+            .with("prefetch-count", "5000");
+        consumer.subscribe(sub).await.expect("subscribe");
+        let start = Instant::now();
+        let bridge = Bridge::start(&args.bridge, b, &agent, &inbox_pattern, &ingress);
+        let mut got = 0;
+        let mut rss = (0.0f64, 0.0f64);
+        while got < args.backlog {
+            let Ok(Some(_)) = tokio::time::timeout(Duration::from_secs(120), events.next_message()).await
+            else {
+                panic!("backlog: only {got} of {} drained", args.backlog);
+            };
+            got += 1;
+            if got % 5000 == 0 {
+                let now = bridge.rss_mib();
+                rss = (rss.0.max(now.0), rss.1.max(now.1));
+            }
+        }
+        backlog_rate = args.backlog as f64 / start.elapsed().as_secs_f64();
+        backlog_rss = rss;
+        bridge.stop();
+        let _ = consumer.disconnect().await;
+    }
+
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "\n| {} ({n} persistent messages) | msg/s | ratio to one hop | ratio to two hops |",
+        b.name()
+    );
+    let _ = writeln!(out, "|---|---|---|---|");
+    let _ = writeln!(out, "| 1. broker pass-through, one hop | {one_hop:.0} | 1.00 | |");
+    let _ = writeln!(out, "| 2. two hops, idle forwarder | {two_hop:.0} | {:.2} | 1.00 |", two_hop / one_hop);
+    let _ = writeln!(
+        out,
+        "| 3. bridge, Wise Agents → Civitas | {wa_civ:.0} | {:.2} | {:.2} |",
+        wa_civ / one_hop,
+        wa_civ / two_hop
+    );
+    let _ = writeln!(
+        out,
+        "| 4. bridge, Civitas → Wise Agents | {civ_wa:.0} | {:.2} | {:.2} |",
+        civ_wa / one_hop,
+        civ_wa / two_hop
+    );
+    let _ = writeln!(
+        out,
+        "\nlatency at {half:.0} msg/s (ms, p50 / p99 / p99.9): one hop {:.2} / {:.2} / {:.2}; bridge path {:.2} / {:.2} / {:.2}",
+        lat_one[0], lat_one[1], lat_one[2], lat_bridge[0], lat_bridge[1], lat_bridge[2]
+    );
+    let _ = writeln!(out, "bridge CPU: {cpu_per_10k:.2} s per 10,000 messages; peak RSS {peak_rss:.1} MiB");
+    if args.backlog > 0 {
+        let _ = writeln!(
+            out,
+            "backlog of {}: drained at {backlog_rate:.0} msg/s, peak RSS {:.1} MiB, largest RSS {:.1} MiB",
+            args.backlog, backlog_rss.0, backlog_rss.1
+        );
+    }
+    let _ = writeln!(
+        out,
+        "{}",
+        serde_json::json!({
+            "broker": b.name(), "messages": n, "one_hop": one_hop, "two_hop": two_hop,
+            "bridge_wa_to_civitas": wa_civ, "bridge_civitas_to_wa": civ_wa,
+            "latency_rate": half, "latency_one_hop_ms": lat_one, "latency_bridge_ms": lat_bridge,
+            "cpu_s_per_10k": cpu_per_10k, "peak_rss_mib": peak_rss,
+            "backlog": args.backlog, "backlog_rate": backlog_rate, "backlog_peak_rss_mib": backlog_rss.0
+        })
+    );
+}
