@@ -141,7 +141,7 @@ fn first_half(mode: Mode, tx: &str, works: &[Work]) -> (Vec<Item>, Vec<usize>) {
         if let Some(Item::Frame { receipt, .. }) =
             items.iter_mut().rev().find(|i| matches!(i, Item::Frame { .. }))
         {
-            *receipt = owners.len() > 0;
+            *receipt = !owners.is_empty();
         }
         owners.clear();
     }
