@@ -24,6 +24,10 @@ pub struct Metrics {
     latency_sum_micros: AtomicU64,
     connected: AtomicBool,
     subscribed: AtomicBool,
+    late_replies: AtomicU64,
+    receipts: AtomicU64,
+    reply_timeouts: AtomicU64,
+    pending_asks: AtomicI64,
 }
 
 impl Metrics {
@@ -54,6 +58,11 @@ impl Metrics {
 
     pub fn set_subscribed(&self, subscribed: bool) {
         self.subscribed.store(subscribed, Ordering::SeqCst);
+    }
+
+    /// Asks waiting for their answer now.
+    pub fn set_pending_asks(&self, n: usize) {
+        self.pending_asks.store(i64::try_from(n).unwrap_or(i64::MAX), Ordering::Relaxed);
     }
 
     /// Ready: connected to the broker with every subscription in place.
@@ -110,6 +119,34 @@ impl Metrics {
             "gauge",
             u8::from(self.is_ready()).to_string(),
         );
+        for (name, help, kind, value) in [
+            (
+                "bridge_late_replies_total",
+                "Answers that came after their ask's reply timeout: dropped.",
+                "counter",
+                self.late_replies.load(Ordering::Relaxed).to_string(),
+            ),
+            (
+                "bridge_receipts_total",
+                "Receipts (VOX message_acknowledged) consumed: not answers, not forwarded.",
+                "counter",
+                self.receipts.load(Ordering::Relaxed).to_string(),
+            ),
+            (
+                "bridge_reply_timeouts_total",
+                "Asks that got no answer within the reply timeout: an error answer was sent.",
+                "counter",
+                self.reply_timeouts.load(Ordering::Relaxed).to_string(),
+            ),
+            (
+                "bridge_pending_asks",
+                "Asks sent on through the bridge and waiting for their answer.",
+                "gauge",
+                self.pending_asks.load(Ordering::Relaxed).to_string(),
+            ),
+        ] {
+            gauge(&mut out, name, help, kind, value);
+        }
         out.push_str("# HELP bridge_latency_seconds From receipt of a message to the broker's confirmation of what it caused.\n");
         out.push_str("# TYPE bridge_latency_seconds histogram\n");
         for (bound, bucket) in BUCKETS.iter().zip(&self.latency_buckets) {
@@ -155,6 +192,71 @@ impl Delivered<'_> {
         );
         metrics.count_message(self.route, "delivered");
         metrics.observe_latency(self.latency);
+    }
+}
+
+/// An answer that came after its ask's reply timeout (the asker already had an error
+/// answer): dropped, acknowledged.
+pub struct LateReply<'a> {
+    pub route: &'a str,
+    pub source: &'a str,
+    pub message_id: &'a str,
+    pub ask: &'a str,
+}
+
+impl LateReply<'_> {
+    pub fn emit(&self, metrics: &Metrics) {
+        warn!(
+            outcome = "late_reply",
+            route = self.route,
+            source = self.source,
+            message_id = self.message_id,
+            ask = self.ask,
+            "an answer came after its reply timeout: dropped"
+        );
+        metrics.count_message(self.route, "late_reply");
+        metrics.late_replies.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A receipt (VOX `message_acknowledged`): consumed, not forwarded; the ask it names, if
+/// any, stays pending for its answer.
+pub struct Receipt<'a> {
+    pub route: &'a str,
+    pub source: &'a str,
+    pub message_id: &'a str,
+}
+
+impl Receipt<'_> {
+    pub fn emit(&self, metrics: &Metrics) {
+        info!(
+            outcome = "receipt",
+            route = self.route,
+            source = self.source,
+            message_id = self.message_id,
+            "a receipt consumed (not an answer)"
+        );
+        metrics.count_message(self.route, "receipt");
+        metrics.receipts.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// An ask with no answer within its reply timeout: the error answer was published.
+pub struct ReplyTimedOut<'a> {
+    pub route: &'a str,
+    pub destination: &'a str,
+}
+
+impl ReplyTimedOut<'_> {
+    pub fn emit(&self, metrics: &Metrics) {
+        warn!(
+            outcome = "reply_timeout",
+            route = self.route,
+            destination = self.destination,
+            "no answer within the reply timeout: error answer sent"
+        );
+        metrics.count_message(self.route, "reply_timeout");
+        metrics.reply_timeouts.fetch_add(1, Ordering::Relaxed);
     }
 }
 

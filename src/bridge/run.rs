@@ -2,7 +2,10 @@
 //! a receipt before acknowledging it; shut down cleanly on request.
 
 use super::BridgeError;
-use super::pipeline::{HeldChunk, Outgoing, Pipeline, Processed, codecs, dead_letter_frame, stream_bounds};
+use super::pipeline::{
+    Absorbed, Conversations, HeldChunk, Outgoing, Pipeline, Processed, codecs, dead_letter_frame,
+    stream_bounds,
+};
 use crate::config::{Config, Discovery};
 use crate::envelope::penguiflow::stream::StreamAssembler;
 use crate::routing::Router;
@@ -11,7 +14,9 @@ use crate::stomp::{
     AckMode, AckRef, Backoff, Client, ClientConfig, ConnectOptions, Event, Events, Message, SessionError,
     Subscription, TlsOptions,
 };
-use crate::telemetry::{DeadLettered, Delivered, Disconnected, Metrics, Reconnected, Retried};
+use crate::telemetry::{
+    DeadLettered, Delivered, Disconnected, LateReply, Metrics, Receipt, Reconnected, ReplyTimedOut, Retried,
+};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -56,7 +61,10 @@ pub async fn run(
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
-            _ = tick.tick() => expire_streams(&shared).await,
+            _ = tick.tick() => {
+                expire_streams(&shared).await;
+                expire_asks(&shared).await;
+            }
             event = events.recv() => match event {
                 Some(Event::Message(m)) if m.destination == ADVISORY => {
                     if let Some(id) = discover(&shared, &m, &mut discovered, consuming).await {
@@ -89,6 +97,7 @@ fn pipeline(config: &Config) -> Pipeline {
         table,
         StreamAssembler::new(max_bytes, max_wait),
     )
+    .with_conversations(Conversations::of(config))
 }
 
 /// The STOMP client settings for the configured broker.
@@ -230,6 +239,18 @@ async fn handle(shared: Arc<Shared>, msg: Message, permit: OwnedSemaphorePermit)
     let message_id = msg.ack.message_id.clone();
     match shared.pipeline.process(&msg) {
         Ok(Processed::Held) => {}
+        Ok(Processed::Absorbed(why)) => {
+            ack(&shared.client, &msg.ack).await;
+            let source = msg.destination.as_str();
+            match &why {
+                Absorbed::Receipt { route } => {
+                    Receipt { route, source, message_id: &message_id }.emit(&shared.metrics)
+                }
+                Absorbed::LateReply { route, ask } => {
+                    LateReply { route, source, message_id: &message_id, ask }.emit(&shared.metrics)
+                }
+            }
+        }
         Ok(Processed::Send(out)) => deliver(&shared, &msg, out, start).await,
         Err(BridgeError::Stream(abandoned)) => {
             let error = BridgeError::Stream(abandoned);
@@ -360,6 +381,18 @@ async fn expire_streams(shared: &Arc<Shared>) {
     for abandoned in shared.pipeline.expire_streams(Instant::now()) {
         dead_letter_all(shared, &BridgeError::Stream(abandoned)).await;
     }
+}
+
+/// Error answers to asks whose reply timeout passed; the pending-asks gauge.
+async fn expire_asks(shared: &Arc<Shared>) {
+    for out in shared.pipeline.expire_asks(Instant::now()) {
+        let destination = out.frame.header("destination").unwrap_or_default().to_owned();
+        match send_with_retry(&shared.client, out.frame).await {
+            Ok(()) => ReplyTimedOut { route: &out.route, destination: &destination }.emit(&shared.metrics),
+            Err(e) => warn!(error = %e, %destination, "cannot publish an error answer for a timed-out ask"),
+        }
+    }
+    shared.metrics.set_pending_asks(shared.pipeline.pending_asks());
 }
 
 /// Stops taking messages, waits for those in flight, disconnects.

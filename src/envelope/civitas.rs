@@ -2,9 +2,10 @@
 //! `from_dict` (unknown keys ignored, missing ones defaulted), and its mapping onto the
 //! canonical envelope.
 
-use super::correlation::{self, ReplyRoute};
+use super::correlation::ReplyRoute;
 use super::{
-    Direction, Envelope, EnvelopeError, Intent, now_unix, payload_map, take_content, take_intent, take_text,
+    Content, Direction, Envelope, EnvelopeError, Intent, now_unix, payload_map, take_content, take_intent,
+    take_text,
 };
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
@@ -142,17 +143,26 @@ pub fn to_envelope(msg: CivitasMessage) -> Result<Envelope, EnvelopeError> {
     if is_reserved_type(&msg.kind) {
         return Err(EnvelopeError::ReservedType(msg.kind));
     }
-    let direction = if msg.kind == "reply" { Direction::Response } else { Direction::Request };
+    // A reply is known by its correlation (the bridge's token), whatever its type: Civitas's
+    // reply() takes the type from `payload["type"]` when there is one.
+    let bridge_reply = msg.correlation_id.as_deref().and_then(ReplyRoute::from_token).is_some();
+    let direction =
+        if msg.kind == "reply" || bridge_reply { Direction::Response } else { Direction::Request };
     let mut payload = msg.payload;
+    let error = is_error(&msg.kind, &payload);
     let intent = match take_intent(&mut payload, "message_type")? {
         Some(said) => said,
+        None if error => Some(Intent::CannotAnswer),
         None if direction == Direction::Response => Some(Intent::Response),
         None => None,
     };
     let context = take_text(&mut payload, "context_name");
     let tool_id = take_text(&mut payload, "tool_id");
     let route_response_to = take_text(&mut payload, "route_response_to");
-    let content = take_content(&mut payload);
+    let content = match payload.get("error") {
+        Some(Value::String(text)) if error && !payload.contains_key("message") => Content::Text(text.clone()),
+        _ => take_content(&mut payload),
+    };
     let mut env = Envelope {
         id: Some(msg.id),
         intent,
@@ -181,10 +191,16 @@ pub fn to_envelope(msg: CivitasMessage) -> Result<Envelope, EnvelopeError> {
     for (key, value) in payload {
         env.extra.insert(format!("civitas.payload.{key}"), value);
     }
-    if direction == Direction::Response {
-        correlation::apply_token(&mut env);
-    }
     Ok(env)
+}
+
+/// A Civitas error answer: `payload.status == "error"` (what Civitas's own runtime sends for
+/// a failed ask) or a type naming an error (`error`, `*.error`, `*_error`).
+fn is_error(kind: &str, payload: &Map<String, Value>) -> bool {
+    payload.get("status").and_then(Value::as_str) == Some("error")
+        || kind == "error"
+        || kind.ends_with(".error")
+        || kind.ends_with("_error")
 }
 
 fn non_empty(s: String) -> Option<String> {
@@ -192,8 +208,9 @@ fn non_empty(s: String) -> Option<String> {
 }
 
 /// The Civitas message for an envelope. A request's `reply_to` is the requester's name (so
-/// Civitas's own `reply()` addresses it by name) and its `correlation_id` a token naming the
-/// request and its reply route; a response carries the correlation id it answers.
+/// Civitas's own `reply()` addresses it by name) and its `correlation_id` the bridge's
+/// reply-route token when the pipeline made one (else the envelope's own); a response
+/// carries the correlation id it answers.
 pub fn from_envelope(env: &Envelope) -> Result<CivitasMessage, EnvelopeError> {
     let kind = match (env.extra.get("civitas.type"), env.direction) {
         (Some(Value::String(kind)), _) => kind.clone(),
@@ -206,7 +223,7 @@ pub fn from_envelope(env: &Envelope) -> Result<CivitasMessage, EnvelopeError> {
     let id = new_id();
     let (correlation_id, reply_to) = match env.direction {
         Direction::Request => (
-            Some(ReplyRoute::of_request(env, &id).to_token()),
+            env.reply_token.clone().or_else(|| env.correlation_id.clone()),
             env.reply_to.clone().or_else(|| env.sender.clone()),
         ),
         Direction::Response => (env.correlation_id.clone(), None),
@@ -239,7 +256,13 @@ fn payload(env: &Envelope) -> Map<String, Value> {
         ("tool_id", env.tool_id.clone()),
         ("route_response_to", env.route_response_to.clone()),
     ];
-    payload_map(env, "civitas.payload.", &fields)
+    let mut map = payload_map(env, "civitas.payload.", &fields);
+    if env.direction == Direction::Response && env.intent == Some(Intent::CannotAnswer) {
+        // What Civitas's own runtime writes for a failed ask.
+        map.insert("status".into(), Value::String("error".into()));
+        map.insert("error".into(), Value::String(env.content.to_text()));
+    }
+    map
 }
 
 #[cfg(test)]

@@ -1,7 +1,16 @@
 use super::*;
 use crate::envelope::Content;
 
+/// A request as the pipeline sends it on: with its reply-route token.
 fn request() -> Envelope {
+    let mut env = bare_request();
+    let mut route = ReplyRoute::of_request(&env, "r-1");
+    route.ask = Some("ask-1".into());
+    env.reply_token = Some(route.to_token());
+    env
+}
+
+fn bare_request() -> Envelope {
     Envelope {
         intent: Some(Intent::Query),
         sender: Some("User".into()),
@@ -25,7 +34,9 @@ fn a_request_becomes_a_message_with_the_payload_of_the_contract() {
         "context_name": "Weather", "tool_id": "call_9f2c", "route_response_to": "Boss"});
     assert_eq!(Value::Object(msg.payload.clone()), want);
     let route = ReplyRoute::from_token(msg.correlation_id.as_deref().unwrap()).unwrap();
-    assert_eq!(route.request_id.as_deref(), Some(msg.id.as_str()));
+    assert_eq!((route.request_id.as_deref(), route.ask.as_deref()), (Some("r-1"), Some("ask-1")));
+    let bare = from_envelope(&bare_request()).unwrap();
+    assert_eq!(bare.correlation_id, None, "without the pipeline, no token: the envelope's own id");
 }
 
 #[test]
@@ -51,14 +62,16 @@ fn a_reply_echoing_the_token_comes_back_with_the_requests_route() {
         payload: serde_json::from_value(serde_json::json!({"message": "sunny"})).unwrap(),
         ..CivitasMessage::decode(b"{}", Encoding::Json).unwrap()
     };
-    let env = to_envelope(reply).unwrap();
+    let mut env = to_envelope(reply).unwrap();
     assert_eq!(env.direction, Direction::Response);
     assert_eq!(env.intent, Some(Intent::Response));
+    // The pipeline fills the route in (from its pending ask, else the token).
+    crate::envelope::correlation::apply_token(&mut env);
     assert_eq!(env.recipient.as_deref(), Some("User"));
     assert_eq!(env.context.as_deref(), Some("Weather"));
     assert_eq!(env.tool_id.as_deref(), Some("call_9f2c"));
     assert_eq!(env.route_response_to.as_deref(), Some("Boss"));
-    assert_eq!(env.in_reply_to.as_deref(), Some(out.id.as_str()));
+    assert_eq!(env.in_reply_to.as_deref(), Some("r-1"));
 }
 
 #[test]
@@ -110,4 +123,35 @@ fn a_payload_without_text_becomes_json_content_and_extra_keys_survive() {
         from_envelope(&to_envelope(CivitasMessage::decode(body, Encoding::Json).unwrap()).unwrap()).unwrap();
     assert_eq!(back.payload.get("units"), Some(&Value::String("C".into())));
     assert_eq!((back.ttl, back.seq), (Some(5.0), Some(3)));
+}
+
+#[test]
+fn a_reply_is_known_by_its_token_whatever_its_type_and_errors_are_cannot_answer() {
+    let out = from_envelope(&request()).unwrap();
+    let reply = |kind: &str, payload: serde_json::Value| CivitasMessage {
+        kind: kind.into(),
+        correlation_id: out.correlation_id.clone(),
+        payload: serde_json::from_value(payload).unwrap(),
+        ..CivitasMessage::decode(b"{}", Encoding::Json).unwrap()
+    };
+    // reply() takes its type from payload["type"].
+    let typed = to_envelope(reply(
+        "weather_report",
+        serde_json::json!({"type": "weather_report", "message": "sunny"}),
+    ))
+    .unwrap();
+    assert_eq!((typed.direction, typed.intent), (Direction::Response, Some(Intent::Response)));
+    let failed = to_envelope(reply(
+        "reply",
+        serde_json::json!({"status": "error", "error": "agent 'W' was terminated"}),
+    ))
+    .unwrap();
+    assert_eq!(failed.intent, Some(Intent::CannotAnswer));
+    assert_eq!(failed.content, crate::envelope::Content::Text("agent 'W' was terminated".into()));
+    let typed_error = to_envelope(reply("tool_error", serde_json::json!({"message": "boom"}))).unwrap();
+    assert_eq!(typed_error.intent, Some(Intent::CannotAnswer));
+    // And CANNOT_ANSWER is written as Civitas's own error reply.
+    let back = from_envelope(&failed).unwrap();
+    assert_eq!((back.kind.as_str(), back.payload["status"].as_str()), ("reply", Some("error")));
+    assert_eq!(back.payload["error"], "agent 'W' was terminated");
 }

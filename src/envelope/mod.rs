@@ -142,6 +142,11 @@ pub struct Envelope {
     pub topic: Option<String>,
     pub attempt: Option<i64>,
     pub extra: BTreeMap<String, Value>,
+    /// On a request the bridge sends on: its reply-route token, written where the target
+    /// echoes it (Civitas `correlation_id`, PenguiFlow `meta.correlation_id`).
+    pub reply_token: Option<String>,
+    /// A receipt, not an answer (VOX `message_acknowledged`).
+    pub receipt: bool,
 }
 
 /// Why one message cannot be read or written. The message is dead-lettered with this as its

@@ -65,6 +65,7 @@ reconnect_max_ms = 1000
 request_prefix = "{req}"
 response_prefix = "{resp}"
 default_context = "default"
+contexts = ["Books"]
 
 [protocols.civitas]
 inbox = "{civ_in}"

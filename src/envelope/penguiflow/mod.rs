@@ -4,7 +4,7 @@
 
 pub mod stream;
 
-use super::correlation::{self, ReplyRoute};
+use super::correlation::ReplyRoute;
 use super::{Content, Direction, Envelope, EnvelopeError, Intent, is_hex, now_unix};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -90,6 +90,10 @@ fn is_final_answer(map: &Map<String, Value>) -> bool {
         && map.get("citations").is_none_or(Value::is_array)
 }
 
+/// The texts of PenguiFlow's own budget answers (`penguiflow/core.py`: hop, deadline and
+/// token budgets), read as CANNOT_ANSWER.
+pub const BUDGET_TEXTS: [&str; 3] = ["Hop budget exhausted", "Deadline exceeded", "Token budget exhausted"];
+
 /// The `meta` keys the bridge writes, always all of them.
 pub const META_KEYS: [&str; 9] = [
     "message_id",
@@ -143,7 +147,7 @@ pub fn from_envelope(env: &Envelope, opts: &PenguiOptions) -> PenguiMessage {
 fn meta(env: &Envelope) -> Map<String, Value> {
     let message_id = env.id.clone().unwrap_or_else(|| super::new_uuid7().to_string());
     let correlation_id = match env.direction {
-        Direction::Request => Some(ReplyRoute::of_request(env, &message_id).to_token()),
+        Direction::Request => env.reply_token.clone().or_else(|| env.correlation_id.clone()),
         Direction::Response => env.correlation_id.clone(),
     };
     let reply_to = match env.direction {
@@ -187,19 +191,28 @@ pub fn to_envelope(msg: PenguiMessage) -> Result<Envelope, EnvelopeError> {
     let (correlation_id, reply_to) = (text("correlation_id"), text("reply_to"));
     let payload = Payload::classify(&msg.payload);
     let final_answer = matches!(payload, Payload::FinalAnswer { .. });
-    let copied_meta = final_answer && reply_to.is_some() && said_type != Some(Some(Intent::Response));
+    // The bridge's own token in `meta.correlation_id` marks a message derived from the
+    // bridge's request (`message.model_copy(update={"payload": ...})` keeps `meta`): it is the
+    // answer, whatever its payload.
+    let bridge_token = correlation_id.as_deref().and_then(ReplyRoute::from_token).is_some();
+    let copied_meta = (bridge_token || (final_answer && reply_to.is_some()))
+        && !matches!(said_type, Some(Some(Intent::Response | Intent::CannotAnswer)));
+    let budget =
+        matches!(&payload, Payload::FinalAnswer { text, .. } if BUDGET_TEXTS.contains(&text.as_str()));
     let intent = match said_type {
+        _ if budget => Some(Intent::CannotAnswer),
         _ if copied_meta => Some(Intent::Response),
         Some(said) => said,
         None => final_answer.then_some(Intent::Response),
     };
-    let is_reply = final_answer || intent == Some(Intent::Response);
+    let is_reply =
+        copied_meta || final_answer || matches!(intent, Some(Intent::Response | Intent::CannotAnswer));
     let (content, citations) = content(payload)?;
     let mut env = Envelope {
         intent,
         direction: if is_reply { Direction::Response } else { Direction::Request },
         route_response_to,
-        context: context.or_else(|| msg.headers.topic.clone()),
+        context,
         tool_id,
         correlation_id,
         content,
@@ -218,9 +231,6 @@ pub fn to_envelope(msg: PenguiMessage) -> Result<Envelope, EnvelopeError> {
         (env.sender, env.recipient, env.in_reply_to) = (recipient, reply_to, message_id);
     } else {
         (env.id, env.sender, env.recipient, env.reply_to) = (message_id, sender, recipient, reply_to);
-    }
-    if is_reply {
-        correlation::apply_token(&mut env);
     }
     for (key, value) in meta {
         env.extra.insert(format!("penguiflow.meta.{key}"), value);
