@@ -273,6 +273,79 @@ async fn an_unanswered_ask_gets_an_error_answer_and_a_late_one_is_dropped(broker
     wait_metric(&bridge, "bridge_pending_asks 0");
 }
 
+/// Rules 9 and 10: Civitas's priority (a lane) is not PenguiFlow's (a hint), `ttl` and
+/// `deadline_s` convert, a message expired on arrival and a signed Civitas envelope are
+/// dead-lettered (`expired`, `signed`).
+async fn priority_expiry_and_signatures_keep_their_meaning(broker: Broker) {
+    use stomp_agent_bridge::stomp::{AckMode, Command, Frame, Subscription};
+    let names = Names::new(broker);
+    let node = names.agent("Planner");
+    let _bridge = start_with(broker, &names, &[(&node, "penguiflow", "")], &[]);
+    let planner = WiseAgent::spawn_peer(broker, &names, &["penguiflow-serve", &node, "1", "text"], &[]);
+    planner.subscribed();
+    let (client, mut dead) = broker.connect().await;
+    client.subscribe(Subscription::new(names.dest("dead"), AckMode::Auto)).await.unwrap();
+    let send = |body: Vec<u8>, ct: &str, dest: String| {
+        Frame::new(Command::Send).with("destination", dest).with("content-type", ct).with_body(body)
+    };
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
+    let ask = json!({"schema_version": 1, "id": "0193a1b2-0000-7000-8000-0000000000a1", "type": "message",
+        "sender": names.agent("Civ"), "recipient": node, "correlation_id": "0193a1b2-0000-7000-8000-0000000000c1",
+        "reply_to": null, "payload": {"message": "urgent"}, "timestamp": now, "trace_id": "", "span_id": "",
+        "parent_span_id": null, "attempt": 0, "priority": 1, "ttl": 600.0, "seq": null});
+    let civ_ingress = names.dest("civitas.ingress");
+    client
+        .send_confirmed(send(ask.to_string().into_bytes(), "application/json", civ_ingress.clone()))
+        .await
+        .unwrap();
+    let received = planner.next(30)["received"].clone();
+    assert_eq!(
+        received["headers"]["priority"], 0,
+        "Civitas's system lane is not a PenguiFlow hint: {received}"
+    );
+    let deadline = received["deadline_s"].as_f64().unwrap();
+    assert!((deadline - (now + 600.0)).abs() < 0.01, "ttl became deadline_s: {deadline} vs {now}");
+    // Already expired on arrival.
+    let expired = json!({"payload": "too late", "headers": {"tenant": "acme"}, "deadline_s": now - 10.0,
+        "meta": {"sender": node, "recipient": names.agent("Someone")}});
+    let pf_ingress = names.dest("penguiflow.ingress");
+    client
+        .send_confirmed(send(expired.to_string().into_bytes(), "application/json", pf_ingress))
+        .await
+        .unwrap();
+    let m = common::next_message(&mut dead, 20).await;
+    assert_eq!(m.header("bridge-error-kind"), Some("expired"), "{:?}", m.frame);
+    // A signed envelope as civitas/security/signing.py writes it (msgpack, binary nonce and value).
+    fn bin<S: serde::Serializer>(b: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(b)
+    }
+    #[derive(serde::Serialize)]
+    struct Sig {
+        signer: String,
+        alg: &'static str,
+        #[serde(serialize_with = "bin")]
+        value: [u8; 64],
+        #[serde(serialize_with = "bin")]
+        nonce: [u8; 16],
+    }
+    #[derive(serde::Serialize)]
+    struct Signed {
+        v: i64,
+        msg: Value,
+        sig: Sig,
+    }
+    let signed = Signed {
+        v: 2,
+        msg: ask.clone(),
+        sig: Sig { signer: names.agent("Civ"), alg: "ed25519", value: [7; 64], nonce: [1; 16] },
+    };
+    let body = rmp_serde::to_vec_named(&signed).unwrap();
+    client.send_confirmed(send(body, "application/msgpack", civ_ingress)).await.unwrap();
+    let m = common::next_message(&mut dead, 20).await;
+    assert_eq!(m.header("bridge-error-kind"), Some("signed"), "{:?}", m.frame);
+    assert!(m.header("bridge-error").unwrap().contains("signed Civitas envelope"));
+}
+
 macro_rules! on {
     ($broker:ident: $($name:ident),* $(,)?) => {
         $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -288,6 +361,7 @@ mod activemq {
         a_penguiflow_ask_gets_its_trace_and_meta_back,
         answers_have_the_types_their_receivers_act_on,
         an_unanswered_ask_gets_an_error_answer_and_a_late_one_is_dropped,
+        priority_expiry_and_signatures_keep_their_meaning,
     );
 }
 

@@ -28,6 +28,8 @@ pub enum BridgeError {
     Stream(Abandoned<HeldChunk>),
     #[error(transparent)]
     Stomp(#[from] SessionError),
+    #[error("the message expired {ago:.3} s before it arrived (its deadline or ttl passed)")]
+    Expired { ago: f64 },
     #[error("the configuration cannot be used: {0}")]
     Config(String),
 }
@@ -46,6 +48,7 @@ impl BridgeError {
             BridgeError::Stream(_) => "stream",
             BridgeError::Stomp(_) => "broker",
             BridgeError::Config(_) => "config",
+            BridgeError::Expired { .. } => "expired",
         }
     }
 }

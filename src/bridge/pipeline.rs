@@ -170,6 +170,9 @@ impl Pipeline {
             None => return Ok(Processed::Held),
         };
         read_headers(msg, &mut env);
+        if let Some(ago) = env.deadline.map(|d| crate::envelope::now_unix() - d).filter(|ago| *ago > 0.0) {
+            return Err(BridgeError::Expired { ago });
+        }
         let now = Instant::now();
         let (correlated, wise_context) = match self.correlate(&source, &mut env, now) {
             Correlation::Receipt => {

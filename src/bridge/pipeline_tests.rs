@@ -309,3 +309,16 @@ fn rule11_an_unanswered_ask_gets_an_error_answer_in_the_askers_format_and_a_late
     let late = p.process(&plain_answer("Assistant", "Ops", "late", "default")).unwrap();
     assert!(matches!(late, Processed::Absorbed(Absorbed::LateReply { .. })), "{late:?}");
 }
+
+#[test]
+fn rule9_a_message_expired_on_arrival_is_refused_as_expired() {
+    let p = pipeline();
+    let past = crate::envelope::now_unix() - 5.0;
+    let pf = json!({"payload": "q", "headers": {"tenant": "acme"}, "deadline_s": past, "meta": {"sender": "Planner", "recipient": "Assistant"}});
+    let err = p.process(&msg(PF_IN, pf.to_string())).unwrap_err();
+    assert_eq!(err.kind(), "expired");
+    let civ = json!({"sender": "WeatherAgent", "recipient": "Assistant", "payload": {"message": "q"}, "timestamp": past - 10.0, "ttl": 10.0});
+    assert_eq!(p.process(&msg(CIV_IN, civ.to_string())).unwrap_err().kind(), "expired");
+    let fresh = json!({"sender": "WeatherAgent", "recipient": "Assistant", "payload": {"message": "q"}, "timestamp": past, "ttl": 60.0});
+    assert!(p.process(&msg(CIV_IN, fresh.to_string())).is_ok());
+}

@@ -106,9 +106,24 @@ pub fn is_reserved_type(kind: &str) -> bool {
 }
 
 impl CivitasMessage {
-    /// Reads a body; a signed envelope `{"v":2,"msg":{…},"sig":{…}}` gives its `msg`
-    /// (the signature is neither checked nor carried: see docs/MAPPING.md).
+    /// Reads a body. A signed envelope `{"v":2,"msg":{…},"sig":{…}}` is refused
+    /// ([`EnvelopeError::Signed`], dead-lettered with kind `signed`): the bridge has no key
+    /// to verify it (see docs/MAPPING.md).
     pub fn decode(body: &[u8], encoding: Encoding) -> Result<Self, EnvelopeError> {
+        /// The keys of a signed envelope, read before anything else: its `sig` holds
+        /// msgpack binaries (nonce, signature) that JSON values cannot.
+        #[derive(Deserialize)]
+        struct Signed {
+            msg: Option<serde::de::IgnoredAny>,
+            sig: Option<serde::de::IgnoredAny>,
+        }
+        let signed: Option<Signed> = match encoding {
+            Encoding::Json => serde_json::from_slice(body).ok(),
+            Encoding::Msgpack => rmp_serde::from_slice(body).ok(),
+        };
+        if signed.is_some_and(|s| s.msg.is_some() && s.sig.is_some()) {
+            return Err(EnvelopeError::Signed);
+        }
         let value: Value = match encoding {
             Encoding::Json => serde_json::from_slice(body)?,
             Encoding::Msgpack => {
@@ -116,11 +131,6 @@ impl CivitasMessage {
             }
         };
         let value = match value {
-            Value::Object(mut outer)
-                if outer.contains_key("sig") && outer.get("msg").is_some_and(Value::is_object) =>
-            {
-                outer.remove("msg").unwrap_or_default()
-            }
             Value::Object(map) => Value::Object(map),
             _ => return Err(EnvelopeError::invalid("body", "a Civitas message is a map")),
         };
@@ -179,14 +189,19 @@ pub fn to_envelope(msg: CivitasMessage) -> Result<Envelope, EnvelopeError> {
         span_id: non_empty(msg.span_id),
         parent_span_id: msg.parent_span_id,
         timestamp: Some(msg.timestamp),
-        priority: Some(msg.priority),
         attempt: Some(msg.attempt),
+        // `ttl` is relative to the message's own timestamp; the envelope's deadline is absolute.
+        deadline: msg.ttl.map(|ttl| msg.timestamp + ttl),
         ..Envelope::default()
     };
+    // Civitas's priority is a lane (> 0: the system lane, run even while the agent is
+    // suspended), not a hint: it stays Civitas's own and is never given to another format.
+    if msg.priority != 0 {
+        env.extra.insert("civitas.priority".into(), msg.priority.into());
+    }
     if !matches!(msg.kind.as_str(), "message" | "reply") {
         env.extra.insert("civitas.type".into(), Value::String(msg.kind));
     }
-    msg.ttl.map(|t| env.extra.insert("civitas.ttl".into(), t.into()));
     msg.seq.map(|s| env.extra.insert("civitas.seq".into(), s.into()));
     for (key, value) in payload {
         env.extra.insert(format!("civitas.payload.{key}"), value);
@@ -228,6 +243,7 @@ pub fn from_envelope(env: &Envelope) -> Result<CivitasMessage, EnvelopeError> {
         ),
         Direction::Response => (env.correlation_id.clone(), None),
     };
+    let timestamp = env.timestamp.unwrap_or_else(now_unix);
     Ok(CivitasMessage {
         schema_version: 1,
         id,
@@ -237,13 +253,13 @@ pub fn from_envelope(env: &Envelope) -> Result<CivitasMessage, EnvelopeError> {
         correlation_id,
         reply_to,
         payload: payload(env),
-        timestamp: env.timestamp.unwrap_or_else(now_unix),
+        timestamp,
         trace_id: env.trace_id.clone().unwrap_or_default(),
         span_id: env.span_id.clone().unwrap_or_default(),
         parent_span_id: env.parent_span_id.clone(),
         attempt: env.attempt.unwrap_or(0),
-        priority: env.priority.unwrap_or(0),
-        ttl: env.extra.get("civitas.ttl").and_then(Value::as_f64),
+        priority: env.extra.get("civitas.priority").and_then(Value::as_i64).unwrap_or(0),
+        ttl: env.deadline.map(|deadline| (deadline - timestamp).max(0.0)),
         seq: env.extra.get("civitas.seq").and_then(Value::as_i64),
     })
 }

@@ -106,11 +106,48 @@ fn reserved_types_are_refused_both_ways() {
 }
 
 #[test]
-fn a_signed_envelope_gives_its_message() {
+fn a_signed_envelope_is_refused_in_json_and_in_msgpack_with_binary_nonce() {
     let body =
         br#"{"v": 2, "msg": {"sender": "S", "payload": {"message": "hi"}}, "sig": {"alg": "ed25519"}}"#;
+    assert!(matches!(CivitasMessage::decode(body, Encoding::Json), Err(EnvelopeError::Signed)));
+    // As civitas/security/signing.py writes it: msgpack, nonce and value as binaries.
+    fn bin<S: serde::Serializer>(b: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(b)
+    }
+    #[derive(serde::Serialize)]
+    struct Sig {
+        signer: &'static str,
+        alg: &'static str,
+        #[serde(serialize_with = "bin")]
+        value: [u8; 64],
+        #[serde(serialize_with = "bin")]
+        nonce: [u8; 16],
+    }
+    #[derive(serde::Serialize)]
+    struct SignedEnvelope {
+        v: i64,
+        msg: Value,
+        sig: Sig,
+    }
+    let signed = SignedEnvelope {
+        v: 2,
+        msg: serde_json::json!({"sender": "S", "payload": {"message": "hi"}}),
+        sig: Sig { signer: "S", alg: "ed25519", value: [7; 64], nonce: [1; 16] },
+    };
+    let body = rmp_serde::to_vec_named(&signed).unwrap();
+    let err = CivitasMessage::decode(&body, Encoding::Msgpack).unwrap_err();
+    assert_eq!(err.kind(), "signed", "{err}");
+}
+
+#[test]
+fn ttl_and_deadline_convert_and_priority_stays_civitas_own() {
+    let body = br#"{"payload": {"message": "t"}, "timestamp": 1000.0, "ttl": 5.0, "priority": 1}"#;
     let env = to_envelope(CivitasMessage::decode(body, Encoding::Json).unwrap()).unwrap();
-    assert_eq!((env.sender.as_deref(), env.content.to_text()), (Some("S"), "hi".to_owned()));
+    assert_eq!((env.deadline, env.priority), (Some(1005.0), None));
+    let pf = crate::envelope::penguiflow::from_envelope(&env, &Default::default());
+    assert_eq!((pf.deadline_s, pf.headers.priority), (Some(1005.0), 0), "the system lane is not a hint");
+    let back = from_envelope(&env).unwrap();
+    assert_eq!((back.ttl, back.priority), (Some(5.0), 1));
 }
 
 #[test]

@@ -173,6 +173,10 @@ pub enum EnvelopeError {
     Msgpack(String),
     #[error("type {0:?} is reserved for Civitas's own control messages")]
     ReservedType(String),
+    #[error(
+        "a signed Civitas envelope (v2): the bridge holds no key to verify it, and will not pass on what it cannot verify"
+    )]
+    Signed,
     #[error("stream {stream_id}: {reason}")]
     Stream { stream_id: String, reason: String },
 }
@@ -192,6 +196,7 @@ impl EnvelopeError {
             EnvelopeError::Msgpack(_) => "msgpack",
             EnvelopeError::ReservedType(_) => "reserved_type",
             EnvelopeError::Stream { .. } => "stream",
+            EnvelopeError::Signed => "signed",
         }
     }
 

@@ -135,7 +135,8 @@ pub fn from_envelope(env: &Envelope, opts: &PenguiOptions) -> PenguiMessage {
         headers: Headers {
             tenant: env.tenant.clone().unwrap_or_else(|| opts.tenant.clone()),
             topic: env.context.clone().or_else(|| env.topic.clone()),
-            priority: env.priority.unwrap_or(0),
+            // A hint of PenguiFlow's own: never another format's priority (Civitas's is a lane).
+            priority: env.extra.get("penguiflow.priority").and_then(Value::as_i64).unwrap_or(0),
         },
         trace_id: env.trace_id.clone().filter(|t| is_hex(t, 32)).unwrap_or_else(new_trace_id),
         ts: env.timestamp.unwrap_or_else(now_unix),
@@ -219,11 +220,13 @@ pub fn to_envelope(msg: PenguiMessage) -> Result<Envelope, EnvelopeError> {
         trace_id: Some(msg.trace_id),
         timestamp: Some(msg.ts),
         deadline: msg.deadline_s,
-        priority: Some(msg.headers.priority),
         tenant: Some(msg.headers.tenant),
         topic: msg.headers.topic,
         ..Envelope::default()
     };
+    if msg.headers.priority != 0 {
+        env.extra.insert("penguiflow.priority".into(), msg.headers.priority.into());
+    }
     if !citations.is_empty() {
         env.extra.insert("penguiflow.citations".into(), Value::Array(citations));
     }
