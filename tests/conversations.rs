@@ -346,6 +346,23 @@ async fn priority_expiry_and_signatures_keep_their_meaning(broker: Broker) {
     assert!(m.header("bridge-error").unwrap().contains("signed Civitas envelope"));
 }
 
+/// Rule 10: a Civitas `stream_reply()` answer reaches a Wise Agents caller as one answer.
+async fn a_civitas_stream_reply_arrives_as_one_answer(broker: Broker) {
+    let names = Names::new(broker);
+    let civ = names.agent("Streamer");
+    let bridge = start_with(broker, &names, &[(&civ, "civitas", "")], &[]);
+    let agent = WiseAgent::spawn_peer(broker, &names, &["civitas-serve", &civ, "1", "stream"], &[]);
+    agent.subscribed();
+    let answer = tool_call(broker, &names, &names.agent("Caller"), &civ, 1).next(30);
+    assert_eq!(answer["_message"], "sunny, 21 C", "{answer}");
+    assert_eq!(
+        (answer["_message_type"].as_str(), answer["_tool_id"].as_str()),
+        (Some("RESPONSE"), Some("call_9f2c"))
+    );
+    let (_, metrics) = bridge.http_get("/metrics");
+    assert!(!metrics.contains("bridge_dead_letters_total{"), "nothing dead-lettered:\n{metrics}");
+}
+
 macro_rules! on {
     ($broker:ident: $($name:ident),* $(,)?) => {
         $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -362,6 +379,7 @@ mod activemq {
         answers_have_the_types_their_receivers_act_on,
         an_unanswered_ask_gets_an_error_answer_and_a_late_one_is_dropped,
         priority_expiry_and_signatures_keep_their_meaning,
+        a_civitas_stream_reply_arrives_as_one_answer,
     );
 }
 

@@ -3,9 +3,10 @@
 
 use super::BridgeError;
 use crate::config::{glob_matches, is_glob};
+use crate::envelope::civitas::{self, CivitasMessage, Encoding};
 use crate::envelope::codecs::{Codecs, Framework, Origin};
 use crate::envelope::correlation::ReplyRoute;
-use crate::envelope::penguiflow::stream::{Abandoned, Fed, StreamAssembler};
+use crate::envelope::penguiflow::stream::{Abandoned, Fed, StreamAssembler, StreamChunk};
 use crate::envelope::penguiflow::{self, Payload, PenguiMessage, PenguiOptions};
 use crate::envelope::vox::{Registry, VoxOptions};
 use crate::envelope::{Content, Direction, Envelope, Intent, apply_traceparent, new_uuid7, traceparent};
@@ -112,6 +113,8 @@ pub struct Pipeline {
     max_hops: u32,
     table: Mutex<CorrelationTable>,
     streams: Mutex<StreamAssembler<HeldChunk>>,
+    /// Civitas `stream_reply()` answers, reassembled the same way (keyed `civitas:<cid>`).
+    civitas_streams: Mutex<StreamAssembler<HeldChunk>>,
     conversations: Conversations,
 }
 
@@ -143,6 +146,7 @@ impl Pipeline {
             router,
             max_hops,
             table: Mutex::new(table),
+            civitas_streams: Mutex::new(streams.empty_like()),
             streams: Mutex::new(streams),
             conversations: Conversations::default(),
         }
@@ -293,6 +297,7 @@ impl Pipeline {
                 )))
             }
             Source::Ingress(Framework::PenguiFlow) => self.decode_penguiflow(msg),
+            Source::Ingress(Framework::Civitas) => self.decode_civitas(msg),
             Source::Ingress(fw) => {
                 let origin = Origin { direction: Direction::Request, recipient: "", content_type };
                 Ok(Some((*fw, self.codecs.decode(*fw, msg.body(), origin)?, Vec::new())))
@@ -326,9 +331,85 @@ impl Pipeline {
         }
     }
 
+    /// Civitas, where the frames of a `stream_reply()` answer (`civitas.stream.chunk` … with
+    /// `seq`, then `civitas.stream.end` or `civitas.stream.error`, all with the ask's
+    /// `correlation_id`) are held until the answer is whole, then become one reply.
+    fn decode_civitas(
+        &self,
+        msg: &Message,
+    ) -> Result<Option<(Framework, Envelope, Vec<AckRef>)>, BridgeError> {
+        let encoding = Encoding::detect(msg.header("content-type"), msg.body()).ok_or_else(|| {
+            crate::envelope::EnvelopeError::invalid("body", "neither a JSON object nor a msgpack map")
+        })?;
+        let message = CivitasMessage::decode(msg.body(), encoding)?;
+        let (Some(kind), Some(cid)) =
+            (message.kind.strip_prefix(STREAM_PREFIX), message.correlation_id.clone())
+        else {
+            return Ok(Some((Framework::Civitas, civitas::to_envelope(message)?, Vec::new())));
+        };
+        let id = format!("civitas:{cid}");
+        let held = HeldChunk {
+            ack: msg.ack.clone(),
+            destination: msg.destination.clone(),
+            body: msg.frame.body.clone(),
+        };
+        let mut streams = self.civitas_streams.lock().unwrap_or_else(|e| e.into_inner());
+        if kind == "error" {
+            // The stream failed: its error is the answer (CANNOT_ANSWER); the chunks so far go
+            // with it.
+            let acks = streams.take(&id).into_iter().map(|c| c.ack).filter(|a| *a != msg.ack).collect();
+            let mut reply = message;
+            reply.kind = "reply".into();
+            reply.payload.insert("status".into(), "error".into());
+            return Ok(Some((Framework::Civitas, civitas::to_envelope(reply)?, acks)));
+        }
+        let (text, done) = match kind {
+            "chunk" => (chunk_text(&message.payload), false),
+            "end" => (String::new(), true),
+            other => {
+                let reason = format!("civitas.stream.{other} is not part of an answer");
+                return Err(crate::envelope::EnvelopeError::Stream { stream_id: cid, reason }.into());
+            }
+        };
+        let Some(seq) = message.seq.and_then(|s| u64::try_from(s).ok()) else {
+            let reason = "a stream frame without seq".to_owned();
+            return Err(crate::envelope::EnvelopeError::Stream { stream_id: cid, reason }.into());
+        };
+        let chunk = StreamChunk { stream_id: id, seq, text, done, meta: Default::default() };
+        // The assembler keeps the first frame it sees as the template: the Civitas message
+        // travels in its meta.
+        let mut template_meta = serde_json::Map::new();
+        template_meta.insert("civitas".into(), serde_json::to_value(&message).unwrap_or_default());
+        let template = PenguiMessage {
+            payload: serde_json::Value::Null,
+            headers: penguiflow::Headers { tenant: String::new(), topic: None, priority: 0 },
+            trace_id: String::new(),
+            ts: 0.0,
+            deadline_s: None,
+            meta: template_meta,
+        };
+        match streams.feed(template, chunk, held, Instant::now()) {
+            Ok(Fed::Pending) => Ok(None),
+            Ok(Fed::Complete { message: whole, tokens }) => {
+                let acks = tokens.into_iter().map(|t| t.ack).filter(|a| *a != msg.ack).collect();
+                let text = whole.payload.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
+                let first = whole.meta.get("civitas").cloned().unwrap_or_default();
+                let mut reply: CivitasMessage =
+                    serde_json::from_value(first).map_err(crate::envelope::EnvelopeError::from)?;
+                reply.kind = "reply".into();
+                reply.seq = None;
+                reply.payload = serde_json::Map::from_iter([("message".to_owned(), text.into())]);
+                Ok(Some((Framework::Civitas, civitas::to_envelope(reply)?, acks)))
+            }
+            Err(abandoned) => Err(BridgeError::Stream(abandoned)),
+        }
+    }
+
     /// Streams given up on for age: their chunks go to the dead-letter destination.
     pub fn expire_streams(&self, now: Instant) -> Vec<Abandoned<HeldChunk>> {
-        self.streams.lock().unwrap_or_else(|e| e.into_inner()).expire(now)
+        let mut out = self.streams.lock().unwrap_or_else(|e| e.into_inner()).expire(now);
+        out.extend(self.civitas_streams.lock().unwrap_or_else(|e| e.into_inner()).expire(now));
+        out
     }
 
     /// Asks whose reply timeout passed: the error answer for each, in its asker's format
@@ -413,6 +494,18 @@ impl Pipeline {
         let ask = PendingAsk { id: ask_id, asker, answerer, reply, reply_deadline, timed_out: false };
         self.table.lock().unwrap_or_else(|e| e.into_inner()).insert(ask, now);
     }
+}
+
+/// The types of Civitas's streamed answers (`civitas/process.py`).
+const STREAM_PREFIX: &str = "civitas.stream.";
+
+/// A Civitas stream frame's text: its payload's `message`, `text`, `token`, `delta` or
+/// `content` string, else the payload as compact JSON.
+fn chunk_text(payload: &serde_json::Map<String, serde_json::Value>) -> String {
+    ["message", "text", "token", "delta", "content"]
+        .iter()
+        .find_map(|k| payload.get(*k).and_then(|v| v.as_str()).map(str::to_owned))
+        .unwrap_or_else(|| serde_json::Value::Object(payload.clone()).to_string())
 }
 
 /// `extra` key of a reply base naming the asker's agent (for its Civitas encoding).

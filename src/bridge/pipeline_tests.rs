@@ -32,7 +32,9 @@ fn pipeline() -> Pipeline {
 
 fn msg(destination: &str, body: impl Into<Vec<u8>>) -> Message {
     let frame = Frame::new(Command::Message).with("destination", destination).with_body(body.into());
-    let ack = AckRef { epoch: 0, subscription: "1".into(), message_id: "m".into(), ack_id: None };
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let ack = AckRef { epoch: 0, subscription: "1".into(), message_id: format!("m{n}"), ack_id: None };
     Message { ack, destination: destination.into(), frame }
 }
 
@@ -321,4 +323,41 @@ fn rule9_a_message_expired_on_arrival_is_refused_as_expired() {
     assert_eq!(p.process(&msg(CIV_IN, civ.to_string())).unwrap_err().kind(), "expired");
     let fresh = json!({"sender": "WeatherAgent", "recipient": "Assistant", "payload": {"message": "q"}, "timestamp": past, "ttl": 60.0});
     assert!(p.process(&msg(CIV_IN, fresh.to_string())).is_ok());
+}
+
+#[test]
+fn rule10_a_civitas_stream_reply_is_reassembled_into_one_answer() {
+    let p = pipeline();
+    let asked = json_of(&sent(&p, &wa_ask("WeatherAgent", Some("call_s"), "default")));
+    let frame = |kind: &str, seq: i64, payload: Value| {
+        let body = json!({"type": kind, "sender": "WeatherAgent", "recipient": asked["reply_to"],
+            "correlation_id": asked["correlation_id"], "payload": payload, "seq": seq});
+        msg(CIV_IN, body.to_string())
+    };
+    assert!(matches!(
+        p.process(&frame("civitas.stream.chunk", 1, json!({"token": "21 C"}))).unwrap(),
+        Processed::Held
+    ));
+    assert!(matches!(
+        p.process(&frame("civitas.stream.chunk", 0, json!({"token": "sunny, "}))).unwrap(),
+        Processed::Held
+    ));
+    let out = sent(&p, &frame("civitas.stream.end", 2, json!({})));
+    let answer = wa_of(&out);
+    assert_eq!((answer.message.as_str(), answer.message_type), ("sunny, 21 C", Some(Intent::Response)));
+    assert_eq!(answer.tool_id.as_deref(), Some("call_s"));
+    assert_eq!(out.also_ack.len(), 2, "the held chunks are acknowledged with it");
+    // A stream that fails: its error is the answer.
+    let asked = json_of(&sent(&p, &wa_ask("WeatherAgent", None, "default")));
+    let frame = |kind: &str, seq: i64, payload: Value| {
+        let body = json!({"type": kind, "sender": "WeatherAgent", "recipient": asked["reply_to"],
+            "correlation_id": asked["correlation_id"], "payload": payload, "seq": seq});
+        msg(CIV_IN, body.to_string())
+    };
+    assert!(matches!(
+        p.process(&frame("civitas.stream.chunk", 0, json!({"token": "sun"}))).unwrap(),
+        Processed::Held
+    ));
+    let failed = wa_of(&sent(&p, &frame("civitas.stream.error", 1, json!({"error": "model crashed"}))));
+    assert_eq!((failed.message.as_str(), failed.message_type), ("model crashed", Some(Intent::CannotAnswer)));
 }

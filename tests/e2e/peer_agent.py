@@ -11,7 +11,8 @@ vox/messaging/models.py's fields as a frozen pydantic model (the package is not 
   peer_agent.py civitas-serve NAME N MODE
       answers N messages with reply() semantics (type = payload.get("type", "reply"),
       recipient = reply_to or sender, correlation_id and trace copied). MODE: plain,
-      typed (payload has a "type"), error ({"status": "error", ...}), silent (never answers).
+      typed (payload has a "type"), error ({"status": "error", ...}), silent (never answers),
+      stream (stream_reply(): three civitas.stream.chunk frames, then civitas.stream.end).
   peer_agent.py vox-serve NAME UUID N
       for each command_request: message_acknowledged (auto-sent, reply_to = its message_id),
       then command_result.
@@ -129,6 +130,18 @@ def civitas_serve(name, n, mode):
         original = JsonSerializer().deserialize(body)
         out({"received": original.to_dict()})
         if mode == "silent":
+            continue
+        if mode == "stream":
+            # stream_reply(): civitas.stream.chunk frames with seq 0.., then civitas.stream.end
+            # (AgentProcess._emit_stream), all with the ask's correlation_id.
+            tokens = ["sunny", ", ", "21 C"]
+            for seq, kind, payload in [(i, "civitas.stream.chunk", {"token": t}) for i, t in enumerate(tokens)] + [
+                    (len(tokens), "civitas.stream.end", {})]:
+                frame_msg = Message(type=kind, sender=name, recipient=original.reply_to or original.sender,
+                                    payload=payload, correlation_id=original.correlation_id, seq=seq,
+                                    trace_id=original.trace_id, span_id=_new_span_id(),
+                                    parent_span_id=original.span_id)
+                civitas_send(conn, frame_msg, None)
             continue
         text = original.payload.get("message")
         payload = {
