@@ -25,6 +25,7 @@ pub struct Metrics {
     connected: AtomicBool,
     subscribed: AtomicBool,
     late_replies: AtomicU64,
+    unmatched_replies: AtomicU64,
     receipts: AtomicU64,
     reply_timeouts: AtomicU64,
     pending_asks: AtomicI64,
@@ -127,6 +128,12 @@ impl Metrics {
                 self.late_replies.load(Ordering::Relaxed).to_string(),
             ),
             (
+                "bridge_unmatched_replies_total",
+                "Replies that matched no pending ask: delivered uncorrelated, never attached to another ask.",
+                "counter",
+                self.unmatched_replies.load(Ordering::Relaxed).to_string(),
+            ),
+            (
                 "bridge_receipts_total",
                 "Receipts (VOX message_acknowledged) consumed: not answers, not forwarded.",
                 "counter",
@@ -176,6 +183,8 @@ pub struct Delivered<'a> {
     pub message_id: &'a str,
     pub latency: Duration,
     pub correlated: bool,
+    /// A reply that matched no pending ask (delivered uncorrelated).
+    pub unmatched_reply: bool,
 }
 
 impl Delivered<'_> {
@@ -188,8 +197,12 @@ impl Delivered<'_> {
             message_id = self.message_id,
             latency_ms = self.latency.as_secs_f64() * 1e3,
             correlated = self.correlated,
+            unmatched_reply = self.unmatched_reply,
             "message delivered"
         );
+        if self.unmatched_reply {
+            metrics.unmatched_replies.fetch_add(1, Ordering::Relaxed);
+        }
         metrics.count_message(self.route, "delivered");
         metrics.observe_latency(self.latency);
     }
@@ -346,6 +359,7 @@ mod tests {
             message_id: "1",
             latency: Duration::from_millis(3),
             correlated: true,
+            unmatched_reply: false,
         };
         d.emit(&m);
         DeadLettered { route: "civitas->?", source: "/q", message_id: "2", kind: "json", reason: "bad" }

@@ -108,6 +108,8 @@ async fn concurrent_civitas_asks_reach_their_own_reply_addresses(broker: Broker)
         assert_eq!(line["reply"]["payload"]["message"], format!("answer: {}", ask["text"].as_str().unwrap()));
     }
     wait_metric(&bridge, "bridge_pending_asks 0");
+    let (_, metrics) = bridge.http_get("/metrics");
+    assert!(metrics.contains("\nbridge_unmatched_replies_total 0\n"), "every answer matched its ask:\n{metrics}");
 }
 
 /// Rule 3: a VOX agent auto-acknowledges, then answers: the caller gets the answer only.
@@ -186,6 +188,7 @@ async fn a_penguiflow_ask_gets_its_trace_and_meta_back(broker: Broker) {
     assert_eq!(answer["headers"]["tenant"], "acme");
     assert_eq!(answer["deadline_s"], asked["deadline_s"]);
     assert_eq!(answer["meta"]["session"], "s-42");
+    assert_eq!(answer["meta"]["in_reply_to"], asked["meta"]["message_id"], "the link to the ask");
     assert_eq!(answer["payload"], json!({"text": "answer: 3 days in Rome", "citations": []}));
 }
 

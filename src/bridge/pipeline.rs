@@ -37,6 +37,8 @@ pub struct Outgoing {
     pub route: String,
     /// Whether a reply was matched to its request.
     pub correlated: bool,
+    /// A reply that matched no ask (delivered uncorrelated; counted).
+    pub unmatched_reply: bool,
     /// Stream chunks to acknowledge with the message (a reassembled stream).
     pub also_ack: Vec<AckRef>,
 }
@@ -201,8 +203,8 @@ impl Pipeline {
         let target = self.target(&env)?;
         let original_context = self.fit_for(&target, &mut env, wise_context);
         self.remember(&target, &mut env, now);
-        let out = self.outgoing(&env, &target, hops + 1, from.as_str(), correlated, also_ack)?;
-        let mut out = out;
+        let mut out = self.outgoing(&env, &target, hops + 1, from.as_str(), correlated, also_ack)?;
+        out.unmatched_reply = !correlated && env.direction == Direction::Response;
         if let Some(ctx) = original_context {
             out.frame = out.frame.with(ORIGINAL_CONTEXT, ctx);
         }
@@ -242,7 +244,7 @@ impl Pipeline {
             frame = frame.with("traceparent", tp);
         }
         let route = format!("{from}->{}", target.framework);
-        Ok(Outgoing { frame, route, correlated, also_ack })
+        Ok(Outgoing { frame, route, correlated, unmatched_reply: false, also_ack })
     }
 
     /// Whether the asker of this answer is a Wise Agents agent (not proxied, not a

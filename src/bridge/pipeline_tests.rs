@@ -100,7 +100,7 @@ fn rule1_concurrent_asks_get_their_own_answers_in_order_and_a_stray_answer_is_no
         assert_eq!(reply["recipient"], "WeatherAgent");
     }
     let stray = sent(&p, &plain_answer("Assistant", "WeatherAgent", "again", "default"));
-    assert!(!stray.correlated, "matches nothing");
+    assert!(!stray.correlated && stray.unmatched_reply, "matches nothing, counted");
     assert_eq!(json_of(&stray)["correlation_id"], Value::Null, "never another ask's correlation");
 }
 
@@ -184,7 +184,7 @@ fn rule5_a_penguiflow_ask_answered_by_wise_agents_keeps_trace_tenant_deadline_an
     let p = pipeline();
     let ask = json!({"payload": "plan a trip", "headers": {"tenant": "acme", "topic": "trips", "priority": 3},
         "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736", "ts": 1.0, "deadline_s": 4102444800.0,
-        "meta": {"sender": "Planner", "recipient": "Assistant", "message_type": "QUERY", "session": "s-9"}});
+        "meta": {"message_id": "pf-1", "sender": "Planner", "recipient": "Assistant", "message_type": "QUERY", "session": "s-9"}});
     sent(&p, &msg(PF_IN, ask.to_string()));
     let out = sent(&p, &plain_answer("Assistant", "Planner", "Rome", "default"));
     let reply = json_of(&out);
@@ -192,6 +192,7 @@ fn rule5_a_penguiflow_ask_answered_by_wise_agents_keeps_trace_tenant_deadline_an
     assert_eq!(reply["headers"]["tenant"], "acme");
     assert_eq!(reply["deadline_s"], 4102444800.0);
     assert_eq!(reply["meta"]["session"], "s-9");
+    assert_eq!(reply["meta"]["in_reply_to"], "pf-1");
     assert_eq!(reply["payload"]["text"], "Rome");
     assert_eq!(reply["meta"]["recipient"], "Planner");
 }

@@ -292,6 +292,7 @@ async fn deliver(shared: &Shared, msg: &Message, out: Outgoing, start: Instant) 
                 message_id: &msg.ack.message_id,
                 latency: start.elapsed(),
                 correlated: out.correlated,
+                unmatched_reply: out.unmatched_reply,
             };
             d.emit(&shared.metrics);
         }

@@ -206,7 +206,8 @@ def penguiflow_ask(name, recipient, text):
     ready(name)
     ask = PenguiMessage(payload=text, headers=Headers(tenant="acme", topic="travel", priority=2),
                         deadline_s=time.time() + 600,
-                        meta={"sender": name, "recipient": recipient, "session": "s-42"})
+                        meta={"message_id": str(uuid.uuid4()), "sender": name, "recipient": recipient,
+                              "session": "s-42"})
     conn.send(os.environ["PF_INGRESS"], ask.model_dump_json(),
               headers={"content-type": "application/json", "persistent": "true"})
     frame = collector.frames.get(timeout=30)

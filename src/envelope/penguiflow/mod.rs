@@ -174,6 +174,10 @@ fn meta(env: &Envelope) -> Map<String, Value> {
     for (key, value) in META_KEYS.iter().zip(values) {
         meta.insert((*key).to_owned(), value.map_or(Value::Null, Value::String));
     }
+    if let (Direction::Response, Some(asked)) = (env.direction, &env.in_reply_to) {
+        // The link to the ask (PenguiFlow itself correlates by `trace_id`, which is kept too).
+        meta.insert("in_reply_to".into(), Value::String(asked.clone()));
+    }
     meta
 }
 
@@ -196,12 +200,13 @@ pub fn to_envelope(msg: PenguiMessage) -> Result<Envelope, EnvelopeError> {
     // bridge's request (`message.model_copy(update={"payload": ...})` keeps `meta`): it is the
     // answer, whatever its payload.
     let bridge_token = correlation_id.as_deref().and_then(ReplyRoute::from_token).is_some();
-    let copied_meta = (bridge_token || (final_answer && reply_to.is_some()))
-        && !matches!(said_type, Some(Some(Intent::Response | Intent::CannotAnswer)));
+    let said_answer = matches!(said_type, Some(Some(Intent::Response | Intent::CannotAnswer)));
+    let copied_meta = bridge_token || (final_answer && reply_to.is_some() && !said_answer);
     let budget =
         matches!(&payload, Payload::FinalAnswer { text, .. } if BUDGET_TEXTS.contains(&text.as_str()));
     let intent = match said_type {
         _ if budget => Some(Intent::CannotAnswer),
+        Some(said) if said_answer => said,
         _ if copied_meta => Some(Intent::Response),
         Some(said) => said,
         None => final_answer.then_some(Intent::Response),
