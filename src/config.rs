@@ -594,4 +594,26 @@ mod tests {
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    #[test]
+    fn conversation_keys_are_read_and_checked() {
+        let mut config = Config::load(&example()).unwrap();
+        assert_eq!((config.delivery.reply_timeout_ms, config.wiseagents.contexts.len()), (0, 0));
+        config.wiseagents.contexts = vec!["Trips.*".into(), "two words".into()];
+        config.wiseagents.ack_contexts = vec![String::new()];
+        config.delivery.reply_timeout_ms = config.delivery.correlation_ttl_ms;
+        config.agents[0].reply_timeout_ms = Some(5000);
+        config.agents[1].reply_timeout_ms = Some(u64::MAX);
+        let err = config.validate("x.toml").unwrap_err();
+        let all = err.to_string();
+        for key in [
+            "wiseagents.contexts[1]",
+            "wiseagents.ack_contexts[0]",
+            "delivery.reply_timeout_ms",
+            "agents[1].reply_timeout_ms",
+        ] {
+            assert!(all.contains(key), "{key} missing in {all}");
+        }
+        assert_eq!(err.problems.len(), 4, "{all}");
+    }
 }

@@ -109,7 +109,10 @@ async fn concurrent_civitas_asks_reach_their_own_reply_addresses(broker: Broker)
     }
     wait_metric(&bridge, "bridge_pending_asks 0");
     let (_, metrics) = bridge.http_get("/metrics");
-    assert!(metrics.contains("\nbridge_unmatched_replies_total 0\n"), "every answer matched its ask:\n{metrics}");
+    assert!(
+        metrics.contains("\nbridge_unmatched_replies_total 0\n"),
+        "every answer matched its ask:\n{metrics}"
+    );
 }
 
 /// Rule 3: a VOX agent auto-acknowledges, then answers: the caller gets the answer only.
