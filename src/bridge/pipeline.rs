@@ -39,6 +39,9 @@ pub struct Outgoing {
     pub correlated: bool,
     /// A reply that matched no ask (delivered uncorrelated; counted).
     pub unmatched_reply: bool,
+    /// The ask this frame makes, now pending: if the frame turns out never to have been
+    /// published (a batch rolled back), [`Pipeline::forget_ask`] takes it back.
+    pub ask: Option<String>,
     /// Stream chunks to acknowledge with the message (a reassembled stream).
     pub also_ack: Vec<AckRef>,
 }
@@ -202,9 +205,10 @@ impl Pipeline {
         };
         let target = self.target(&env)?;
         let original_context = self.fit_for(&target, &mut env, wise_context);
-        self.remember(&target, &mut env, now);
+        let ask = self.remember(&target, &mut env, now);
         let mut out = self.outgoing(&env, &target, hops + 1, from.as_str(), correlated, also_ack)?;
         out.unmatched_reply = !correlated && env.direction == Direction::Response;
+        out.ask = ask;
         if let Some(ctx) = original_context {
             out.frame = out.frame.with(ORIGINAL_CONTEXT, ctx);
         }
@@ -244,7 +248,7 @@ impl Pipeline {
             frame = frame.with("traceparent", tp);
         }
         let route = format!("{from}->{}", target.framework);
-        Ok(Outgoing { frame, route, correlated, unmatched_reply: false, also_ack })
+        Ok(Outgoing { frame, route, correlated, unmatched_reply: false, ask: None, also_ack })
     }
 
     /// Whether the asker of this answer is a Wise Agents agent (not proxied, not a
@@ -471,11 +475,11 @@ impl Pipeline {
 
     /// Before a request leaves: the ask is remembered (its answer's route, its reply
     /// timeout), and its token travels where the target echoes it.
-    fn remember(&self, target: &Target, env: &mut Envelope, now: Instant) {
+    fn remember(&self, target: &Target, env: &mut Envelope, now: Instant) -> Option<String> {
         if env.direction != Direction::Request {
-            return;
+            return None;
         }
-        let Some(asker) = env.sender.clone() else { return };
+        let asker = env.sender.clone()?;
         let answerer = env.recipient.clone().unwrap_or_default();
         let ask_id = new_uuid7().to_string();
         let original_id = env.id.clone();
@@ -493,8 +497,16 @@ impl Pipeline {
             env.tool_id = Some(token);
         }
         let reply_deadline = self.conversations.timeout(&asker, &answerer).map(|t| now + t);
-        let ask = PendingAsk { id: ask_id, asker, answerer, reply, reply_deadline, timed_out: false };
+        let ask = PendingAsk { id: ask_id.clone(), asker, answerer, reply, reply_deadline, timed_out: false };
         self.table.lock().unwrap_or_else(|e| e.into_inner()).insert(ask, now);
+        Some(ask_id)
+    }
+
+    /// Takes back an ask whose frame was never published (its batch was rolled back: the
+    /// broker redelivers the request, which is asked again). Without this, a stale ask would
+    /// stand first in its pair's queue and take the next plain answer.
+    pub fn forget_ask(&self, ask: &str) {
+        self.table.lock().unwrap_or_else(|e| e.into_inner()).forget(ask);
     }
 }
 

@@ -362,3 +362,17 @@ fn rule10_a_civitas_stream_reply_is_reassembled_into_one_answer() {
     let failed = wa_of(&sent(&p, &frame("civitas.stream.error", 1, json!({"error": "model crashed"}))));
     assert_eq!((failed.message.as_str(), failed.message_type), ("model crashed", Some(Intent::CannotAnswer)));
 }
+
+#[test]
+fn an_ask_whose_frame_was_never_published_is_taken_back() {
+    let p = pipeline();
+    let first = sent(&p, &msg(CIV_IN, civitas_ask("m1", "c1", None, "q1")));
+    sent(&p, &msg(CIV_IN, civitas_ask("m2", "c2", None, "q2")));
+    // The batch with the first ask was rolled back; the broker redelivers it.
+    p.forget_ask(first.ask.as_deref().unwrap());
+    sent(&p, &msg(CIV_IN, civitas_ask("m1", "c1", None, "q1")));
+    // The agent got q2 first, then q1 again: its answers come in that order.
+    let a = json_of(&sent(&p, &plain_answer("Assistant", "WeatherAgent", "a2", "default")));
+    let b = json_of(&sent(&p, &plain_answer("Assistant", "WeatherAgent", "a1", "default")));
+    assert_eq!((a["correlation_id"].as_str(), b["correlation_id"].as_str()), (Some("c2"), Some("c1")));
+}

@@ -126,6 +126,13 @@ impl CorrelationTable {
         Matched::Answer(self.remove(seq).expect("present"))
     }
 
+    /// Removes an ask (its request was never published).
+    pub fn forget(&mut self, id: &str) {
+        if let Some(seq) = self.by_id.get(id).copied() {
+            self.remove(seq);
+        }
+    }
+
     /// Asks whose reply timeout passed by `now`: each is marked timed out (kept, so a late
     /// answer is recognised, until it ages out) and returned for its error answer.
     pub fn time_out(&mut self, now: Instant) -> Vec<PendingAsk> {
