@@ -52,8 +52,12 @@ pub enum Processed {
     Send(Outgoing),
     /// A stream chunk, held until its stream is complete (acknowledged then).
     Held,
-    /// Consumed with nothing to publish: acknowledge it and count it.
-    Absorbed(Absorbed),
+    /// Consumed with nothing to publish: acknowledge it (and `also_ack`, the chunks of a
+    /// stream it completed) and count it.
+    Absorbed {
+        why: Absorbed,
+        also_ack: Vec<AckRef>,
+    },
 }
 
 /// Why a message is consumed without anything being published.
@@ -174,22 +178,36 @@ impl Pipeline {
             .router
             .classify(&msg.destination)
             .ok_or_else(|| BridgeError::UnknownSource(msg.destination.clone()))?;
-        let (from, mut env, also_ack) = match self.decode(&source, msg)? {
+        let (from, env, also_ack) = match self.decode(&source, msg)? {
             Some(decoded) => decoded,
             None => return Ok(Processed::Held),
         };
+        match self.translate(msg, &source, from, env, hops)? {
+            Processed::Send(out) => Ok(Processed::Send(Outgoing { also_ack, ..out })),
+            Processed::Absorbed { why, .. } => Ok(Processed::Absorbed { why, also_ack }),
+            Processed::Held => Ok(Processed::Held),
+        }
+    }
+
+    /// Checks expiry, correlates, routes and encodes a decoded message.
+    fn translate(
+        &self,
+        msg: &Message,
+        source: &Source,
+        from: Framework,
+        mut env: Envelope,
+        hops: u32,
+    ) -> Result<Processed, BridgeError> {
         read_headers(msg, &mut env);
         if let Some(ago) = env.deadline.map(|d| crate::envelope::now_unix() - d).filter(|ago| *ago > 0.0) {
             return Err(BridgeError::Expired { ago });
         }
         let now = Instant::now();
-        let (correlated, wise_context) = match self.correlate(&source, &mut env, now) {
-            Correlation::Receipt => {
-                return Ok(Processed::Absorbed(Absorbed::Receipt { route: format!("{from}->receipt") }));
-            }
+        let absorbed = |why| Ok(Processed::Absorbed { why, also_ack: Vec::new() });
+        let (correlated, wise_context) = match self.correlate(source, &mut env, now) {
+            Correlation::Receipt => return absorbed(Absorbed::Receipt { route: format!("{from}->receipt") }),
             Correlation::Late(ask) => {
-                let route = format!("{from}->late");
-                return Ok(Processed::Absorbed(Absorbed::LateReply { route, ask: ask.id }));
+                return absorbed(Absorbed::LateReply { route: format!("{from}->late"), ask: ask.id });
             }
             Correlation::Ask(ask) => {
                 let wise = ask.reply.context.clone().filter(|_| self.asker_is_native(&ask.reply));
@@ -206,7 +224,7 @@ impl Pipeline {
         let target = self.target(&env)?;
         let original_context = self.fit_for(&target, &mut env, wise_context);
         let ask = self.remember(&target, &mut env, now);
-        let mut out = self.outgoing(&env, &target, hops + 1, from.as_str(), correlated, also_ack)?;
+        let mut out = self.outgoing(&env, &target, hops + 1, from.as_str(), correlated, Vec::new())?;
         out.unmatched_reply = !correlated && env.direction == Direction::Response;
         out.ask = ask;
         if let Some(ctx) = original_context {

@@ -152,7 +152,7 @@ fn rule3_a_vox_receipt_does_not_consume_the_ask() {
     let p = pipeline();
     let asked = json_of(&sent(&p, &wa_ask("Ops", Some("call_1"), "default")));
     let receipt = p.process(&msg(VOX_IN, vox_reply("message_acknowledged", &asked, ""))).unwrap();
-    assert!(matches!(receipt, Processed::Absorbed(Absorbed::Receipt { .. })), "{receipt:?}");
+    assert!(matches!(receipt, Processed::Absorbed { why: Absorbed::Receipt { .. }, .. }), "{receipt:?}");
     assert_eq!(p.pending_asks(), 1);
     let out = sent(&p, &msg(VOX_IN, vox_reply("command_result", &asked, "done")));
     let answer = wa_of(&out);
@@ -310,7 +310,7 @@ fn rule11_an_unanswered_ask_gets_an_error_answer_in_the_askers_format_and_a_late
     assert!(pf["payload"]["text"].is_string(), "FinalAnswer-shaped");
     // A late answer is dropped.
     let late = p.process(&plain_answer("Assistant", "Ops", "late", "default")).unwrap();
-    assert!(matches!(late, Processed::Absorbed(Absorbed::LateReply { .. })), "{late:?}");
+    assert!(matches!(late, Processed::Absorbed { why: Absorbed::LateReply { .. }, .. }), "{late:?}");
 }
 
 #[test]
@@ -375,4 +375,21 @@ fn an_ask_whose_frame_was_never_published_is_taken_back() {
     let a = json_of(&sent(&p, &plain_answer("Assistant", "WeatherAgent", "a2", "default")));
     let b = json_of(&sent(&p, &plain_answer("Assistant", "WeatherAgent", "a1", "default")));
     assert_eq!((a["correlation_id"].as_str(), b["correlation_id"].as_str()), (Some("c2"), Some("c1")));
+}
+
+#[test]
+fn a_late_streamed_answer_is_dropped_with_its_chunks() {
+    let p = pipeline_with(|c| c.delivery.reply_timeout_ms = 1000);
+    let asked = json_of(&sent(&p, &wa_ask("WeatherAgent", None, "default")));
+    assert_eq!(p.expire_asks(Instant::now() + Duration::from_secs(2)).len(), 1);
+    let frame = |kind: &str, seq: i64| {
+        let body = json!({"type": kind, "sender": "WeatherAgent", "recipient": asked["reply_to"],
+            "correlation_id": asked["correlation_id"], "payload": {"token": "x"}, "seq": seq});
+        msg(CIV_IN, body.to_string())
+    };
+    assert!(matches!(p.process(&frame("civitas.stream.chunk", 0)).unwrap(), Processed::Held));
+    match p.process(&frame("civitas.stream.end", 1)).unwrap() {
+        Processed::Absorbed { why: Absorbed::LateReply { .. }, also_ack } => assert_eq!(also_ack.len(), 1),
+        other => panic!("{other:?}"),
+    }
 }

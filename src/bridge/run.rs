@@ -239,8 +239,11 @@ async fn handle(shared: Arc<Shared>, msg: Message, permit: OwnedSemaphorePermit)
     let message_id = msg.ack.message_id.clone();
     match shared.pipeline.process(&msg) {
         Ok(Processed::Held) => {}
-        Ok(Processed::Absorbed(why)) => {
+        Ok(Processed::Absorbed { why, also_ack }) => {
             ack(&shared.client, &msg.ack).await;
+            for extra in &also_ack {
+                ack(&shared.client, extra).await;
+            }
             let source = msg.destination.as_str();
             match &why {
                 Absorbed::Receipt { route } => {
