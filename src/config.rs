@@ -96,6 +96,19 @@ pub enum Discovery {
     None,
 }
 
+/// How the bridge makes what it publishes durable before acknowledging its source
+/// (docs/PERFORMANCE.md has the measurements behind each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeliveryMode {
+    /// `confirm` on RabbitMQ (by the CONNECTED `server` header), `transaction` elsewhere.
+    Auto,
+    /// SENDs and ACKs of a batch in one broker transaction, committed with a receipt.
+    Transaction,
+    /// Every SEND with a receipt, then the ACKs.
+    Confirm,
+}
+
 /// The frameworks' destinations and options; a framework is usable when its table exists.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -191,9 +204,21 @@ pub struct DeliveryConfig {
     /// Where messages that cannot be parsed, translated or routed go, with the reason.
     #[serde(default = "default_dead_letter")]
     pub dead_letter: String,
-    /// Messages being processed at once, across all subscriptions (also the prefetch).
+    /// Messages the broker may hand the bridge before it acknowledges any, across all
+    /// subscriptions: each subscription's prefetch is an equal share of it.
     #[serde(default = "default_in_flight")]
     pub in_flight: usize,
+    /// Most messages settled by one transaction (a batch is what is ready, up to this).
+    #[serde(default = "default_batch_max")]
+    pub batch_max: usize,
+    /// Batches awaiting the broker at once.
+    #[serde(default = "default_batches_in_flight")]
+    pub batches_in_flight: usize,
+    #[serde(default = "default_delivery_mode")]
+    pub mode: DeliveryMode,
+    /// A message whose output the broker refused this many times is dead-lettered.
+    #[serde(default = "default_max_attempts")]
+    pub max_attempts: u32,
     #[serde(default = "default_shutdown_timeout_ms")]
     pub shutdown_timeout_ms: u64,
     #[serde(default = "default_receipt_timeout_ms")]
@@ -278,7 +303,19 @@ fn default_dead_letter() -> String {
     "/queue/bridge.dead".into()
 }
 const fn default_in_flight() -> usize {
+    1024
+}
+const fn default_batch_max() -> usize {
     256
+}
+const fn default_batches_in_flight() -> usize {
+    4
+}
+const fn default_delivery_mode() -> DeliveryMode {
+    DeliveryMode::Auto
+}
+const fn default_max_attempts() -> u32 {
+    3
 }
 const fn default_shutdown_timeout_ms() -> u64 {
     10_000
@@ -324,6 +361,10 @@ impl Default for DeliveryConfig {
         DeliveryConfig {
             dead_letter: default_dead_letter(),
             in_flight: default_in_flight(),
+            batch_max: default_batch_max(),
+            batches_in_flight: default_batches_in_flight(),
+            mode: default_delivery_mode(),
+            max_attempts: default_max_attempts(),
             shutdown_timeout_ms: default_shutdown_timeout_ms(),
             receipt_timeout_ms: default_receipt_timeout_ms(),
             max_hops: default_max_hops(),
@@ -426,8 +467,15 @@ impl Config {
         }
         self.validate_protocols(&mut bad);
         self.validate_agents(&mut bad);
-        if self.delivery.in_flight == 0 {
-            bad("delivery.in_flight", "must be at least 1".into());
+        for (key, value) in [
+            ("delivery.in_flight", self.delivery.in_flight),
+            ("delivery.batch_max", self.delivery.batch_max),
+            ("delivery.batches_in_flight", self.delivery.batches_in_flight),
+            ("delivery.max_attempts", self.delivery.max_attempts as usize),
+        ] {
+            if value == 0 {
+                bad(key, "must be at least 1".into());
+            }
         }
         if self.delivery.max_hops == 0 {
             bad("delivery.max_hops", "must be at least 1".into());
@@ -558,7 +606,7 @@ mod tests {
         assert_eq!(config.agents.len(), 4);
         assert_eq!(config.protocols.civitas.as_ref().unwrap().encoding, Encoding::Json);
         assert_eq!(config.agents[1].encoding, Some(Encoding::Msgpack));
-        assert_eq!(config.delivery.in_flight, 256);
+        assert_eq!(config.delivery.in_flight, 1024);
     }
 
     #[test]

@@ -2,12 +2,18 @@
 //! bumps the metric with the same labels, so logs and metrics never disagree. `/metrics`
 //! renders [`Metrics`] in Prometheus text format.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
-use std::sync::Mutex;
+use std::sync::RwLock;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
+
+/// The outcomes a message can have, each a counter per route.
+const OUTCOMES: [&str; 3] = ["delivered", "dead_lettered", "retried"];
+
+/// One route's counters, indexed like [`OUTCOMES`].
+type RouteCounters = [AtomicU64; OUTCOMES.len()];
 
 /// Upper bounds of the latency histogram, seconds.
 const BUCKETS: [f64; 12] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0];
@@ -15,9 +21,13 @@ const BUCKETS: [f64; 12] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1
 /// Counters and gauges, shared by the pipeline and the HTTP endpoint.
 #[derive(Debug, Default)]
 pub struct Metrics {
-    messages: Mutex<BTreeMap<(String, &'static str), u64>>,
-    dead_letters: Mutex<BTreeMap<&'static str, u64>>,
+    /// Per route; the lock is written only the first time a route is seen (a handful of
+    /// times), so counting is a shared read and an atomic add.
+    messages: RwLock<HashMap<String, RouteCounters>>,
+    dead_letters: RwLock<HashMap<&'static str, AtomicU64>>,
     reconnects: AtomicU64,
+    batch_failures: AtomicU64,
+    unsettled: AtomicU64,
     in_flight: AtomicI64,
     latency_buckets: [AtomicU64; BUCKETS.len()],
     latency_count: AtomicU64,
@@ -33,8 +43,33 @@ pub struct Metrics {
 
 impl Metrics {
     fn count_message(&self, route: &str, outcome: &'static str) {
-        let mut map = self.messages.lock().unwrap_or_else(|e| e.into_inner());
-        *map.entry((route.to_owned(), outcome)).or_default() += 1;
+        let i = OUTCOMES.iter().position(|o| *o == outcome).unwrap_or(0);
+        {
+            let map = self.messages.read().unwrap_or_else(|e| e.into_inner());
+            if let Some(counters) = map.get(route) {
+                counters[i].fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+        }
+        let mut map = self.messages.write().unwrap_or_else(|e| e.into_inner());
+        map.entry(route.to_owned()).or_default()[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn count_dead_letter(&self, kind: &'static str) {
+        {
+            let map = self.dead_letters.read().unwrap_or_else(|e| e.into_inner());
+            if let Some(n) = map.get(kind) {
+                n.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+        }
+        let mut map = self.dead_letters.write().unwrap_or_else(|e| e.into_inner());
+        map.entry(kind).or_default().fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A message of a batch that did not settle (the broker redelivers it).
+    pub fn count_retried(&self, route: &str) {
+        self.count_message(route, "retried");
     }
 
     fn observe_latency(&self, latency: Duration) {
@@ -73,8 +108,9 @@ impl Metrics {
 
     /// Counter value for a route and outcome (for tests and the summary log).
     pub fn messages(&self, route: &str, outcome: &str) -> u64 {
-        let map = self.messages.lock().unwrap_or_else(|e| e.into_inner());
-        map.iter().filter(|((r, o), _)| r == route && *o == outcome).map(|(_, n)| n).sum()
+        let Some(i) = OUTCOMES.iter().position(|o| *o == outcome) else { return 0 };
+        let map = self.messages.read().unwrap_or_else(|e| e.into_inner());
+        map.get(route).map_or(0, |c| c[i].load(Ordering::Relaxed))
     }
 
     /// The Prometheus text exposition.
@@ -82,18 +118,30 @@ impl Metrics {
         let mut out = String::new();
         out.push_str("# HELP bridge_messages_total Messages handled, by route and outcome.\n");
         out.push_str("# TYPE bridge_messages_total counter\n");
-        for ((route, outcome), n) in self.messages.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-            let _ = writeln!(
-                out,
-                "bridge_messages_total{{route=\"{}\",outcome=\"{outcome}\"}} {n}",
-                escape(route)
-            );
+        let messages: BTreeMap<String, [u64; OUTCOMES.len()]> = {
+            let map = self.messages.read().unwrap_or_else(|e| e.into_inner());
+            map.iter()
+                .map(|(r, c)| (r.clone(), std::array::from_fn(|i| c[i].load(Ordering::Relaxed))))
+                .collect()
+        };
+        for (route, counts) in &messages {
+            for (outcome, n) in OUTCOMES.iter().zip(counts).filter(|(_, n)| **n > 0) {
+                let _ = writeln!(
+                    out,
+                    "bridge_messages_total{{route=\"{}\",outcome=\"{outcome}\"}} {n}",
+                    escape(route)
+                );
+            }
         }
         out.push_str(
             "# HELP bridge_dead_letters_total Messages sent to the dead-letter destination, by reason.\n",
         );
         out.push_str("# TYPE bridge_dead_letters_total counter\n");
-        for (kind, n) in self.dead_letters.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+        let dead: BTreeMap<&str, u64> = {
+            let map = self.dead_letters.read().unwrap_or_else(|e| e.into_inner());
+            map.iter().map(|(k, n)| (*k, n.load(Ordering::Relaxed))).collect()
+        };
+        for (kind, n) in dead {
             let _ = writeln!(out, "bridge_dead_letters_total{{kind=\"{kind}\"}} {n}");
         }
         let gauge = |out: &mut String, name: &str, help: &str, kind: &str, value: String| {
@@ -108,8 +156,22 @@ impl Metrics {
         );
         gauge(
             &mut out,
+            "bridge_batch_failures_total",
+            "Batches the broker did not confirm (their messages are redelivered).",
+            "counter",
+            self.batch_failures.load(Ordering::Relaxed).to_string(),
+        );
+        gauge(
+            &mut out,
+            "bridge_unsettled_total",
+            "Messages dropped unsettled by a bug, given back by a connection reset (should stay 0).",
+            "counter",
+            self.unsettled.load(Ordering::Relaxed).to_string(),
+        );
+        gauge(
+            &mut out,
             "bridge_in_flight",
-            "Messages being processed now.",
+            "Messages in batches awaiting the broker.",
             "gauge",
             self.in_flight.load(Ordering::Relaxed).to_string(),
         );
@@ -189,7 +251,7 @@ pub struct Delivered<'a> {
 
 impl Delivered<'_> {
     pub fn emit(&self, metrics: &Metrics) {
-        info!(
+        debug!(
             outcome = "delivered",
             route = self.route,
             source = self.source,
@@ -295,7 +357,7 @@ impl DeadLettered<'_> {
             "message dead-lettered"
         );
         metrics.count_message(self.route, "dead_lettered");
-        *metrics.dead_letters.lock().unwrap_or_else(|e| e.into_inner()).entry(self.kind).or_default() += 1;
+        metrics.count_dead_letter(self.kind);
     }
 }
 
@@ -319,6 +381,43 @@ impl Retried<'_> {
             "delivery failed; the broker will redeliver"
         );
         metrics.count_message(self.route, "retried");
+    }
+}
+
+/// A batch the broker did not confirm: its messages stay unacknowledged on a connection that
+/// is gone, and the broker delivers them again.
+pub struct BatchFailed<'a> {
+    pub messages: usize,
+    pub mode: &'static str,
+    pub reason: &'a str,
+}
+
+impl BatchFailed<'_> {
+    pub fn emit(&self, metrics: &Metrics) {
+        warn!(
+            outcome = "retried",
+            messages = self.messages,
+            mode = self.mode,
+            reason = self.reason,
+            "batch not confirmed; the broker will redeliver its messages"
+        );
+        metrics.batch_failures.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A message handle dropped without being settled (a bug): the connection is reset so that
+/// the broker redelivers it.
+pub struct Unsettled<'a> {
+    pub message_id: &'a str,
+}
+
+impl Unsettled<'_> {
+    pub fn emit(&self, metrics: &Metrics) {
+        warn!(
+            message_id = self.message_id,
+            "message left unsettled; resetting the connection to give it back"
+        );
+        metrics.unsettled.fetch_add(1, Ordering::Relaxed);
     }
 }
 

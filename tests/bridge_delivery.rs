@@ -246,7 +246,7 @@ async fn with_exclusive_consumers_one_instance_is_active_and_a_standby_takes_ove
     let active = BridgeProcess::start(&toml, port, &format!("{}-a", names.uid));
     let standby_port = free_port();
     let standby_toml = toml.replace(&format!("127.0.0.1:{port}"), &format!("127.0.0.1:{standby_port}"));
-    let mut standby = BridgeProcess::start(&standby_toml, standby_port, &format!("{}-b", names.uid));
+    let standby = BridgeProcess::start(&standby_toml, standby_port, &format!("{}-b", names.uid));
     let (_c, mut inbox) = consume(&names.dest(&format!("civitas.in.{civ}"))).await;
 
     WiseAgent::run(BROKER, &names, &["send-many", &names.request(&civ), "20"]);
@@ -255,12 +255,14 @@ async fn with_exclusive_consumers_one_instance_is_active_and_a_standby_takes_ove
     let delivered = |body: &str| {
         body.lines().filter(|l| l.starts_with("bridge_messages_total") && l.contains("delivered")).count()
     };
-    assert!(delivered(&active.http_get("/metrics").1) > 0, "the active instance delivered");
+    let is_delivered = |l: &str| l.starts_with("bridge_messages_total") && l.contains("\"delivered\"");
+    active.wait_metric(is_delivered, 10);
     assert_eq!(delivered(&standby.http_get("/metrics").1), 0, "the standby delivered nothing");
 
     active.kill9();
     WiseAgent::run(BROKER, &names, &["send-many", &names.request(&civ), "20"]);
     let (distinct, _) = count_until_all(&mut inbox, 20, |_| {}).await;
     assert_eq!(distinct, 20, "the standby took over");
-    standby.wait_log("message delivered", 10);
+    let count = |l: &str| l.rsplit(' ').next().and_then(|n| n.parse::<u64>().ok()).unwrap_or(0);
+    standby.wait_metric(|l| is_delivered(l) && count(l) >= 20, 10);
 }

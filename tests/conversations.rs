@@ -70,30 +70,30 @@ fn wait_metric(bridge: &BridgeProcess, line: &str) {
 }
 
 /// Rules 1, 2 and 7: a Civitas agent asks a plain Wise Agents agent (which echoes nothing)
-/// three things at once with request(): each answer reaches its own `_reply.*` address with
+/// thirty things at once with request(): each answer reaches its own `_reply.*` address with
 /// its own correlation id; the unknown context it named is not written.
 async fn concurrent_civitas_asks_reach_their_own_reply_addresses(broker: Broker) {
     let names = Names::new(broker);
     let civ = names.agent("Researcher");
     let native = names.agent("Librarian");
     let bridge = start_with(broker, &names, &[(&civ, "civitas", "")], &[]);
-    let server = WiseAgent::spawn(broker, &names, &["plain", &native, "3", "30"]);
+    let server = WiseAgent::spawn(broker, &names, &["plain", &native, "30", "60"]);
     server.subscribed();
     let asker = WiseAgent::spawn_peer(
         broker,
         &names,
-        &["civitas-ask", &civ, &native, "3", "dune", "foundation", "hyperion"],
+        &["civitas-ask", &civ, &native, "30", "dune", "foundation", "hyperion", "solaris", "ubik"],
         &[("CIVITAS_CONTEXT", "Invented")],
     );
     asker.subscribed();
     let asks = asker.next(30)["asks"].as_array().unwrap().clone();
-    for _ in 0..3 {
+    for _ in 0..30 {
         let seen = server.next(30);
         assert_eq!(seen["_context_name"], "default", "an unknown context is never written: {seen}");
         assert_eq!(seen["_sender"], civ.as_str());
     }
     let mut replies = HashMap::new();
-    for _ in 0..3 {
+    for _ in 0..30 {
         let line = asker.next(30);
         replies.insert(line["reply"]["correlation_id"].as_str().unwrap().to_owned(), line);
     }

@@ -2,15 +2,18 @@
 //! A bad message is dead-lettered and the stream carries on; a broken connection is the
 //! STOMP client's to repair, and unacknowledged messages come back from the broker.
 
+mod delivery;
+mod engine;
 pub mod pipeline;
 mod run;
+mod settle;
 
 pub use run::run;
 
 use crate::envelope::EnvelopeError;
 use crate::envelope::penguiflow::stream::Abandoned;
 use crate::routing::RouteError;
-use crate::stomp::SessionError;
+use crate::stomp::{AckRef, SessionError};
 use pipeline::HeldChunk;
 
 /// Why one message could not be bridged.
@@ -26,12 +29,17 @@ pub enum BridgeError {
     Loop { hops: u32 },
     #[error("{}", .0.error)]
     Stream(Abandoned<HeldChunk>),
+    /// A message that completed a stream failed: the stream's chunks go with it.
+    #[error("{error}")]
+    Chunks { error: Box<BridgeError>, chunks: Vec<AckRef> },
     #[error(transparent)]
     Stomp(#[from] SessionError),
     #[error("the message expired {ago:.3} s before it arrived (its deadline or ttl passed)")]
     Expired { ago: f64 },
     #[error("the configuration cannot be used: {0}")]
     Config(String),
+    #[error("the broker refused what this message caused {attempts} times: {reason}")]
+    Refused { attempts: u32, reason: String },
 }
 
 impl BridgeError {
@@ -46,7 +54,8 @@ impl BridgeError {
             }
             BridgeError::Loop { .. } => "loop",
             BridgeError::Stream(_) => "stream",
-            BridgeError::Stomp(_) => "broker",
+            BridgeError::Chunks { error, .. } => error.kind(),
+            BridgeError::Stomp(_) | BridgeError::Refused { .. } => "broker",
             BridgeError::Config(_) => "config",
             BridgeError::Expired { .. } => "expired",
         }

@@ -69,6 +69,15 @@ pub enum Absorbed {
     LateReply { route: String, ask: String },
 }
 
+impl Absorbed {
+    /// `<from>->receipt` or `<from>->late`, for metrics.
+    pub fn route(&self) -> &str {
+        match self {
+            Absorbed::Receipt { route } | Absorbed::LateReply { route, .. } => route,
+        }
+    }
+}
+
 /// How conversations are held: contexts native agents know, reply timeouts.
 #[derive(Debug, Clone, Default)]
 pub struct Conversations {
@@ -182,10 +191,13 @@ impl Pipeline {
             Some(decoded) => decoded,
             None => return Ok(Processed::Held),
         };
-        match self.translate(msg, &source, from, env, hops)? {
-            Processed::Send(out) => Ok(Processed::Send(Outgoing { also_ack, ..out })),
-            Processed::Absorbed { why, .. } => Ok(Processed::Absorbed { why, also_ack }),
-            Processed::Held => Ok(Processed::Held),
+        match self.translate(msg, &source, from, env, hops) {
+            Ok(Processed::Send(out)) => Ok(Processed::Send(Outgoing { also_ack, ..out })),
+            Ok(Processed::Absorbed { why, .. }) => Ok(Processed::Absorbed { why, also_ack }),
+            Ok(Processed::Held) => Ok(Processed::Held),
+            Err(error) if also_ack.is_empty() => Err(error),
+            // The chunks of a completed stream share the fate of the message that completed it.
+            Err(error) => Err(BridgeError::Chunks { error: Box::new(error), chunks: also_ack }),
         }
     }
 
@@ -427,6 +439,13 @@ impl Pipeline {
             }
             Err(abandoned) => Err(BridgeError::Stream(abandoned)),
         }
+    }
+
+    /// Forgets every stream being reassembled (after a reconnect the broker redelivers their
+    /// chunks).
+    pub fn forget_streams(&self) {
+        self.streams.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.civitas_streams.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 
     /// Streams given up on for age: their chunks go to the dead-letter destination.

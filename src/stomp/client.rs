@@ -32,9 +32,13 @@ pub struct ClientConfig {
     /// How long `send_confirmed`, `subscribe` and `disconnect` wait for a RECEIPT.
     pub receipt_timeout: Duration,
     pub backoff: Backoff,
-    /// Events (messages, reconnects) buffered for the consumer before the client stops
-    /// reading from the socket.
+    /// Events (messages, reconnects) buffered for the consumer...
     pub event_capacity: usize,
+    /// ...plus messages read and held inside the client, before it stops reading from the
+    /// socket. A consumer that waits for receipts must keep this above what the broker may
+    /// send unasked (the sum of its subscriptions' prefetch), or receipts wait behind
+    /// unread messages.
+    pub max_buffered: usize,
 }
 
 impl ClientConfig {
@@ -54,6 +58,7 @@ impl ClientConfig {
             receipt_timeout: Duration::from_secs(5),
             backoff: Backoff::default(),
             event_capacity: 1024,
+            max_buffered: 64,
         }
     }
 }
@@ -119,9 +124,39 @@ impl Events {
 
 type Reply<T> = oneshot::Sender<Result<T, SessionError>>;
 
+/// The answer to an enqueued batch: its receipts once written.
+pub type Submitted = oneshot::Receiver<Result<Vec<Receipt>, SessionError>>;
+
+/// One frame of a [`Client::submit`] batch.
+#[derive(Debug)]
+pub enum Item {
+    /// A frame (SEND, BEGIN, COMMIT, ABORT...), with a receipt when `receipt` is set.
+    Frame { frame: Frame, receipt: bool },
+    /// The ACK (or NACK) of a received message, inside `transaction` when one is named.
+    Ack { msg: AckRef, nack: bool, transaction: Option<String> },
+}
+
+/// A receipt awaited for one frame of a submitted batch.
+#[derive(Debug)]
+pub struct Receipt {
+    /// The `receipt` header the frame carried.
+    pub id: String,
+    /// Resolves when the broker confirms the frame or the connection ends.
+    pub answer: oneshot::Receiver<Result<(), SessionError>>,
+}
+
+impl Receipt {
+    /// Waits for the broker's answer; a connection that ended first is an error.
+    pub async fn confirmed(self) -> Result<(), SessionError> {
+        self.answer.await.map_err(|_| SessionError::Shutdown)?
+    }
+}
+
 #[derive(Debug)]
 enum Request {
     Send { frame: Frame, confirm: bool, reply: Reply<()> },
+    Submit { items: Vec<Item>, reply: Reply<Vec<Receipt>> },
+    Reset { reason: String },
     Subscribe { id: String, sub: Subscription, reply: Reply<()> },
     Unsubscribe { id: String, reply: Reply<()> },
     Ack { msg: AckRef, nack: bool, reply: Reply<()> },
@@ -135,6 +170,7 @@ pub struct Client {
     requests: mpsc::Sender<Request>,
     next_sub: Arc<AtomicU64>,
     receipt_timeout: Duration,
+    server: Option<Arc<str>>,
 }
 
 impl Client {
@@ -149,6 +185,7 @@ impl Client {
             requests: req_tx,
             next_sub: Arc::new(AtomicU64::new(0)),
             receipt_timeout: config.receipt_timeout,
+            server: conn.negotiated.server.as_deref().map(Arc::from),
         };
         let event_loop = EventLoop {
             config,
@@ -214,6 +251,35 @@ impl Client {
         self.call(|reply| Request::Ack { msg, nack: true, reply }).await
     }
 
+    /// Writes every item in order with one flush, as one request: nothing of another caller
+    /// comes between them. Acks are checked first: if one came on an earlier connection,
+    /// nothing is written and the answer is `StaleAck`. Returns the receipts to await, one
+    /// per frame that asked for one, in order.
+    pub async fn submit(&self, items: Vec<Item>) -> Result<Vec<Receipt>, SessionError> {
+        self.enqueue(items).await?.await.map_err(|_| SessionError::Shutdown)?
+    }
+
+    /// [`Client::submit`] in two steps: this call only queues the batch (so batches queued
+    /// by one task are written in the order queued); the answer comes on the returned
+    /// channel once the batch is written.
+    pub async fn enqueue(&self, items: Vec<Item>) -> Result<Submitted, SessionError> {
+        let (reply, rx) = oneshot::channel();
+        self.requests.send(Request::Submit { items, reply }).await.map_err(|_| SessionError::Shutdown)?;
+        Ok(rx)
+    }
+
+    /// Drops the connection and reconnects: what was not acknowledged on it, the broker
+    /// redelivers, and an open transaction is rolled back. For a peer whose state is unknown
+    /// (a receipt that never came).
+    pub async fn reset(&self, reason: impl Into<String>) {
+        let _ = self.requests.send(Request::Reset { reason: reason.into() }).await;
+    }
+
+    /// The `server` header of the first CONNECTED (`ActiveMQ/5.17.2`, `RabbitMQ/3.10.8`).
+    pub fn server(&self) -> Option<&str> {
+        self.server.as_deref()
+    }
+
     /// Sends DISCONNECT, waits for its receipt, closes the connection and stops the client.
     pub async fn disconnect(&self) -> Result<(), SessionError> {
         self.call(|reply| Request::Disconnect { reply }).await
@@ -253,9 +319,6 @@ impl Connection {
         }
     }
 }
-
-/// Messages decoded but not yet taken by the consumer; past this the socket is not read.
-const MAX_PENDING: usize = 64;
 
 /// What woke the event loop.
 enum Step<'a> {
@@ -314,7 +377,7 @@ impl EventLoop {
         let mut deadline = Instant::now() + silence;
         let mut last_write = Instant::now();
         loop {
-            let reading = self.pending.len() < MAX_PENDING;
+            let reading = self.pending.len() < self.config.max_buffered;
             let step = tokio::select! {
                 biased;
                 permit = events.reserve(), if !self.pending.is_empty() => Step::Deliver(permit.ok()),
@@ -397,7 +460,9 @@ impl EventLoop {
                     return Ok(false);
                 }
             },
-            Request::Ack { msg, nack, reply } => match self.session.ack(&msg, nack) {
+            Request::Submit { items, reply } => return self.submit(items, reply, conn).await.map(|_| false),
+            Request::Reset { reason } => return Err(SessionError::Reset(reason)),
+            Request::Ack { msg, nack, reply } => match self.session.ack(&msg, nack, None) {
                 Ok(frame) => (frame, reply, false),
                 Err(e) => {
                     let _ = reply.send(Err(e));
@@ -437,6 +502,58 @@ impl EventLoop {
                 .send(result.as_ref().map(|_| ()).map_err(|e| SessionError::ConnectionLost(e.to_string())));
         }
         result
+    }
+
+    /// Writes a batch: acks checked first (all or nothing), receipts attached, one flush.
+    async fn submit(
+        &mut self,
+        items: Vec<Item>,
+        reply: Reply<Vec<Receipt>>,
+        conn: &mut Connection,
+    ) -> Result<(), SessionError> {
+        let mut frames = Vec::with_capacity(items.len());
+        let mut receipts = Vec::new();
+        for item in items {
+            match item {
+                Item::Frame { frame, receipt: false } => frames.push(frame),
+                Item::Frame { mut frame, receipt: true } => {
+                    let (tx, answer) = oneshot::channel();
+                    self.session.expect_receipt(&mut frame, tx);
+                    let id = frame.header("receipt").unwrap_or_default().to_owned();
+                    receipts.push(Receipt { id, answer });
+                    frames.push(frame);
+                }
+                Item::Ack { msg, nack, transaction } => {
+                    match self.session.ack(&msg, nack, transaction.as_deref()) {
+                        Ok(frame) => frames.push(frame),
+                        Err(e) => {
+                            let _ = reply.send(Err(e));
+                            return Ok(());
+                        }
+                    }
+                }
+            }
+        }
+        let mut result = Ok(());
+        for frame in frames {
+            result = conn.framed.feed(frame).await;
+            if result.is_err() {
+                break;
+            }
+        }
+        if result.is_ok() {
+            result = flush(&mut conn.framed).await;
+        }
+        match result {
+            Ok(()) => {
+                let _ = reply.send(Ok(receipts));
+                Ok(())
+            }
+            Err(e) => {
+                let _ = reply.send(Err(SessionError::ConnectionLost(e.to_string())));
+                Err(e.into())
+            }
+        }
     }
 
     /// DISCONNECT with a receipt, then wait (bounded) for that receipt before closing.
@@ -499,6 +616,10 @@ impl EventLoop {
             Request::Send { reply, .. } | Request::Ack { reply, .. } | Request::Subscribe { reply, .. } => {
                 let _ = reply.send(Err(SessionError::NotConnected));
             }
+            Request::Submit { reply, .. } => {
+                let _ = reply.send(Err(SessionError::NotConnected));
+            }
+            Request::Reset { .. } => {}
             Request::Unsubscribe { id, reply } => {
                 let _ = self.session.unsubscribe(&id);
                 let _ = reply.send(Ok(()));

@@ -9,7 +9,7 @@ pub mod frame;
 pub mod session;
 pub mod transport;
 
-pub use client::{Backoff, Client, ClientConfig, Event, Events};
+pub use client::{Backoff, Client, ClientConfig, Event, Events, Item, Receipt, Submitted};
 pub use codec::{FrameError, Limits, StompCodec};
 pub use frame::{Command, Frame};
 pub use session::{AckMode, AckRef, BrokerError, ConnectOptions, Message, SessionError, Subscription};

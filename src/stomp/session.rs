@@ -28,6 +28,16 @@ impl fmt::Display for BrokerError {
     }
 }
 
+impl SessionError {
+    /// The broker's ERROR behind this error, if one is.
+    pub fn broker_error(&self) -> Option<&BrokerError> {
+        match self {
+            SessionError::Broker(e) | SessionError::Rejected(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 impl BrokerError {
     fn from_frame(frame: &Frame) -> Self {
         BrokerError {
@@ -53,6 +63,9 @@ pub enum SessionError {
     Refused(BrokerError),
     #[error("the broker sent an ERROR: {0}")]
     Broker(BrokerError),
+    /// The broker's ERROR named this frame's receipt: this frame is what it refused.
+    #[error("the broker refused the frame: {0}")]
+    Rejected(BrokerError),
     #[error("no CONNECTED frame within {0:?}")]
     ConnectTimeout(Duration),
     #[error("the broker sent {0} where CONNECTED was expected")]
@@ -69,6 +82,8 @@ pub enum SessionError {
     StaleAck,
     #[error("the STOMP client has shut down")]
     Shutdown,
+    #[error("the connection was reset: {0}")]
+    Reset(String),
 }
 
 /// The STOMP version the broker chose.
@@ -216,9 +231,13 @@ pub struct AckRef {
     pub ack_id: Option<String>,
 }
 
-/// The ACK or NACK frame for a message, as the negotiated version wants it.
-pub fn ack_frame(version: Version, msg: &AckRef, nack: bool) -> Frame {
-    let frame = Frame::new(if nack { Command::Nack } else { Command::Ack });
+/// The ACK or NACK frame for a message, as the negotiated version wants it, inside
+/// `transaction` when one is named.
+pub fn ack_frame(version: Version, msg: &AckRef, nack: bool, transaction: Option<&str>) -> Frame {
+    let mut frame = Frame::new(if nack { Command::Nack } else { Command::Ack });
+    if let Some(tx) = transaction {
+        frame = frame.with("transaction", tx);
+    }
     match (version, &msg.ack_id) {
         (Version::V1_2, Some(id)) => frame.with("id", id.clone()),
         _ => frame.with("message-id", msg.message_id.clone()).with("subscription", msg.subscription.clone()),
@@ -325,7 +344,7 @@ impl Session {
 
     /// Adds a `receipt` header to `frame` and remembers who waits for it.
     pub fn expect_receipt(&mut self, frame: &mut Frame, waiter: ReceiptWaiter) {
-        if self.receipts.len() >= 1024 {
+        if self.receipts.len() >= 1024 && self.receipts.len().is_power_of_two() {
             self.receipts.retain(|_, w| !w.is_closed());
         }
         let id = self.fresh_receipt_id("rcpt");
@@ -333,10 +352,15 @@ impl Session {
         self.receipts.insert(id, waiter);
     }
 
+    /// The epoch of the current connection (acks of other epochs are stale).
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
     /// The ACK/NACK frame for `msg`, unless it came on an earlier connection.
-    pub fn ack(&self, msg: &AckRef, nack: bool) -> Result<Frame, SessionError> {
+    pub fn ack(&self, msg: &AckRef, nack: bool, transaction: Option<&str>) -> Result<Frame, SessionError> {
         match self.version {
-            Some(version) if msg.epoch == self.epoch => Ok(ack_frame(version, msg, nack)),
+            Some(version) if msg.epoch == self.epoch => Ok(ack_frame(version, msg, nack, transaction)),
             Some(_) => Err(SessionError::StaleAck),
             None => Err(SessionError::NotConnected),
         }
@@ -357,7 +381,7 @@ impl Session {
                 let error = BrokerError::from_frame(&frame);
                 let waiter = frame.header("receipt-id").and_then(|id| self.receipts.remove(id));
                 if let Some(w) = waiter {
-                    let _ = w.send(Err(SessionError::Broker(error.clone())));
+                    let _ = w.send(Err(SessionError::Rejected(error.clone())));
                 }
                 Inbound::Error(error)
             }

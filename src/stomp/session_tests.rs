@@ -51,9 +51,9 @@ fn an_error_answer_to_connect_is_a_refusal_with_the_brokers_words() {
 #[test]
 fn ack_uses_the_ack_header_on_1_2_and_message_id_on_1_1() {
     let msg = AckRef { epoch: 1, subscription: "s".into(), message_id: "m".into(), ack_id: Some("a".into()) };
-    let f = ack_frame(Version::V1_2, &msg, false);
+    let f = ack_frame(Version::V1_2, &msg, false, None);
     assert_eq!((f.command, f.header("id"), f.header("message-id")), (Command::Ack, Some("a"), None));
-    let f = ack_frame(Version::V1_1, &msg, true);
+    let f = ack_frame(Version::V1_1, &msg, true, None);
     assert_eq!(
         (f.command, f.header("message-id"), f.header("subscription")),
         (Command::Nack, Some("m"), Some("s"))
@@ -66,11 +66,11 @@ fn acks_from_an_earlier_connection_are_refused() {
     let n = negotiate(&connected(&[("version", "1.2")]), (SEC, SEC)).unwrap();
     let first = s.connected(&n);
     let msg = AckRef { epoch: first, subscription: "s".into(), message_id: "m".into(), ack_id: None };
-    assert!(s.ack(&msg, false).is_ok());
+    assert!(s.ack(&msg, false, None).is_ok());
     s.disconnected(&SessionError::NotConnected);
-    assert!(matches!(s.ack(&msg, false), Err(SessionError::NotConnected)));
+    assert!(matches!(s.ack(&msg, false, None), Err(SessionError::NotConnected)));
     s.connected(&n);
-    assert!(matches!(s.ack(&msg, false), Err(SessionError::StaleAck)));
+    assert!(matches!(s.ack(&msg, false, None), Err(SessionError::StaleAck)));
 }
 
 #[test]
@@ -114,5 +114,5 @@ async fn an_error_frame_fails_the_receipt_it_names() {
     let id = f.header("receipt").unwrap().to_owned();
     let out = s.on_frame(Frame::new(Command::Error).with("receipt-id", id).with("message", "no"));
     assert!(matches!(out, Inbound::Error(ref e) if e.message == "no"));
-    assert!(matches!(rx.await.unwrap(), Err(SessionError::Broker(_))));
+    assert!(matches!(rx.await.unwrap(), Err(SessionError::Rejected(_))));
 }

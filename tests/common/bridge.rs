@@ -195,6 +195,22 @@ impl BridgeProcess {
         child.wait().unwrap();
     }
 
+    /// Waits until `/metrics` has a line for which `want` holds, failing the test after
+    /// `secs`; returns that line. (Counters are bumped once the broker confirmed a batch, a
+    /// moment after a consumer may already have the message.)
+    #[allow(dead_code)]
+    pub fn wait_metric(&self, want: impl Fn(&str) -> bool, secs: u64) -> String {
+        let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+        loop {
+            let (_, body) = self.http_get("/metrics");
+            if let Some(line) = body.lines().find(|l| want(l)) {
+                return line.to_owned();
+            }
+            assert!(std::time::Instant::now() < deadline, "no metric as wanted within {secs} s:\n{body}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// GET `path` on the HTTP endpoint: the status code and body.
     pub fn http_get(&self, path: &str) -> (u16, String) {
         http_get(self.http_port, path)

@@ -133,6 +133,12 @@ impl<T> StreamAssembler<T> {
         Abandoned { error: EnvelopeError::Stream { stream_id: id.to_owned(), reason }, tokens }
     }
 
+    /// Forgets every stream (their chunks will be redelivered).
+    pub fn clear(&mut self) {
+        self.streams.clear();
+        self.buffered = 0;
+    }
+
     /// Gives up on streams older than the time bound.
     pub fn expire(&mut self, now: Instant) -> Vec<Abandoned<T>> {
         let old: Vec<String> = self

@@ -1,0 +1,83 @@
+//! A consumed message as a handle that must be settled: acknowledged once what it caused is
+//! confirmed, or released to the broker by a connection reset. A handle dropped unsettled is
+//! reported to the settlement stage (as Vector's finalizers report), which resets the
+//! connection so that the broker redelivers the message: nothing is left unacknowledged on a
+//! live connection, holding a prefetch slot forever.
+
+use crate::stomp::{AckRef, Frame, Message};
+use std::time::Instant;
+use tokio::sync::mpsc;
+
+/// How a handle ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settled {
+    /// Its ACK was committed (or written, in confirm mode) after its effects were confirmed.
+    Acked,
+    /// Its connection is gone: the broker redelivers it.
+    Released,
+}
+
+/// A received message the bridge owes the broker an answer for.
+#[derive(Debug)]
+pub struct Delivery {
+    pub message: Message,
+    /// When the bridge read it (for the latency histogram).
+    pub received: Instant,
+    settled: bool,
+    dropped: mpsc::UnboundedSender<AckRef>,
+}
+
+impl Delivery {
+    pub fn new(message: Message, dropped: mpsc::UnboundedSender<AckRef>) -> Self {
+        Delivery { message, received: Instant::now(), settled: false, dropped }
+    }
+
+    pub fn ack_ref(&self) -> &AckRef {
+        &self.message.ack
+    }
+
+    /// Ends the handle.
+    pub fn settle(mut self, _how: Settled) {
+        self.settled = true;
+    }
+}
+
+impl Drop for Delivery {
+    fn drop(&mut self) {
+        if !self.settled {
+            let _ = self.dropped.send(self.message.ack.clone());
+        }
+    }
+}
+
+/// What one consumed message (and the stream chunks it completed) asks of the broker.
+#[derive(Debug)]
+pub struct Work {
+    pub source: Delivery,
+    /// Stream chunks acknowledged together with `source`.
+    pub also: Vec<Delivery>,
+    /// SEND frames to publish before acknowledging (none: acknowledge only).
+    pub publish: Vec<Frame>,
+    pub outcome: Outcome,
+}
+
+/// What a settled [`Work`] reports.
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    Delivered {
+        route: String,
+        destination: String,
+        correlated: bool,
+        /// A reply that matched no pending ask.
+        unmatched_reply: bool,
+        /// The ask the published frame makes (taken back if the frame is never published).
+        ask: Option<String>,
+    },
+    DeadLettered {
+        route: String,
+        kind: &'static str,
+        reason: String,
+    },
+    /// Consumed with nothing to publish (a receipt, a late answer).
+    Absorbed(super::pipeline::Absorbed),
+}

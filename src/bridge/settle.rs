@@ -1,0 +1,329 @@
+//! Settlement: what is ready is published and acknowledged in batches, each batch one broker
+//! transaction (or, on RabbitMQ, confirmed SENDs then ACKs), several batches in flight.
+//!
+//! Transaction mode (ActiveMQ Classic, Artemis), per batch:
+//! 1. `BEGIN tx`, every SEND in `tx` with a receipt;
+//! 2. once every SEND is confirmed: the ACK of every source in `tx`, `COMMIT tx` with a receipt.
+//!
+//! The ACKs are written only after the broker confirmed the SENDs, because a broker that
+//! refuses one SEND with an ERROR may keep the connection open and would otherwise commit the
+//! other SENDs *and the refused message's ACK* (RabbitMQ does; see docs/PERFORMANCE.md).
+//! The COMMIT makes the SENDs and ACKs atomic: a crash before it republishes nothing.
+//!
+//! Confirm mode (RabbitMQ, whose COMMIT receipt comes before its SENDs are confirmed and whose
+//! transactions are not atomic): every SEND with a receipt; once all are confirmed, the ACKs.
+//!
+//! Any failure (an ERROR, a lost connection, a receipt that never came, which resets the
+//! connection) leaves the batch unacknowledged on a connection that is gone: the broker
+//! redelivers it. A SEND the broker refuses makes its message a suspect, tried alone next
+//! time and dead-lettered (kind `broker`) after `max_attempts`.
+
+use super::delivery::{Outcome, Work};
+use crate::config::DeliveryMode;
+use crate::stomp::{Client, Command, Frame, Item, Receipt, SessionError};
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
+use std::time::Duration;
+use tokio::sync::oneshot;
+use tokio::time::timeout;
+
+/// How a batch is made durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Transaction,
+    Confirm,
+}
+
+impl Mode {
+    /// The configured mode; `auto` picks by the broker's CONNECTED `server` header.
+    pub fn choose(configured: DeliveryMode, server: Option<&str>) -> Mode {
+        match configured {
+            DeliveryMode::Transaction => Mode::Transaction,
+            DeliveryMode::Confirm => Mode::Confirm,
+            DeliveryMode::Auto if server.is_some_and(|s| s.starts_with("RabbitMQ")) => Mode::Confirm,
+            DeliveryMode::Auto => Mode::Transaction,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Transaction => "transaction",
+            Mode::Confirm => "confirm",
+        }
+    }
+}
+
+/// Why a batch did not settle.
+#[derive(Debug)]
+pub struct Failure {
+    pub error: SessionError,
+    /// The work whose SEND the broker refused by name (its ERROR carried that receipt).
+    pub culprit: Option<usize>,
+}
+
+/// A batch once its outcome is known.
+#[derive(Debug)]
+pub struct Finished {
+    pub works: Vec<Work>,
+    pub result: Result<(), Failure>,
+}
+
+/// Starts batches in order; the broker's answers are awaited by the futures it returns.
+pub struct Settler {
+    client: Client,
+    mode: Mode,
+    receipt_timeout: Duration,
+    next_tx: u64,
+    /// Fires when the previous batch has written its ACKs (or failed): ACKs and COMMITs go
+    /// out in batch order.
+    turn: Option<oneshot::Receiver<()>>,
+}
+
+impl Settler {
+    pub fn new(client: Client, mode: Mode, receipt_timeout: Duration) -> Self {
+        Settler { client, mode, receipt_timeout, next_tx: 0, turn: None }
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Queues the first half of a batch now (so batches are written in the order started)
+    /// and returns the future that finishes it.
+    pub async fn start(&mut self, works: Vec<Work>) -> impl Future<Output = Finished> + use<> {
+        self.next_tx += 1;
+        let tx = format!("sab-{}", self.next_tx);
+        let (first, owners) = first_half(self.mode, &tx, &works);
+        let submitted = self.client.enqueue(first).await;
+        let (done, next_turn) = oneshot::channel();
+        let turn = self.turn.replace(next_turn);
+        let batch = Batch {
+            client: self.client.clone(),
+            mode: self.mode,
+            receipt_timeout: self.receipt_timeout,
+            tx,
+            owners,
+        };
+        async move {
+            let result = match submitted {
+                Ok(submitted) => batch.finish(&works, submitted, turn, done).await,
+                Err(error) => Err(Failure { error, culprit: None }),
+            };
+            Finished { works, result }
+        }
+    }
+}
+
+/// The frames before the acknowledgements, and for each SEND receipt the work it belongs to.
+fn first_half(mode: Mode, tx: &str, works: &[Work]) -> (Vec<Item>, Vec<usize>) {
+    let mut items = Vec::with_capacity(works.len() + 1);
+    let mut owners = Vec::with_capacity(works.len());
+    if mode == Mode::Transaction {
+        items.push(Item::Frame { frame: Frame::new(Command::Begin).with("transaction", tx), receipt: false });
+    }
+    for (i, work) in works.iter().enumerate() {
+        for frame in &work.publish {
+            let mut frame = frame.clone();
+            if mode == Mode::Transaction {
+                frame.headers.push(("transaction".into(), tx.to_owned()));
+            }
+            items.push(Item::Frame { frame, receipt: true });
+            owners.push(i);
+        }
+    }
+    (items, owners)
+}
+
+struct Batch {
+    client: Client,
+    mode: Mode,
+    receipt_timeout: Duration,
+    tx: String,
+    owners: Vec<usize>,
+}
+
+impl Batch {
+    async fn finish(
+        self,
+        works: &[Work],
+        submitted: crate::stomp::Submitted,
+        turn: Option<oneshot::Receiver<()>>,
+        done: oneshot::Sender<()>,
+    ) -> Result<(), Failure> {
+        let receipts = match submitted.await {
+            Ok(Ok(receipts)) => receipts,
+            Ok(Err(error)) => return Err(Failure { error, culprit: None }),
+            Err(_) => return Err(Failure { error: SessionError::Shutdown, culprit: None }),
+        };
+        self.confirmed(receipts).await?;
+        if let Some(turn) = turn {
+            let _ = turn.await;
+        }
+        let second = self.second_half(works);
+        let receipts = self.client.enqueue(second).await;
+        drop(done);
+        let receipts = match receipts {
+            Ok(submitted) => match submitted.await {
+                Ok(Ok(receipts)) => receipts,
+                Ok(Err(error)) => return Err(Failure { error, culprit: None }),
+                Err(_) => return Err(Failure { error: SessionError::Shutdown, culprit: None }),
+            },
+            Err(error) => return Err(Failure { error, culprit: None }),
+        };
+        self.confirmed(receipts).await
+    }
+
+    /// The acknowledgements, and in transaction mode the COMMIT with a receipt.
+    fn second_half(&self, works: &[Work]) -> Vec<Item> {
+        let tx = (self.mode == Mode::Transaction).then(|| self.tx.clone());
+        let mut items: Vec<Item> = works
+            .iter()
+            .flat_map(|w| std::iter::once(&w.source).chain(&w.also))
+            .map(|d| Item::Ack { msg: d.ack_ref().clone(), nack: false, transaction: tx.clone() })
+            .collect();
+        if let Some(tx) = tx {
+            items.push(Item::Frame {
+                frame: Frame::new(Command::Commit).with("transaction", tx),
+                receipt: true,
+            });
+        }
+        items
+    }
+
+    /// Waits for every receipt, in order, within the receipt timeout overall. A receipt that
+    /// never comes resets the connection: the broker then rolls back and redelivers.
+    async fn confirmed(&self, receipts: Vec<Receipt>) -> Result<(), Failure> {
+        let all = async {
+            for (i, receipt) in receipts.into_iter().enumerate() {
+                if let Err(error) = receipt.confirmed().await {
+                    let culprit = matches!(error, SessionError::Rejected(_))
+                        .then(|| self.owners.get(i).copied())
+                        .flatten();
+                    return Err(Failure { error, culprit });
+                }
+            }
+            Ok(())
+        };
+        match timeout(self.receipt_timeout, all).await {
+            Ok(result) => result,
+            Err(_) => {
+                let error = SessionError::ReceiptTimeout(self.receipt_timeout);
+                self.client.reset(error.to_string()).await;
+                Err(Failure { error, culprit: None })
+            }
+        }
+    }
+}
+
+/// How often each message made the broker refuse what it caused, so that one poison message
+/// is isolated and then dead-lettered instead of failing its batch forever. Keyed by the
+/// message's source and body, which survive a redelivery (RabbitMQ's `message-id` does not).
+#[derive(Debug, Default)]
+pub struct Attempts {
+    seen: HashMap<u64, (u32, String)>,
+    order: VecDeque<u64>,
+}
+
+/// Messages remembered by [`Attempts`]; past this the oldest are forgotten.
+const ATTEMPTS_REMEMBERED: usize = 10_000;
+
+impl Attempts {
+    pub fn key(destination: &str, body: &[u8]) -> u64 {
+        let mut h = DefaultHasher::new();
+        destination.hash(&mut h);
+        body.hash(&mut h);
+        h.finish()
+    }
+
+    /// Refusals so far, and the broker's last reason.
+    pub fn get(&self, key: u64) -> Option<&(u32, String)> {
+        self.seen.get(&key)
+    }
+
+    pub fn is_suspect(&self, key: u64) -> bool {
+        !self.seen.is_empty() && self.seen.contains_key(&key)
+    }
+
+    pub fn refused(&mut self, key: u64, reason: String) {
+        let entry = self.seen.entry(key).or_insert_with(|| {
+            self.order.push_back(key);
+            (0, String::new())
+        });
+        entry.0 = entry.0.saturating_add(1);
+        entry.1 = reason;
+        while self.order.len() > ATTEMPTS_REMEMBERED {
+            if let Some(old) = self.order.pop_front() {
+                self.seen.remove(&old);
+            }
+        }
+    }
+
+    pub fn settled(&mut self, key: u64) {
+        if !self.seen.is_empty() && self.seen.remove(&key).is_some() {
+            self.order.retain(|k| *k != key);
+        }
+    }
+}
+
+/// The key of a work's source message.
+pub fn work_key(work: &Work) -> u64 {
+    let m = &work.source.message;
+    Attempts::key(&m.destination, m.body())
+}
+
+/// Takes the next batch from `ready`: what is there now, up to `max` messages, and a suspect
+/// always alone.
+pub fn next_batch(ready: &mut VecDeque<Work>, attempts: &Attempts, max: usize) -> Vec<Work> {
+    let mut batch = Vec::new();
+    while let Some(front) = ready.front() {
+        let suspect = attempts.is_suspect(work_key(front));
+        if suspect && !batch.is_empty() {
+            break;
+        }
+        batch.extend(ready.pop_front());
+        if suspect || batch.len() >= max {
+            break;
+        }
+    }
+    batch
+}
+
+/// The route label of an outcome, for metrics.
+pub fn route_of(outcome: &Outcome) -> &str {
+    match outcome {
+        Outcome::Delivered { route, .. } | Outcome::DeadLettered { route, .. } => route,
+        Outcome::Absorbed(why) => why.route(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_mode_confirms_on_rabbitmq_and_transacts_elsewhere() {
+        assert_eq!(Mode::choose(DeliveryMode::Auto, Some("RabbitMQ/3.10.8")), Mode::Confirm);
+        assert_eq!(Mode::choose(DeliveryMode::Auto, Some("ActiveMQ/5.17.2")), Mode::Transaction);
+        assert_eq!(Mode::choose(DeliveryMode::Auto, None), Mode::Transaction);
+        assert_eq!(Mode::choose(DeliveryMode::Confirm, Some("ActiveMQ/5.17.2")), Mode::Confirm);
+    }
+
+    #[test]
+    fn attempts_count_per_message_and_forget_the_oldest() {
+        let mut a = Attempts::default();
+        let k = Attempts::key("/queue/a", b"x");
+        assert_ne!(k, Attempts::key("/queue/b", b"x"));
+        assert!(!a.is_suspect(k));
+        a.refused(k, "no".into());
+        a.refused(k, "still no".into());
+        assert_eq!(a.get(k), Some(&(2, "still no".to_owned())));
+        a.settled(k);
+        assert!(!a.is_suspect(k));
+        for i in 0..(ATTEMPTS_REMEMBERED as u64 + 10) {
+            a.refused(i, String::new());
+        }
+        assert!(a.seen.len() <= ATTEMPTS_REMEMBERED && a.order.len() <= ATTEMPTS_REMEMBERED);
+        assert!(!a.is_suspect(0) && a.is_suspect(ATTEMPTS_REMEMBERED as u64 + 9));
+    }
+}
