@@ -117,11 +117,12 @@ impl CorrelationTable {
 
     fn matched(&mut self, seq: u64, acknowledgement: bool) -> Matched {
         let ask = &self.slots[&seq].ask;
+        if acknowledgement {
+            // A receipt never consumes the ask, timed out or not: its answer is still to come.
+            return Matched::Acknowledged(ask.clone());
+        }
         if ask.timed_out {
             return Matched::Late(self.remove(seq).expect("present"));
-        }
-        if acknowledgement {
-            return Matched::Acknowledged(ask.clone());
         }
         Matched::Answer(self.remove(seq).expect("present"))
     }
@@ -257,6 +258,10 @@ mod tests {
         assert_eq!(out.iter().map(|a| a.id.as_str()).collect::<Vec<_>>(), ["x"]);
         assert!(t.time_out(now + Duration::from_secs(6)).is_empty(), "once");
         assert_eq!(t.pending(), 1);
+        assert!(
+            matches!(t.answer_by_id("x", true, now), Some(Matched::Acknowledged(_))),
+            "a receipt leaves it"
+        );
         let late = t.answer_in_order("WA", "Civ", now + Duration::from_secs(7));
         assert!(matches!(late, Some(Matched::Late(a)) if a.id == "x"), "the oldest of the pair is late");
         assert_eq!(id_of(t.answer_in_order("WA", "Civ", now)).as_deref(), Some("y"));
