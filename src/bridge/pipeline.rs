@@ -115,8 +115,9 @@ impl Conversations {
         Some(own(answerer).or_else(|| own(asker)).unwrap_or(self.reply_timeout)).filter(|t| !t.is_zero())
     }
 
+    /// A context named by `contexts` or `ack_contexts` (those are native contexts too).
     fn known_context(&self, name: &str) -> bool {
-        self.contexts.iter().any(|g| g == name || glob_matches(g, name))
+        self.contexts.iter().chain(&self.ack_contexts).any(|g| g == name || glob_matches(g, name))
     }
 
     fn ack_context(&self, name: &str) -> bool {

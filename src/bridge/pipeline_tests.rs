@@ -211,7 +211,10 @@ fn rule6_a_civitas_reply_with_a_type_in_its_payload_is_an_answer() {
 
 #[test]
 fn rule7_contexts_are_never_invented() {
-    let p = pipeline_with(|c| c.wiseagents.contexts = vec!["Books".into(), "Trips.*".into()]);
+    let p = pipeline_with(|c| {
+        c.wiseagents.contexts = vec!["Books".into(), "Trips.*".into()];
+        c.wiseagents.ack_contexts = vec!["Coordinator.*".into()];
+    });
     // A PenguiFlow topic is not a context.
     let ask = json!({"payload": "q", "headers": {"tenant": "acme", "topic": "news"}, "meta": {"sender": "Planner", "recipient": "Assistant"}});
     assert_eq!(wa_of(&sent(&p, &msg(PF_IN, ask.to_string()))).context_name.as_deref(), Some("default"));
@@ -221,6 +224,7 @@ fn rule7_contexts_are_never_invented() {
     };
     assert_eq!(wa_of(&ctx("Books")).context_name.as_deref(), Some("Books"), "configured");
     assert_eq!(wa_of(&ctx("Trips.42")).context_name.as_deref(), Some("Trips.42"), "configured glob");
+    assert_eq!(wa_of(&ctx("Coordinator.9")).context_name.as_deref(), Some("Coordinator.9"), "an ACK context");
     let unknown = ctx("Invented");
     assert_eq!(wa_of(&unknown).context_name.as_deref(), Some("default"));
     assert_eq!(unknown.frame.header(ORIGINAL_CONTEXT), Some("Invented"), "the original travels in a header");
