@@ -217,6 +217,7 @@ impl Pipeline {
         }
         let now = Instant::now();
         let absorbed = |why| Ok(Processed::Absorbed { why, also_ack: Vec::new() });
+        let mut asker = None;
         let (correlated, wise_context) = match self.correlate(source, &mut env, now) {
             Correlation::Receipt => return absorbed(Absorbed::Receipt { route: format!("{from}->receipt") }),
             Correlation::Late(ask) => {
@@ -225,6 +226,7 @@ impl Pipeline {
             Correlation::Ask(ask) => {
                 let wise = ask.reply.context.clone().filter(|_| self.asker_is_native(&ask.reply));
                 apply_reply_base(&mut env, ask.reply);
+                asker = Some(ask.asker);
                 (true, wise)
             }
             Correlation::Token(route) => {
@@ -234,7 +236,7 @@ impl Pipeline {
             }
             Correlation::None => (false, None),
         };
-        let target = self.target(&env)?;
+        let target = self.target(&env, asker.as_deref())?;
         let original_context = self.fit_for(&target, &mut env, wise_context);
         let ask = self.remember(&target, &mut env, now);
         let mut out = self.outgoing(&env, &target, hops + 1, from.as_str(), correlated, Vec::new())?;
@@ -246,11 +248,10 @@ impl Pipeline {
         Ok(Processed::Send(out))
     }
 
-    fn target(&self, env: &Envelope) -> Result<Target, BridgeError> {
+    /// Where `env` goes; an answer to a `_reply.*` address in its asker's encoding.
+    fn target(&self, env: &Envelope, asker: Option<&str>) -> Result<Target, BridgeError> {
         let mut target = self.router.target(env)?;
         if target.framework == Framework::Civitas && target.encoding.is_none() {
-            // A `_reply.*` address is answered in its asker's encoding.
-            let asker = env.extra.get(ASKER).and_then(|v| v.as_str());
             target.encoding = asker.and_then(|a| self.router.proxied(a)).and_then(|p| p.encoding);
         }
         Ok(target)
@@ -465,10 +466,11 @@ impl Pipeline {
 
     fn error_answer(&self, ask: PendingAsk) -> Option<Outgoing> {
         let mut env = ask.reply;
+        env.sender = Some(ask.answerer.clone());
         env.intent = Some(Intent::CannotAnswer);
         env.content = Content::Text(format!("no answer from {} within the reply timeout", ask.answerer));
         env.timestamp = None;
-        let target = self.target(&env).ok()?;
+        let target = self.target(&env, Some(&ask.asker)).ok()?;
         let wise = env.context.clone();
         self.fit_for(&target, &mut env, wise);
         self.outgoing(&env, &target, 1, "timeout", true, Vec::new()).ok()
@@ -528,7 +530,7 @@ impl Pipeline {
         route.ask = Some(ask_id.clone());
         route.request_id = original_id.clone();
         let token = route.to_token();
-        let reply = reply_base(env, &asker, &answerer);
+        let reply = reply_base(env, &asker);
         env.id = Some(ask_id.clone());
         env.reply_token = Some(token.clone());
         if target.framework == Framework::WiseAgents && env.tool_id.is_none() {
@@ -560,24 +562,19 @@ fn chunk_text(payload: &serde_json::Map<String, serde_json::Value>) -> String {
         .unwrap_or_else(|| serde_json::Value::Object(payload.clone()).to_string())
 }
 
-/// `extra` key of a reply base naming the asker's agent (for its Civitas encoding).
-const ASKER: &str = "bridge.asker";
-
 /// The response an ask's answer will need: addressed to the asker (its `reply_to` address
-/// if it gave one), from the answerer, with the ask's context, tool id, route_response_to,
+/// if it gave one), with the ask's context, tool id, route_response_to,
 /// the asker's own message id and correlation id, trace, tenant, deadline and PenguiFlow
 /// `meta` keys.
-fn reply_base(ask: &Envelope, asker: &str, answerer: &str) -> Envelope {
-    let mut extra: std::collections::BTreeMap<String, serde_json::Value> = ask
+fn reply_base(ask: &Envelope, asker: &str) -> Envelope {
+    let extra = ask
         .extra
         .iter()
         .filter(|(k, _)| k.starts_with("penguiflow.meta."))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    extra.insert(ASKER.into(), asker.into());
     Envelope {
         direction: Direction::Response,
-        sender: Some(answerer.to_owned()),
         recipient: Some(ask.reply_to.clone().unwrap_or_else(|| asker.to_owned())),
         route_response_to: ask.route_response_to.clone(),
         context: ask.context.clone(),

@@ -15,7 +15,8 @@ fn pipeline_with(edit: impl FnOnce(&mut Config)) -> Pipeline {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/bridge.toml");
     let mut config = Config::load(&path).unwrap();
     edit(&mut config);
-    let table = CorrelationTable::new(100, Duration::from_secs(600));
+    let d = &config.delivery;
+    let table = CorrelationTable::new(d.correlation_capacity, Duration::from_millis(d.correlation_ttl_ms));
     Pipeline::new(
         codecs(&config),
         Router::new(&config),
