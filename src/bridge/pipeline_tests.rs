@@ -398,3 +398,23 @@ fn a_late_streamed_answer_is_dropped_with_its_chunks() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn rule11_an_agent_overrides_the_reply_timeout() {
+    let p = pipeline_with(|c| {
+        c.delivery.reply_timeout_ms = 1000;
+        let ops = c.agents.iter_mut().find(|a| a.name == "Ops").unwrap();
+        ops.reply_timeout_ms = Some(0);
+        let planner = c.agents.iter_mut().find(|a| a.name == "Planner").unwrap();
+        planner.reply_timeout_ms = Some(5000);
+    });
+    let now = Instant::now();
+    sent(&p, &wa_ask("Ops", None, "default"));
+    sent(&p, &wa_ask("Planner", None, "default"));
+    sent(&p, &wa_ask("WeatherAgent", None, "default"));
+    let after = |s| p.expire_asks(now + Duration::from_secs(s)).len();
+    assert_eq!(after(2), 1, "the global timeout: WeatherAgent only");
+    assert_eq!(after(6), 1, "Planner's own");
+    assert_eq!(after(3600), 0, "Ops has none");
+    assert_eq!(p.pending_asks(), 1);
+}
