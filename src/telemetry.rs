@@ -7,7 +7,7 @@ use std::fmt::Write;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 /// Upper bounds of the latency histogram, seconds.
 const BUCKETS: [f64; 12] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0];
@@ -242,7 +242,7 @@ pub struct Receipt<'a> {
 
 impl Receipt<'_> {
     pub fn emit(&self, metrics: &Metrics) {
-        info!(
+        debug!(
             outcome = "receipt",
             route = self.route,
             source = self.source,
