@@ -10,7 +10,8 @@ use std::time::Duration;
 use tracing::{debug, info, warn};
 
 /// The outcomes a message can have, each a counter per route.
-const OUTCOMES: [&str; 3] = ["delivered", "dead_lettered", "retried"];
+const OUTCOMES: [&str; 6] =
+    ["delivered", "dead_lettered", "retried", "receipt", "late_reply", "reply_timeout"];
 
 /// One route's counters, indexed like [`OUTCOMES`].
 type RouteCounters = [AtomicU64; OUTCOMES.len()];
@@ -304,7 +305,7 @@ pub struct Receipt<'a> {
 
 impl Receipt<'_> {
     pub fn emit(&self, metrics: &Metrics) {
-        info!(
+        debug!(
             outcome = "receipt",
             route = self.route,
             source = self.source,

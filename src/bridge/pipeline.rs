@@ -4,9 +4,10 @@
 use super::BridgeError;
 use crate::config::{glob_matches, is_glob};
 use crate::envelope::civitas::{self, CivitasMessage, Encoding};
+use crate::envelope::civitas_stream::{self, StreamFrame};
 use crate::envelope::codecs::{Codecs, Framework, Origin};
 use crate::envelope::correlation::ReplyRoute;
-use crate::envelope::penguiflow::stream::{Abandoned, Fed, StreamAssembler, StreamChunk};
+use crate::envelope::penguiflow::stream::{Abandoned, Fed, StreamAssembler};
 use crate::envelope::penguiflow::{self, Payload, PenguiMessage, PenguiOptions};
 use crate::envelope::vox::{Registry, VoxOptions};
 use crate::envelope::{Content, Direction, Envelope, Intent, apply_traceparent, new_uuid7, traceparent};
@@ -369,9 +370,8 @@ impl Pipeline {
         }
     }
 
-    /// Civitas, where the frames of a `stream_reply()` answer (`civitas.stream.chunk` … with
-    /// `seq`, then `civitas.stream.end` or `civitas.stream.error`, all with the ask's
-    /// `correlation_id`) are held until the answer is whole, then become one reply.
+    /// Civitas, where the frames of a `stream_reply()` answer are held until the answer is
+    /// whole, then become one reply (`envelope::civitas_stream`).
     fn decode_civitas(
         &self,
         msg: &Message,
@@ -379,68 +379,29 @@ impl Pipeline {
         let encoding = Encoding::detect(msg.header("content-type"), msg.body()).ok_or_else(|| {
             crate::envelope::EnvelopeError::invalid("body", "neither a JSON object nor a msgpack map")
         })?;
-        let message = CivitasMessage::decode(msg.body(), encoding)?;
-        let (Some(kind), Some(cid)) =
-            (message.kind.strip_prefix(STREAM_PREFIX), message.correlation_id.clone())
-        else {
-            return Ok(Some((Framework::Civitas, civitas::to_envelope(message)?, Vec::new())));
-        };
-        let id = format!("civitas:{cid}");
-        let held = HeldChunk {
-            ack: msg.ack.clone(),
-            destination: msg.destination.clone(),
-            body: msg.frame.body.clone(),
-        };
+        let others =
+            |tokens: Vec<HeldChunk>| tokens.into_iter().map(|t| t.ack).filter(|a| *a != msg.ack).collect();
         let mut streams = self.civitas_streams.lock().unwrap_or_else(|e| e.into_inner());
-        if kind == "error" {
-            // The stream failed: its error is the answer (CANNOT_ANSWER); the chunks so far go
-            // with it.
-            let acks = streams.take(&id).into_iter().map(|c| c.ack).filter(|a| *a != msg.ack).collect();
-            let mut reply = message;
-            reply.kind = "reply".into();
-            reply.payload.insert("status".into(), "error".into());
-            return Ok(Some((Framework::Civitas, civitas::to_envelope(reply)?, acks)));
-        }
-        let (text, done) = match kind {
-            "chunk" => (chunk_text(&message.payload), false),
-            "end" => (String::new(), true),
-            other => {
-                let reason = format!("civitas.stream.{other} is not part of an answer");
-                return Err(crate::envelope::EnvelopeError::Stream { stream_id: cid, reason }.into());
+        let (reply, acks) = match civitas_stream::classify(CivitasMessage::decode(msg.body(), encoding)?)? {
+            StreamFrame::Message(message) => (message, Vec::new()),
+            // The stream failed: its error is the answer, and the chunks so far go with it.
+            StreamFrame::Failed { stream_id, reply } => (reply, others(streams.take(&stream_id))),
+            StreamFrame::Part { chunk, template } => {
+                let held = HeldChunk {
+                    ack: msg.ack.clone(),
+                    destination: msg.destination.clone(),
+                    body: msg.frame.body.clone(),
+                };
+                match streams.feed(template, chunk, held, Instant::now()) {
+                    Ok(Fed::Pending) => return Ok(None),
+                    Ok(Fed::Complete { message, tokens }) => {
+                        (civitas_stream::reply_of(message)?, others(tokens))
+                    }
+                    Err(abandoned) => return Err(BridgeError::Stream(abandoned)),
+                }
             }
         };
-        let Some(seq) = message.seq.and_then(|s| u64::try_from(s).ok()) else {
-            let reason = "a stream frame without seq".to_owned();
-            return Err(crate::envelope::EnvelopeError::Stream { stream_id: cid, reason }.into());
-        };
-        let chunk = StreamChunk { stream_id: id, seq, text, done, meta: Default::default() };
-        // The assembler keeps the first frame it sees as the template: the Civitas message
-        // travels in its meta.
-        let mut template_meta = serde_json::Map::new();
-        template_meta.insert("civitas".into(), serde_json::to_value(&message).unwrap_or_default());
-        let template = PenguiMessage {
-            payload: serde_json::Value::Null,
-            headers: penguiflow::Headers { tenant: String::new(), topic: None, priority: 0 },
-            trace_id: String::new(),
-            ts: 0.0,
-            deadline_s: None,
-            meta: template_meta,
-        };
-        match streams.feed(template, chunk, held, Instant::now()) {
-            Ok(Fed::Pending) => Ok(None),
-            Ok(Fed::Complete { message: whole, tokens }) => {
-                let acks = tokens.into_iter().map(|t| t.ack).filter(|a| *a != msg.ack).collect();
-                let text = whole.payload.get("text").and_then(|t| t.as_str()).unwrap_or_default().to_owned();
-                let first = whole.meta.get("civitas").cloned().unwrap_or_default();
-                let mut reply: CivitasMessage =
-                    serde_json::from_value(first).map_err(crate::envelope::EnvelopeError::from)?;
-                reply.kind = "reply".into();
-                reply.seq = None;
-                reply.payload = serde_json::Map::from_iter([("message".to_owned(), text.into())]);
-                Ok(Some((Framework::Civitas, civitas::to_envelope(reply)?, acks)))
-            }
-            Err(abandoned) => Err(BridgeError::Stream(abandoned)),
-        }
+        Ok(Some((Framework::Civitas, civitas::to_envelope(reply)?, acks)))
     }
 
     /// Forgets every stream being reassembled (after a reconnect the broker redelivers their
@@ -548,18 +509,6 @@ impl Pipeline {
     pub fn forget_ask(&self, ask: &str) {
         self.table.lock().unwrap_or_else(|e| e.into_inner()).forget(ask);
     }
-}
-
-/// The types of Civitas's streamed answers (`civitas/process.py`).
-const STREAM_PREFIX: &str = "civitas.stream.";
-
-/// A Civitas stream frame's text: its payload's `message`, `text`, `token`, `delta` or
-/// `content` string, else the payload as compact JSON.
-fn chunk_text(payload: &serde_json::Map<String, serde_json::Value>) -> String {
-    ["message", "text", "token", "delta", "content"]
-        .iter()
-        .find_map(|k| payload.get(*k).and_then(|v| v.as_str()).map(str::to_owned))
-        .unwrap_or_else(|| serde_json::Value::Object(payload.clone()).to_string())
 }
 
 /// The response an ask's answer will need: addressed to the asker (its `reply_to` address

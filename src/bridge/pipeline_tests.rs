@@ -185,7 +185,8 @@ fn rule5_a_penguiflow_ask_answered_by_wise_agents_keeps_trace_tenant_deadline_an
     let p = pipeline();
     let ask = json!({"payload": "plan a trip", "headers": {"tenant": "acme", "topic": "trips", "priority": 3},
         "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736", "ts": 1.0, "deadline_s": 4102444800.0,
-        "meta": {"message_id": "pf-1", "sender": "Planner", "recipient": "Assistant", "message_type": "QUERY", "session": "s-9"}});
+        "meta": {"message_id": "pf-1", "sender": "Planner", "recipient": "Assistant",
+            "message_type": "QUERY", "session": "s-9"}});
     sent(&p, &msg(PF_IN, ask.to_string()));
     let out = sent(&p, &plain_answer("Assistant", "Planner", "Rome", "default"));
     let reply = json_of(&out);
@@ -217,10 +218,12 @@ fn rule7_contexts_are_never_invented() {
         c.wiseagents.ack_contexts = vec!["Coordinator.*".into()];
     });
     // A PenguiFlow topic is not a context.
-    let ask = json!({"payload": "q", "headers": {"tenant": "acme", "topic": "news"}, "meta": {"sender": "Planner", "recipient": "Assistant"}});
+    let ask = json!({"payload": "q", "headers": {"tenant": "acme", "topic": "news"},
+        "meta": {"sender": "Planner", "recipient": "Assistant"}});
     assert_eq!(wa_of(&sent(&p, &msg(PF_IN, ask.to_string()))).context_name.as_deref(), Some("default"));
     let ctx = |c: &str| {
-        let body = json!({"sender": "WeatherAgent", "recipient": "Assistant", "payload": {"message": "q", "context_name": c}});
+        let body = json!({"sender": "WeatherAgent", "recipient": "Assistant",
+            "payload": {"message": "q", "context_name": c}});
         sent(&p, &msg(CIV_IN, body.to_string()))
     };
     assert_eq!(wa_of(&ctx("Books")).context_name.as_deref(), Some("Books"), "configured");
@@ -322,12 +325,15 @@ fn rule11_an_unanswered_ask_gets_an_error_answer_in_the_askers_format_and_a_late
 fn rule9_a_message_expired_on_arrival_is_refused_as_expired() {
     let p = pipeline();
     let past = crate::envelope::now_unix() - 5.0;
-    let pf = json!({"payload": "q", "headers": {"tenant": "acme"}, "deadline_s": past, "meta": {"sender": "Planner", "recipient": "Assistant"}});
+    let pf = json!({"payload": "q", "headers": {"tenant": "acme"}, "deadline_s": past,
+        "meta": {"sender": "Planner", "recipient": "Assistant"}});
     let err = p.process(&msg(PF_IN, pf.to_string())).unwrap_err();
     assert_eq!(err.kind(), "expired");
-    let civ = json!({"sender": "WeatherAgent", "recipient": "Assistant", "payload": {"message": "q"}, "timestamp": past - 10.0, "ttl": 10.0});
+    let civ = json!({"sender": "WeatherAgent", "recipient": "Assistant", "payload": {"message": "q"},
+        "timestamp": past - 10.0, "ttl": 10.0});
     assert_eq!(p.process(&msg(CIV_IN, civ.to_string())).unwrap_err().kind(), "expired");
-    let fresh = json!({"sender": "WeatherAgent", "recipient": "Assistant", "payload": {"message": "q"}, "timestamp": past, "ttl": 60.0});
+    let fresh = json!({"sender": "WeatherAgent", "recipient": "Assistant", "payload": {"message": "q"},
+        "timestamp": past, "ttl": 60.0});
     assert!(p.process(&msg(CIV_IN, fresh.to_string())).is_ok());
 }
 

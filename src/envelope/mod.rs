@@ -2,6 +2,7 @@
 //! per framework that maps its own format onto it. Field mappings: docs/MAPPING.md.
 
 pub mod civitas;
+pub mod civitas_stream;
 pub mod codecs;
 pub mod correlation;
 pub mod penguiflow;
@@ -174,7 +175,7 @@ pub enum EnvelopeError {
     #[error("type {0:?} is reserved for Civitas's own control messages")]
     ReservedType(String),
     #[error(
-        "a signed Civitas envelope (v2): the bridge holds no key to verify it, and will not pass on what it cannot verify"
+        "a signed Civitas envelope (v2): the bridge has no key to verify it and passes on nothing unverified"
     )]
     Signed,
     #[error("stream {stream_id}: {reason}")]
