@@ -478,6 +478,28 @@ mod tests {
     }
 
     #[test]
+    fn conversation_events_count_under_their_own_outcomes() {
+        let m = Metrics::default();
+        LateReply { route: "civitas->late", source: "/q", message_id: "1", ask: "a" }.emit(&m);
+        Receipt { route: "vox->receipt", source: "/q", message_id: "2" }.emit(&m);
+        ReplyTimedOut { route: "timeout->wiseagents", destination: "/d" }.emit(&m);
+        m.set_pending_asks(7);
+        assert_eq!(m.messages("civitas->late", "late_reply"), 1);
+        assert_eq!(m.messages("civitas->late", "delivered"), 0);
+        assert_eq!(m.messages("vox->receipt", "receipt"), 1);
+        assert_eq!(m.messages("timeout->wiseagents", "reply_timeout"), 1);
+        let text = m.render();
+        for line in [
+            "bridge_late_replies_total 1",
+            "bridge_receipts_total 1",
+            "bridge_reply_timeouts_total 1",
+            "bridge_pending_asks 7",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing in {text}");
+        }
+    }
+
+    #[test]
     fn ready_needs_connection_and_subscriptions() {
         let m = Metrics::default();
         m.set_connected(true);
