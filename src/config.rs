@@ -77,6 +77,15 @@ pub struct WiseAgentsConfig {
     /// Classic's advisory topic, read as JSON) or `none` (then every agent must be named).
     #[serde(default = "default_discovery")]
     pub discovery: Discovery,
+    /// Contexts the native agents know (globs allowed), besides `default_context`. A context
+    /// from another framework that none names is replaced by the default (a Wise Agents
+    /// agent fails on a context it does not know).
+    #[serde(default)]
+    pub contexts: Vec<String>,
+    /// Contexts of phased and chat collaborations (globs, e.g. `"Coordinator.*"`): answers
+    /// to asks made in them arrive as ACK, the only type those agents accept.
+    #[serde(default)]
+    pub ack_contexts: Vec<String>,
 }
 
 /// Discovery of the queues of agents named by a glob.
@@ -164,6 +173,9 @@ pub struct AgentConfig {
     /// VOX only: the agent's UUID (else UUIDv5 of its name).
     #[serde(default)]
     pub uuid: Option<Uuid>,
+    /// This agent's own `delivery.reply_timeout_ms` (for asks it is sent and asks it makes).
+    #[serde(default)]
+    pub reply_timeout_ms: Option<u64>,
 }
 
 /// The framework a proxied agent lives in.
@@ -224,6 +236,10 @@ pub struct DeliveryConfig {
     /// ...and for at most this long.
     #[serde(default = "default_correlation_ttl_ms")]
     pub correlation_ttl_ms: u64,
+    /// An ask not answered within this many milliseconds gets an error answer in the asker's
+    /// format, and a late answer is dropped; 0: never (the default).
+    #[serde(default)]
+    pub reply_timeout_ms: u64,
 }
 
 /// The HTTP endpoint for `/metrics`, `/healthz` and `/readyz`.
@@ -334,6 +350,8 @@ impl Default for WiseAgentsConfig {
             default_context: default_context(),
             agents: Vec::new(),
             discovery: default_discovery(),
+            contexts: Vec::new(),
+            ack_contexts: Vec::new(),
         }
     }
 }
@@ -353,6 +371,7 @@ impl Default for DeliveryConfig {
             exclusive: false,
             correlation_capacity: default_correlation_capacity(),
             correlation_ttl_ms: default_correlation_ttl_ms(),
+            reply_timeout_ms: 0,
         }
     }
 }
@@ -418,6 +437,33 @@ impl Config {
         }
         if self.wiseagents.default_context.is_empty() {
             bad("wiseagents.default_context", "must not be empty".into());
+        }
+        for (key, list) in [
+            ("wiseagents.contexts", &self.wiseagents.contexts),
+            ("wiseagents.ack_contexts", &self.wiseagents.ack_contexts),
+        ] {
+            for (i, name) in list.iter().enumerate() {
+                if name.is_empty() || name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                    bad(&format!("{key}[{i}]"), format!("{name:?} is not a context name or glob"));
+                }
+            }
+        }
+        let ttl = self.delivery.correlation_ttl_ms;
+        let timeouts =
+            std::iter::once(("delivery.reply_timeout_ms".to_owned(), self.delivery.reply_timeout_ms)).chain(
+                self.agents.iter().enumerate().filter_map(|(i, a)| {
+                    a.reply_timeout_ms.map(|t| (format!("agents[{i}].reply_timeout_ms"), t))
+                }),
+            );
+        for (key, timeout) in timeouts {
+            if timeout >= ttl {
+                bad(
+                    &key,
+                    format!(
+                        "{timeout} must be below delivery.correlation_ttl_ms ({ttl}): an ask is forgotten then"
+                    ),
+                );
+            }
         }
         self.validate_protocols(&mut bad);
         self.validate_agents(&mut bad);
@@ -595,5 +641,27 @@ mod tests {
             assert!(all.contains(key), "{key} missing in {all}");
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn conversation_keys_are_read_and_checked() {
+        let mut config = Config::load(&example()).unwrap();
+        assert_eq!((config.delivery.reply_timeout_ms, config.wiseagents.contexts.len()), (0, 0));
+        config.wiseagents.contexts = vec!["Trips.*".into(), "two words".into()];
+        config.wiseagents.ack_contexts = vec![String::new()];
+        config.delivery.reply_timeout_ms = config.delivery.correlation_ttl_ms;
+        config.agents[0].reply_timeout_ms = Some(5000);
+        config.agents[1].reply_timeout_ms = Some(u64::MAX);
+        let err = config.validate("x.toml").unwrap_err();
+        let all = err.to_string();
+        for key in [
+            "wiseagents.contexts[1]",
+            "wiseagents.ack_contexts[0]",
+            "delivery.reply_timeout_ms",
+            "agents[1].reply_timeout_ms",
+        ] {
+            assert!(all.contains(key), "{key} missing in {all}");
+        }
+        assert_eq!(err.problems.len(), 4, "{all}");
     }
 }

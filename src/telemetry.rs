@@ -10,7 +10,8 @@ use std::time::Duration;
 use tracing::{debug, info, warn};
 
 /// The outcomes a message can have, each a counter per route.
-const OUTCOMES: [&str; 3] = ["delivered", "dead_lettered", "retried"];
+const OUTCOMES: [&str; 6] =
+    ["delivered", "dead_lettered", "retried", "receipt", "late_reply", "reply_timeout"];
 
 /// One route's counters, indexed like [`OUTCOMES`].
 type RouteCounters = [AtomicU64; OUTCOMES.len()];
@@ -34,6 +35,11 @@ pub struct Metrics {
     latency_sum_micros: AtomicU64,
     connected: AtomicBool,
     subscribed: AtomicBool,
+    late_replies: AtomicU64,
+    unmatched_replies: AtomicU64,
+    receipts: AtomicU64,
+    reply_timeouts: AtomicU64,
+    pending_asks: AtomicI64,
 }
 
 impl Metrics {
@@ -89,6 +95,11 @@ impl Metrics {
 
     pub fn set_subscribed(&self, subscribed: bool) {
         self.subscribed.store(subscribed, Ordering::SeqCst);
+    }
+
+    /// Asks waiting for their answer now.
+    pub fn set_pending_asks(&self, n: usize) {
+        self.pending_asks.store(i64::try_from(n).unwrap_or(i64::MAX), Ordering::Relaxed);
     }
 
     /// Ready: connected to the broker with every subscription in place.
@@ -172,6 +183,40 @@ impl Metrics {
             "gauge",
             u8::from(self.is_ready()).to_string(),
         );
+        for (name, help, kind, value) in [
+            (
+                "bridge_late_replies_total",
+                "Answers that came after their ask's reply timeout: dropped.",
+                "counter",
+                self.late_replies.load(Ordering::Relaxed).to_string(),
+            ),
+            (
+                "bridge_unmatched_replies_total",
+                "Replies that matched no pending ask: delivered uncorrelated, never attached to another ask.",
+                "counter",
+                self.unmatched_replies.load(Ordering::Relaxed).to_string(),
+            ),
+            (
+                "bridge_receipts_total",
+                "Receipts (VOX message_acknowledged) consumed: not answers, not forwarded.",
+                "counter",
+                self.receipts.load(Ordering::Relaxed).to_string(),
+            ),
+            (
+                "bridge_reply_timeouts_total",
+                "Asks that got no answer within the reply timeout: an error answer was sent.",
+                "counter",
+                self.reply_timeouts.load(Ordering::Relaxed).to_string(),
+            ),
+            (
+                "bridge_pending_asks",
+                "Asks sent on through the bridge and waiting for their answer.",
+                "gauge",
+                self.pending_asks.load(Ordering::Relaxed).to_string(),
+            ),
+        ] {
+            gauge(&mut out, name, help, kind, value);
+        }
         out.push_str("# HELP bridge_latency_seconds From receipt of a message to the broker's confirmation of what it caused.\n");
         out.push_str("# TYPE bridge_latency_seconds histogram\n");
         for (bound, bucket) in BUCKETS.iter().zip(&self.latency_buckets) {
@@ -201,6 +246,8 @@ pub struct Delivered<'a> {
     pub message_id: &'a str,
     pub latency: Duration,
     pub correlated: bool,
+    /// A reply that matched no pending ask (delivered uncorrelated).
+    pub unmatched_reply: bool,
 }
 
 impl Delivered<'_> {
@@ -213,10 +260,79 @@ impl Delivered<'_> {
             message_id = self.message_id,
             latency_ms = self.latency.as_secs_f64() * 1e3,
             correlated = self.correlated,
+            unmatched_reply = self.unmatched_reply,
             "message delivered"
         );
+        if self.unmatched_reply {
+            metrics.unmatched_replies.fetch_add(1, Ordering::Relaxed);
+        }
         metrics.count_message(self.route, "delivered");
         metrics.observe_latency(self.latency);
+    }
+}
+
+/// An answer that came after its ask's reply timeout (the asker already had an error
+/// answer): dropped, acknowledged.
+pub struct LateReply<'a> {
+    pub route: &'a str,
+    pub source: &'a str,
+    pub message_id: &'a str,
+    pub ask: &'a str,
+}
+
+impl LateReply<'_> {
+    pub fn emit(&self, metrics: &Metrics) {
+        warn!(
+            outcome = "late_reply",
+            route = self.route,
+            source = self.source,
+            message_id = self.message_id,
+            ask = self.ask,
+            "an answer came after its reply timeout: dropped"
+        );
+        metrics.count_message(self.route, "late_reply");
+        metrics.late_replies.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A receipt (VOX `message_acknowledged`): consumed, not forwarded; the ask it names, if
+/// any, stays pending for its answer.
+pub struct Receipt<'a> {
+    pub route: &'a str,
+    pub source: &'a str,
+    pub message_id: &'a str,
+}
+
+impl Receipt<'_> {
+    pub fn emit(&self, metrics: &Metrics) {
+        debug!(
+            outcome = "receipt",
+            route = self.route,
+            source = self.source,
+            message_id = self.message_id,
+            "a receipt consumed (not an answer)"
+        );
+        metrics.count_message(self.route, "receipt");
+        metrics.receipts.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// An ask with no answer within its reply timeout: the error answer was published.
+pub struct ReplyTimedOut<'a> {
+    pub route: &'a str,
+    pub destination: &'a str,
+}
+
+impl ReplyTimedOut<'_> {
+    pub fn emit(&self, metrics: &Metrics) {
+        warn!(
+            outcome = "reply_timeout",
+            route = self.route,
+            destination = self.destination,
+            "no answer within the reply timeout: error answer sent"
+        );
+        metrics.count_message(self.route, "reply_timeout");
+        metrics.reply_timeouts.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -343,6 +459,7 @@ mod tests {
             message_id: "1",
             latency: Duration::from_millis(3),
             correlated: true,
+            unmatched_reply: false,
         };
         d.emit(&m);
         DeadLettered { route: "civitas->?", source: "/q", message_id: "2", kind: "json", reason: "bad" }
@@ -358,6 +475,28 @@ mod tests {
         assert!(text.contains("bridge_latency_seconds_bucket{le=\"0.005\"} 1"));
         assert!(text.contains("bridge_latency_seconds_bucket{le=\"0.0025\"} 0"));
         assert_eq!(m.messages("wiseagents->civitas", "delivered"), 1);
+    }
+
+    #[test]
+    fn conversation_events_count_under_their_own_outcomes() {
+        let m = Metrics::default();
+        LateReply { route: "civitas->late", source: "/q", message_id: "1", ask: "a" }.emit(&m);
+        Receipt { route: "vox->receipt", source: "/q", message_id: "2" }.emit(&m);
+        ReplyTimedOut { route: "timeout->wiseagents", destination: "/d" }.emit(&m);
+        m.set_pending_asks(7);
+        assert_eq!(m.messages("civitas->late", "late_reply"), 1);
+        assert_eq!(m.messages("civitas->late", "delivered"), 0);
+        assert_eq!(m.messages("vox->receipt", "receipt"), 1);
+        assert_eq!(m.messages("timeout->wiseagents", "reply_timeout"), 1);
+        let text = m.render();
+        for line in [
+            "bridge_late_replies_total 1",
+            "bridge_receipts_total 1",
+            "bridge_reply_timeouts_total 1",
+            "bridge_pending_asks 7",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing in {text}");
+        }
     }
 
     #[test]

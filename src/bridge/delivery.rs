@@ -64,6 +64,20 @@ pub struct Work {
 /// What a settled [`Work`] reports.
 #[derive(Debug, Clone)]
 pub enum Outcome {
-    Delivered { route: String, destination: String, correlated: bool },
-    DeadLettered { route: String, kind: &'static str, reason: String },
+    Delivered {
+        route: String,
+        destination: String,
+        correlated: bool,
+        /// A reply that matched no pending ask.
+        unmatched_reply: bool,
+        /// The ask the published frame makes (taken back if the frame is never published).
+        ask: Option<String>,
+    },
+    DeadLettered {
+        route: String,
+        kind: &'static str,
+        reason: String,
+    },
+    /// Consumed with nothing to publish (a receipt, a late answer).
+    Absorbed(super::pipeline::Absorbed),
 }

@@ -5,12 +5,15 @@
 
 use super::BridgeError;
 use super::delivery::{Delivery, Outcome, Settled, Work};
-use super::pipeline::{HeldChunk, Pipeline, Processed, dead_letter_frame};
-use super::settle::{Attempts, Finished, Settler, next_batch, route_of, work_key};
+use super::pipeline::{Absorbed, HeldChunk, Pipeline, Processed, dead_letter_frame};
+use super::settle::{Attempts, Finished, Mode, Settler, next_batch, route_of, work_key};
 use crate::config::DeliveryConfig;
 use crate::envelope::penguiflow::stream::Abandoned;
 use crate::stomp::{AckRef, Client, Event, Events, Message};
-use crate::telemetry::{BatchFailed, DeadLettered, Delivered, Disconnected, Metrics, Reconnected, Unsettled};
+use crate::telemetry::{
+    BatchFailed, DeadLettered, Delivered, Disconnected, LateReply, Metrics, Receipt, Reconnected,
+    ReplyTimedOut, Unsettled,
+};
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use std::collections::{HashMap, VecDeque};
@@ -106,7 +109,10 @@ impl Engine {
                     Some(other) => self.on_connection_event(other),
                     None => break,
                 },
-                _ = tick.tick() => self.expire_streams(),
+                _ = tick.tick() => {
+                    self.expire_streams();
+                    self.expire_asks(client);
+                }
             }
         }
         // Messages still queued in `events` are unacknowledged: the broker redelivers them.
@@ -157,9 +163,24 @@ impl Engine {
             Ok(Processed::Send(out)) => {
                 let also = self.take_held(&out.also_ack);
                 let destination = out.frame.header("destination").unwrap_or_default().to_owned();
-                let outcome =
-                    Outcome::Delivered { route: out.route, destination, correlated: out.correlated };
+                let outcome = Outcome::Delivered {
+                    route: out.route,
+                    destination,
+                    correlated: out.correlated,
+                    unmatched_reply: out.unmatched_reply,
+                    ask: out.ask,
+                };
                 self.ready_up(Work { source: delivery, also, publish: vec![out.frame], outcome });
+            }
+            Ok(Processed::Absorbed { why, also_ack }) => {
+                // Nothing to publish: acknowledged (with the chunks of a stream it completed).
+                let also = self.take_held(&also_ack);
+                self.ready_up(Work {
+                    source: delivery,
+                    also,
+                    publish: Vec::new(),
+                    outcome: Outcome::Absorbed(why),
+                });
             }
             Err(BridgeError::Stream(abandoned)) => {
                 self.held.insert(ack_key(delivery.ack_ref()), delivery);
@@ -232,6 +253,24 @@ impl Engine {
         }
     }
 
+    /// Error answers to asks whose reply timeout passed: published with a receipt, apart from
+    /// the batches (no consumed message stands behind them); and the pending-asks gauge.
+    fn expire_asks(&mut self, client: &Client) {
+        for out in self.pipeline.expire_asks(Instant::now()) {
+            let (client, metrics) = (client.clone(), self.metrics.clone());
+            tokio::spawn(async move {
+                let destination = out.frame.header("destination").unwrap_or_default().to_owned();
+                match client.send_confirmed(out.frame).await {
+                    Ok(()) => ReplyTimedOut { route: &out.route, destination: &destination }.emit(&metrics),
+                    Err(e) => {
+                        warn!(error = %e, %destination, "cannot publish the error answer of a timed-out ask")
+                    }
+                }
+            });
+        }
+        self.metrics.set_pending_asks(self.pipeline.pending_asks());
+    }
+
     /// A batch's outcome: settled and reported, or left to the broker to redeliver.
     fn finished(&mut self, done: Finished) {
         let count: i64 = done.works.iter().map(|w| 1 + w.also.len() as i64).sum();
@@ -251,6 +290,12 @@ impl Engine {
                     .emit(&self.metrics);
                 let refused = failure.error.broker_error().map(|e| e.to_string());
                 for (i, work) in done.works.into_iter().enumerate() {
+                    if let (Mode::Transaction, Outcome::Delivered { ask: Some(ask), .. }) =
+                        (self.settler.mode(), &work.outcome)
+                    {
+                        // Rolled back: the request was not published; its redelivery asks again.
+                        self.pipeline.forget_ask(ask);
+                    }
                     let blamed = failure.culprit.is_none_or(|c| c == i);
                     if let Some(reason) = refused.as_ref().filter(|_| blamed) {
                         self.attempts.refused(work_key(&work), reason.clone());
@@ -322,15 +367,22 @@ impl Engine {
 fn report(work: &Work, metrics: &Metrics) {
     let m = &work.source.message;
     match &work.outcome {
-        Outcome::Delivered { route, destination, correlated } => Delivered {
+        Outcome::Delivered { route, destination, correlated, unmatched_reply, .. } => Delivered {
             route,
             source: &m.destination,
             destination,
             message_id: &m.ack.message_id,
             latency: work.source.received.elapsed(),
             correlated: *correlated,
+            unmatched_reply: *unmatched_reply,
         }
         .emit(metrics),
+        Outcome::Absorbed(Absorbed::Receipt { route }) => {
+            Receipt { route, source: &m.destination, message_id: &m.ack.message_id }.emit(metrics)
+        }
+        Outcome::Absorbed(Absorbed::LateReply { route, ask }) => {
+            LateReply { route, source: &m.destination, message_id: &m.ack.message_id, ask }.emit(metrics)
+        }
         Outcome::DeadLettered { route, kind, reason } => {
             DeadLettered { route, source: &m.destination, message_id: &m.ack.message_id, kind, reason }
                 .emit(metrics)

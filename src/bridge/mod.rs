@@ -34,6 +34,8 @@ pub enum BridgeError {
     Chunks { error: Box<BridgeError>, chunks: Vec<AckRef> },
     #[error(transparent)]
     Stomp(#[from] SessionError),
+    #[error("the message expired {ago:.3} s before it arrived (its deadline or ttl passed)")]
+    Expired { ago: f64 },
     #[error("the configuration cannot be used: {0}")]
     Config(String),
     #[error("the broker refused what this message caused {attempts} times: {reason}")]
@@ -55,6 +57,7 @@ impl BridgeError {
             BridgeError::Chunks { error, .. } => error.kind(),
             BridgeError::Stomp(_) | BridgeError::Refused { .. } => "broker",
             BridgeError::Config(_) => "config",
+            BridgeError::Expired { .. } => "expired",
         }
     }
 }

@@ -2,13 +2,16 @@
 //! the SEND frame to publish, or the reason it goes to the dead-letter destination.
 
 use super::BridgeError;
+use crate::config::{glob_matches, is_glob};
+use crate::envelope::civitas::{self, CivitasMessage, Encoding};
+use crate::envelope::civitas_stream::{self, StreamFrame};
 use crate::envelope::codecs::{Codecs, Framework, Origin};
 use crate::envelope::correlation::ReplyRoute;
 use crate::envelope::penguiflow::stream::{Abandoned, Fed, StreamAssembler};
 use crate::envelope::penguiflow::{self, Payload, PenguiMessage, PenguiOptions};
 use crate::envelope::vox::{Registry, VoxOptions};
-use crate::envelope::{Direction, Envelope, apply_traceparent, new_uuid7, traceparent};
-use crate::routing::table::CorrelationTable;
+use crate::envelope::{Content, Direction, Envelope, Intent, apply_traceparent, new_uuid7, traceparent};
+use crate::routing::table::{CorrelationTable, Matched, PendingAsk};
 use crate::routing::{Router, Source, Target};
 use crate::stomp::{AckRef, Command, Frame, Message};
 use bytes::Bytes;
@@ -35,6 +38,11 @@ pub struct Outgoing {
     pub route: String,
     /// Whether a reply was matched to its request.
     pub correlated: bool,
+    /// A reply that matched no ask (delivered uncorrelated; counted).
+    pub unmatched_reply: bool,
+    /// The ask this frame makes, now pending: if the frame turns out never to have been
+    /// published (a batch rolled back), [`Pipeline::forget_ask`] takes it back.
+    pub ask: Option<String>,
     /// Stream chunks to acknowledge with the message (a reassembled stream).
     pub also_ack: Vec<AckRef>,
 }
@@ -45,6 +53,77 @@ pub enum Processed {
     Send(Outgoing),
     /// A stream chunk, held until its stream is complete (acknowledged then).
     Held,
+    /// Consumed with nothing to publish: acknowledge it (and `also_ack`, the chunks of a
+    /// stream it completed) and count it.
+    Absorbed {
+        why: Absorbed,
+        also_ack: Vec<AckRef>,
+    },
+}
+
+/// Why a message is consumed without anything being published.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Absorbed {
+    /// A receipt (VOX `message_acknowledged`): the ask stays pending for its answer.
+    Receipt { route: String },
+    /// An answer after its ask's reply timeout (the asker had its error answer).
+    LateReply { route: String, ask: String },
+}
+
+impl Absorbed {
+    /// `<from>->receipt` or `<from>->late`, for metrics.
+    pub fn route(&self) -> &str {
+        match self {
+            Absorbed::Receipt { route } | Absorbed::LateReply { route, .. } => route,
+        }
+    }
+}
+
+/// How conversations are held: contexts native agents know, reply timeouts.
+#[derive(Debug, Clone, Default)]
+pub struct Conversations {
+    /// Context names and globs the native agents know (besides the default context).
+    pub contexts: Vec<String>,
+    /// Contexts (globs) of phased and chat collaborations, where answers are ACK.
+    pub ack_contexts: Vec<String>,
+    /// The reply timeout; zero: none.
+    pub reply_timeout: Duration,
+    /// Per agent reply timeouts (zero: none).
+    pub agent_timeouts: std::collections::HashMap<String, Duration>,
+}
+
+impl Conversations {
+    pub fn of(config: &crate::config::Config) -> Self {
+        Conversations {
+            contexts: config.wiseagents.contexts.clone(),
+            ack_contexts: config.wiseagents.ack_contexts.clone(),
+            reply_timeout: Duration::from_millis(config.delivery.reply_timeout_ms),
+            agent_timeouts: config
+                .agents
+                .iter()
+                .filter_map(|a| a.reply_timeout_ms.map(|t| (a.name.clone(), Duration::from_millis(t))))
+                .collect(),
+        }
+    }
+
+    /// The answerer's own timeout, else the asker's, else the global one; none when zero.
+    fn timeout(&self, asker: &str, answerer: &str) -> Option<Duration> {
+        let own = |name: &str| {
+            self.agent_timeouts.get(name).copied().or_else(|| {
+                self.agent_timeouts.iter().find(|(g, _)| is_glob(g) && glob_matches(g, name)).map(|(_, t)| *t)
+            })
+        };
+        Some(own(answerer).or_else(|| own(asker)).unwrap_or(self.reply_timeout)).filter(|t| !t.is_zero())
+    }
+
+    /// A context named by `contexts` or `ack_contexts` (those are native contexts too).
+    fn known_context(&self, name: &str) -> bool {
+        self.contexts.iter().chain(&self.ack_contexts).any(|g| g == name || glob_matches(g, name))
+    }
+
+    fn ack_context(&self, name: &str) -> bool {
+        self.ack_contexts.iter().any(|g| g == name || glob_matches(g, name))
+    }
 }
 
 /// Everything a message needs on its way through, shared by all in-flight messages.
@@ -54,7 +133,25 @@ pub struct Pipeline {
     max_hops: u32,
     table: Mutex<CorrelationTable>,
     streams: Mutex<StreamAssembler<HeldChunk>>,
+    /// Civitas `stream_reply()` answers, reassembled the same way (keyed `civitas:<cid>`).
+    civitas_streams: Mutex<StreamAssembler<HeldChunk>>,
+    conversations: Conversations,
 }
+
+/// What correlation found for a message.
+enum Correlation {
+    /// Not a reply, or a reply that matches no ask (delivered uncorrelated, counted).
+    None,
+    /// The pending ask it answers.
+    Ask(PendingAsk),
+    /// No pending ask (a bridge restart, or aged out), but the reply carries its route.
+    Token(ReplyRoute),
+    Late(PendingAsk),
+    Receipt,
+}
+
+/// The STOMP header that carries a context the bridge would not write into `_context_name`.
+pub const ORIGINAL_CONTEXT: &str = "bridge-original-context";
 
 impl Pipeline {
     pub fn new(
@@ -64,7 +161,22 @@ impl Pipeline {
         table: CorrelationTable,
         streams: StreamAssembler<HeldChunk>,
     ) -> Self {
-        Pipeline { codecs, router, max_hops, table: Mutex::new(table), streams: Mutex::new(streams) }
+        Pipeline {
+            codecs,
+            router,
+            max_hops,
+            table: Mutex::new(table),
+            civitas_streams: Mutex::new(streams.empty_like()),
+            streams: Mutex::new(streams),
+            conversations: Conversations::default(),
+        }
+    }
+
+    /// With contexts and reply timeouts (by default: none known but the default context,
+    /// no ACK contexts, no timeout).
+    pub fn with_conversations(mut self, conversations: Conversations) -> Self {
+        self.conversations = conversations;
+        self
     }
 
     /// Decides what to publish for `msg`.
@@ -81,42 +193,130 @@ impl Pipeline {
             Some(decoded) => decoded,
             None => return Ok(Processed::Held),
         };
-        match self.translate(msg, &source, env, hops) {
-            Ok((frame, target, correlated)) => {
-                let route = format!("{from}->{target}");
-                Ok(Processed::Send(Outgoing { frame, route, correlated, also_ack }))
-            }
+        match self.translate(msg, &source, from, env, hops) {
+            Ok(Processed::Send(out)) => Ok(Processed::Send(Outgoing { also_ack, ..out })),
+            Ok(Processed::Absorbed { why, .. }) => Ok(Processed::Absorbed { why, also_ack }),
+            Ok(Processed::Held) => Ok(Processed::Held),
             Err(error) if also_ack.is_empty() => Err(error),
             // The chunks of a completed stream share the fate of the message that completed it.
             Err(error) => Err(BridgeError::Chunks { error: Box::new(error), chunks: also_ack }),
         }
     }
 
-    /// Correlates, routes and encodes a decoded message: its SEND frame and target framework.
+    /// Checks expiry, correlates, routes and encodes a decoded message.
     fn translate(
         &self,
         msg: &Message,
         source: &Source,
+        from: Framework,
         mut env: Envelope,
         hops: u32,
-    ) -> Result<(Frame, Framework, bool), BridgeError> {
+    ) -> Result<Processed, BridgeError> {
         read_headers(msg, &mut env);
-        let correlated = self.correlate(source, &mut env);
-        let target = self.router.target(&env)?;
-        self.remember(&target, &mut env);
-        let encoded = self.codecs.encode(target.framework, &env, target.encoding)?;
+        if let Some(ago) = env.deadline.map(|d| crate::envelope::now_unix() - d).filter(|ago| *ago > 0.0) {
+            return Err(BridgeError::Expired { ago });
+        }
+        let now = Instant::now();
+        let absorbed = |why| Ok(Processed::Absorbed { why, also_ack: Vec::new() });
+        let mut asker = None;
+        let (correlated, wise_context) = match self.correlate(source, &mut env, now) {
+            Correlation::Receipt => return absorbed(Absorbed::Receipt { route: format!("{from}->receipt") }),
+            Correlation::Late(ask) => {
+                return absorbed(Absorbed::LateReply { route: format!("{from}->late"), ask: ask.id });
+            }
+            Correlation::Ask(ask) => {
+                let wise = ask.reply.context.clone().filter(|_| self.asker_is_native(&ask.reply));
+                apply_reply_base(&mut env, ask.reply);
+                asker = Some(ask.asker);
+                (true, wise)
+            }
+            Correlation::Token(route) => {
+                let wise = route.context.clone();
+                apply_route(&mut env, route);
+                (true, wise)
+            }
+            Correlation::None => (false, None),
+        };
+        let target = self.target(&env, asker.as_deref())?;
+        let original_context = self.fit_for(&target, &mut env, wise_context);
+        let ask = self.remember(&target, &mut env, now);
+        let mut out = self.outgoing(&env, &target, hops + 1, from.as_str(), correlated, Vec::new())?;
+        out.unmatched_reply = !correlated && env.direction == Direction::Response;
+        out.ask = ask;
+        if let Some(ctx) = original_context {
+            out.frame = out.frame.with(ORIGINAL_CONTEXT, ctx);
+        }
+        Ok(Processed::Send(out))
+    }
+
+    /// Where `env` goes; an answer to a `_reply.*` address in its asker's encoding.
+    fn target(&self, env: &Envelope, asker: Option<&str>) -> Result<Target, BridgeError> {
+        let mut target = self.router.target(env)?;
+        if target.framework == Framework::Civitas && target.encoding.is_none() {
+            target.encoding = asker.and_then(|a| self.router.proxied(a)).and_then(|p| p.encoding);
+        }
+        Ok(target)
+    }
+
+    /// The SEND frame for `env` to `target`.
+    fn outgoing(
+        &self,
+        env: &Envelope,
+        target: &Target,
+        hops: u32,
+        from: &str,
+        correlated: bool,
+        also_ack: Vec<AckRef>,
+    ) -> Result<Outgoing, BridgeError> {
+        let encoded = self.codecs.encode(target.framework, env, target.encoding)?;
         let mut frame = Frame::new(Command::Send)
             .with("destination", target.destination.clone())
             .with("persistent", "true")
-            .with(HOPS, (hops + 1).to_string())
+            .with(HOPS, hops.to_string())
             .with_body(encoded.body);
         if let Some(ct) = encoded.content_type {
             frame = frame.with("content-type", ct);
         }
-        if let Some(tp) = traceparent(&env) {
+        if let Some(tp) = traceparent(env) {
             frame = frame.with("traceparent", tp);
         }
-        Ok((frame, target.framework, correlated))
+        let route = format!("{from}->{}", target.framework);
+        Ok(Outgoing { frame, route, correlated, unmatched_reply: false, ask: None, also_ack })
+    }
+
+    /// Whether the asker of this answer is a Wise Agents agent (not proxied, not a
+    /// Civitas reply address).
+    fn asker_is_native(&self, reply: &Envelope) -> bool {
+        reply.recipient.as_deref().is_some_and(|r| {
+            self.router.proxied(r).is_none() && !r.starts_with(crate::routing::CIVITAS_REPLY_PREFIX)
+        })
+    }
+
+    /// For a Wise Agents target: a context the Wise Agents side used itself in this
+    /// conversation, or one the configuration names, or the default (the original is
+    /// returned for a header); answers in ACK contexts become ACK.
+    fn fit_for(&self, target: &Target, env: &mut Envelope, wise_context: Option<String>) -> Option<String> {
+        if target.framework != Framework::WiseAgents {
+            return None;
+        }
+        let mut original = None;
+        match wise_context {
+            Some(ctx) => env.context = Some(ctx),
+            None => {
+                let keep = env
+                    .context
+                    .as_deref()
+                    .is_none_or(|c| c == self.codecs.default_context || self.conversations.known_context(c));
+                if !keep {
+                    original = env.context.take();
+                }
+            }
+        }
+        let context = env.context.as_deref().unwrap_or(&self.codecs.default_context);
+        if env.direction == Direction::Response && self.conversations.ack_context(context) {
+            env.intent = Some(Intent::Ack);
+        }
+        original
     }
 
     /// The envelope of a message and the framework it came from; `None` for a held chunk.
@@ -136,6 +336,7 @@ impl Pipeline {
                 )))
             }
             Source::Ingress(Framework::PenguiFlow) => self.decode_penguiflow(msg),
+            Source::Ingress(Framework::Civitas) => self.decode_civitas(msg),
             Source::Ingress(fw) => {
                 let origin = Origin { direction: Direction::Request, recipient: "", content_type };
                 Ok(Some((*fw, self.codecs.decode(*fw, msg.body(), origin)?, Vec::new())))
@@ -169,89 +370,218 @@ impl Pipeline {
         }
     }
 
+    /// Civitas, where the frames of a `stream_reply()` answer are held until the answer is
+    /// whole, then become one reply (`envelope::civitas_stream`).
+    fn decode_civitas(
+        &self,
+        msg: &Message,
+    ) -> Result<Option<(Framework, Envelope, Vec<AckRef>)>, BridgeError> {
+        let encoding = Encoding::detect(msg.header("content-type"), msg.body()).ok_or_else(|| {
+            crate::envelope::EnvelopeError::invalid("body", "neither a JSON object nor a msgpack map")
+        })?;
+        let others =
+            |tokens: Vec<HeldChunk>| tokens.into_iter().map(|t| t.ack).filter(|a| *a != msg.ack).collect();
+        let mut streams = self.civitas_streams.lock().unwrap_or_else(|e| e.into_inner());
+        let (reply, acks) = match civitas_stream::classify(CivitasMessage::decode(msg.body(), encoding)?)? {
+            StreamFrame::Message(message) => (message, Vec::new()),
+            // The stream failed: its error is the answer, and the chunks so far go with it.
+            StreamFrame::Failed { stream_id, reply } => (reply, others(streams.take(&stream_id))),
+            StreamFrame::Part { chunk, template } => {
+                let held = HeldChunk {
+                    ack: msg.ack.clone(),
+                    destination: msg.destination.clone(),
+                    body: msg.frame.body.clone(),
+                };
+                match streams.feed(template, chunk, held, Instant::now()) {
+                    Ok(Fed::Pending) => return Ok(None),
+                    Ok(Fed::Complete { message, tokens }) => {
+                        (civitas_stream::reply_of(message)?, others(tokens))
+                    }
+                    Err(abandoned) => return Err(BridgeError::Stream(abandoned)),
+                }
+            }
+        };
+        Ok(Some((Framework::Civitas, civitas::to_envelope(reply)?, acks)))
+    }
+
     /// Forgets every stream being reassembled (after a reconnect the broker redelivers their
     /// chunks).
     pub fn forget_streams(&self) {
         self.streams.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.civitas_streams.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 
     /// Streams given up on for age: their chunks go to the dead-letter destination.
     pub fn expire_streams(&self, now: Instant) -> Vec<Abandoned<HeldChunk>> {
-        self.streams.lock().unwrap_or_else(|e| e.into_inner()).expire(now)
+        let mut out = self.streams.lock().unwrap_or_else(|e| e.into_inner()).expire(now);
+        out.extend(self.civitas_streams.lock().unwrap_or_else(|e| e.into_inner()).expire(now));
+        out
     }
 
-    /// Fills in a reply's route from what its request left (a token in `_tool_id`, or the
-    /// table). True when the message is a reply that was matched to its request.
-    fn correlate(&self, source: &Source, env: &mut Envelope) -> bool {
-        let now = Instant::now();
+    /// Asks whose reply timeout passed: the error answer for each, in its asker's format
+    /// (frames to publish; no consumed message to acknowledge).
+    pub fn expire_asks(&self, now: Instant) -> Vec<Outgoing> {
+        let timed_out = self.table.lock().unwrap_or_else(|e| e.into_inner()).time_out(now);
+        timed_out.into_iter().filter_map(|ask| self.error_answer(ask)).collect()
+    }
+
+    fn error_answer(&self, ask: PendingAsk) -> Option<Outgoing> {
+        let mut env = ask.reply;
+        env.sender = Some(ask.answerer.clone());
+        env.intent = Some(Intent::CannotAnswer);
+        env.content = Content::Text(format!("no answer from {} within the reply timeout", ask.answerer));
+        env.timestamp = None;
+        let target = self.target(&env, Some(&ask.asker)).ok()?;
+        let wise = env.context.clone();
+        self.fit_for(&target, &mut env, wise);
+        self.outgoing(&env, &target, 1, "timeout", true, Vec::new()).ok()
+    }
+
+    /// Asks waiting for their answer.
+    pub fn pending_asks(&self) -> usize {
+        self.table.lock().unwrap_or_else(|e| e.into_inner()).pending()
+    }
+
+    /// Finds the ask a reply answers: by the ask id it echoes (in a token, or VOX
+    /// `reply_to`), else, for a Wise Agents answer that echoes nothing, the oldest pending
+    /// ask of the (asker, answerer) pair.
+    fn correlate(&self, source: &Source, env: &mut Envelope, now: Instant) -> Correlation {
         let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
-        match source {
+        let (token, in_order) = match source {
             Source::WiseAgents { agent, direction: Direction::Response } => {
-                let from_token = env.tool_id.as_deref().and_then(ReplyRoute::from_token);
-                // The token travelled in the message; the table's copy is no longer needed.
-                let key_tool = from_token.as_ref().map_or(env.tool_id.as_deref(), |r| r.tool_id.as_deref());
-                let remembered = table.take(&CorrelationTable::reply_key(agent, key_tool), now);
-                let route = from_token.or(remembered);
-                match route {
-                    Some(route) => {
-                        env.tool_id = route.tool_id;
-                        env.in_reply_to = route.request_id;
-                        env.correlation_id = route.correlation_id;
-                        true
-                    }
-                    None => false,
-                }
+                let token = env.tool_id.as_deref().and_then(ReplyRoute::from_token);
+                (token, env.sender.clone().map(|s| (agent.clone(), s)))
             }
-            Source::Ingress(_) if env.direction == Direction::Response => {
-                let by_id =
-                    env.in_reply_to.as_deref().and_then(|id| table.take(&CorrelationTable::id_key(id), now));
-                match by_id {
-                    Some(route) => {
-                        route.apply_to(env);
-                        true
-                    }
-                    None => env.in_reply_to.is_some() || env.correlation_id.is_some(),
-                }
-            }
-            _ => false,
+            Source::WiseAgents { .. } => return Correlation::None,
+            Source::Ingress(_) => (env.correlation_id.as_deref().and_then(ReplyRoute::from_token), None),
+        };
+        if token.is_none() && env.direction != Direction::Response && !env.receipt {
+            return Correlation::None;
+        }
+        let ask_id = token.as_ref().and_then(|t| t.ask.clone()).or_else(|| env.in_reply_to.clone());
+        let found = match (&ask_id, &in_order) {
+            (Some(id), _) => table.answer_by_id(id, env.receipt, now),
+            (None, Some((asker, answerer))) => table.answer_in_order(asker, answerer, now),
+            (None, None) => None,
+        };
+        match (found, token) {
+            (_, _) if env.receipt => Correlation::Receipt,
+            (Some(Matched::Answer(ask)), _) => Correlation::Ask(ask),
+            (Some(Matched::Late(ask)), _) => Correlation::Late(ask),
+            (Some(Matched::Acknowledged(_)), _) => Correlation::Receipt,
+            (None, Some(route)) => Correlation::Token(route),
+            (None, None) => Correlation::None,
         }
     }
 
-    /// Before a request leaves: what its reply will need, carried in the message where the
-    /// target echoes it, remembered where it does not.
-    fn remember(&self, target: &Target, env: &mut Envelope) {
+    /// Before a request leaves: the ask is remembered (its answer's route, its reply
+    /// timeout), and its token travels where the target echoes it.
+    fn remember(&self, target: &Target, env: &mut Envelope, now: Instant) -> Option<String> {
         if env.direction != Direction::Request {
-            return;
+            return None;
         }
-        let now = Instant::now();
-        let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
-        match target.framework {
-            Framework::WiseAgents => {
-                let Some(requester) = env.sender.clone() else { return };
-                env.route_response_to.get_or_insert_with(|| requester.clone());
-                let id = env.id.get_or_insert_with(|| new_uuid7().to_string()).clone();
-                let route = ReplyRoute::of_request(env, &id);
-                table.insert(
-                    CorrelationTable::reply_key(&requester, env.tool_id.as_deref()),
-                    route.clone(),
-                    now,
-                );
-                if env.tool_id.is_none() {
-                    env.tool_id = Some(route.to_token());
-                }
-            }
-            Framework::Vox => {
-                let id = env
-                    .id
-                    .clone()
-                    .filter(|id| uuid::Uuid::parse_str(id).is_ok())
-                    .unwrap_or_else(|| new_uuid7().to_string());
-                env.id = Some(id.clone());
-                table.insert(CorrelationTable::id_key(&id), ReplyRoute::of_request(env, &id), now);
-            }
-            Framework::Civitas | Framework::PenguiFlow => {}
+        let asker = env.sender.clone()?;
+        let answerer = env.recipient.clone().unwrap_or_default();
+        let ask_id = new_uuid7().to_string();
+        let original_id = env.id.clone();
+        if target.framework == Framework::WiseAgents {
+            env.route_response_to.get_or_insert_with(|| asker.clone());
+        }
+        let mut route = ReplyRoute::of_request(env, original_id.as_deref().unwrap_or(&ask_id));
+        route.ask = Some(ask_id.clone());
+        route.request_id = original_id.clone();
+        let token = route.to_token();
+        let reply = reply_base(env, &asker);
+        env.id = Some(ask_id.clone());
+        env.reply_token = Some(token.clone());
+        if target.framework == Framework::WiseAgents && env.tool_id.is_none() {
+            env.tool_id = Some(token);
+        }
+        let reply_deadline = self.conversations.timeout(&asker, &answerer).map(|t| now + t);
+        let ask = PendingAsk { id: ask_id.clone(), asker, answerer, reply, reply_deadline, timed_out: false };
+        self.table.lock().unwrap_or_else(|e| e.into_inner()).insert(ask, now);
+        Some(ask_id)
+    }
+
+    /// Takes back an ask whose frame was never published (its batch was rolled back: the
+    /// broker redelivers the request, which is asked again). Without this, a stale ask would
+    /// stand first in its pair's queue and take the next plain answer.
+    pub fn forget_ask(&self, ask: &str) {
+        self.table.lock().unwrap_or_else(|e| e.into_inner()).forget(ask);
+    }
+}
+
+/// The response an ask's answer will need: addressed to the asker (its `reply_to` address
+/// if it gave one), with the ask's context, tool id, route_response_to,
+/// the asker's own message id and correlation id, trace, tenant, deadline and PenguiFlow
+/// `meta` keys.
+fn reply_base(ask: &Envelope, asker: &str) -> Envelope {
+    let extra = ask
+        .extra
+        .iter()
+        .filter(|(k, _)| k.starts_with("penguiflow.meta."))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    Envelope {
+        direction: Direction::Response,
+        recipient: Some(ask.reply_to.clone().unwrap_or_else(|| asker.to_owned())),
+        route_response_to: ask.route_response_to.clone(),
+        context: ask.context.clone(),
+        tool_id: ask.tool_id.clone().filter(|t| ReplyRoute::from_token(t).is_none()),
+        correlation_id: ask.correlation_id.clone(),
+        in_reply_to: ask.id.clone(),
+        trace_id: ask.trace_id.clone(),
+        parent_span_id: ask.span_id.clone(),
+        deadline: ask.deadline,
+        tenant: ask.tenant.clone(),
+        extra,
+        ..Envelope::default()
+    }
+}
+
+/// An answer takes from its ask's reply base what names the conversation (the base wins:
+/// the asker, its tool id, correlation id and message id; its context, route_response_to,
+/// trace, tenant and deadline when it has them) and keeps its own content and type.
+fn apply_reply_base(env: &mut Envelope, base: Envelope) {
+    env.direction = Direction::Response;
+    env.recipient = base.recipient.or(env.recipient.take());
+    env.tool_id = base.tool_id;
+    env.correlation_id = base.correlation_id;
+    env.in_reply_to = base.in_reply_to;
+    env.reply_to = None;
+    for (slot, value) in [
+        (&mut env.context, base.context),
+        (&mut env.route_response_to, base.route_response_to),
+        (&mut env.trace_id, base.trace_id),
+        (&mut env.tenant, base.tenant),
+    ] {
+        if value.is_some() {
+            *slot = value;
         }
     }
+    env.parent_span_id = base.parent_span_id.or(env.parent_span_id.take());
+    env.deadline = base.deadline.or(env.deadline);
+    env.intent = env.intent.or(Some(Intent::Response));
+    for (k, v) in base.extra {
+        env.extra.entry(k).or_insert(v);
+    }
+}
+
+/// An answer whose ask is no longer pending (a restart): what its token says.
+fn apply_route(env: &mut Envelope, route: ReplyRoute) {
+    env.direction = Direction::Response;
+    env.recipient = route.requester.or(env.recipient.take());
+    env.tool_id = route.tool_id;
+    env.correlation_id = route.correlation_id;
+    env.in_reply_to = route.request_id;
+    env.reply_to = None;
+    if route.context.is_some() {
+        env.context = route.context;
+    }
+    if route.route_response_to.is_some() {
+        env.route_response_to = route.route_response_to;
+    }
+    env.intent = env.intent.or(Some(Intent::Response));
 }
 
 fn hops(msg: &Message) -> u32 {
@@ -323,3 +653,7 @@ pub fn stream_bounds(config: &crate::config::Config) -> (usize, Duration) {
         None => (4 << 20, Duration::from_secs(60)),
     }
 }
+
+#[cfg(test)]
+#[path = "pipeline_tests.rs"]
+mod tests;

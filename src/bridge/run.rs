@@ -3,7 +3,7 @@
 
 use super::BridgeError;
 use super::engine::{Discover, Engine};
-use super::pipeline::{Pipeline, codecs, stream_bounds};
+use super::pipeline::{Conversations, Pipeline, codecs, stream_bounds};
 use super::settle::{Mode, Settler};
 use crate::config::{Config, Discovery};
 use crate::envelope::penguiflow::stream::StreamAssembler;
@@ -74,6 +74,7 @@ fn pipeline(config: &Config) -> Pipeline {
         table,
         StreamAssembler::new(max_bytes, max_wait),
     )
+    .with_conversations(Conversations::of(config))
 }
 
 /// The STOMP client settings for the configured broker.

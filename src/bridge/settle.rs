@@ -317,6 +317,7 @@ pub fn next_batch(ready: &mut VecDeque<Work>, attempts: &Attempts, max: usize) -
 pub fn route_of(outcome: &Outcome) -> &str {
     match outcome {
         Outcome::Delivered { route, .. } | Outcome::DeadLettered { route, .. } => route,
+        Outcome::Absorbed(why) => why.route(),
     }
 }
 

@@ -2,9 +2,10 @@
 //! `from_dict` (unknown keys ignored, missing ones defaulted), and its mapping onto the
 //! canonical envelope.
 
-use super::correlation::{self, ReplyRoute};
+use super::correlation::ReplyRoute;
 use super::{
-    Direction, Envelope, EnvelopeError, Intent, now_unix, payload_map, take_content, take_intent, take_text,
+    Content, Direction, Envelope, EnvelopeError, Intent, now_unix, payload_map, take_content, take_intent,
+    take_text,
 };
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
@@ -105,9 +106,24 @@ pub fn is_reserved_type(kind: &str) -> bool {
 }
 
 impl CivitasMessage {
-    /// Reads a body; a signed envelope `{"v":2,"msg":{…},"sig":{…}}` gives its `msg`
-    /// (the signature is neither checked nor carried: see docs/MAPPING.md).
+    /// Reads a body. A signed envelope `{"v":2,"msg":{…},"sig":{…}}` is refused
+    /// ([`EnvelopeError::Signed`], dead-lettered with kind `signed`): the bridge has no key
+    /// to verify it (see docs/MAPPING.md).
     pub fn decode(body: &[u8], encoding: Encoding) -> Result<Self, EnvelopeError> {
+        /// The keys of a signed envelope, read before anything else: its `sig` holds
+        /// msgpack binaries (nonce, signature) that JSON values cannot.
+        #[derive(Deserialize)]
+        struct Signed {
+            msg: Option<serde::de::IgnoredAny>,
+            sig: Option<serde::de::IgnoredAny>,
+        }
+        let signed: Option<Signed> = match encoding {
+            Encoding::Json => serde_json::from_slice(body).ok(),
+            Encoding::Msgpack => rmp_serde::from_slice(body).ok(),
+        };
+        if signed.is_some_and(|s| s.msg.is_some() && s.sig.is_some()) {
+            return Err(EnvelopeError::Signed);
+        }
         let value: Value = match encoding {
             Encoding::Json => serde_json::from_slice(body)?,
             Encoding::Msgpack => {
@@ -115,11 +131,6 @@ impl CivitasMessage {
             }
         };
         let value = match value {
-            Value::Object(mut outer)
-                if outer.contains_key("sig") && outer.get("msg").is_some_and(Value::is_object) =>
-            {
-                outer.remove("msg").unwrap_or_default()
-            }
             Value::Object(map) => Value::Object(map),
             _ => return Err(EnvelopeError::invalid("body", "a Civitas message is a map")),
         };
@@ -142,17 +153,26 @@ pub fn to_envelope(msg: CivitasMessage) -> Result<Envelope, EnvelopeError> {
     if is_reserved_type(&msg.kind) {
         return Err(EnvelopeError::ReservedType(msg.kind));
     }
-    let direction = if msg.kind == "reply" { Direction::Response } else { Direction::Request };
+    // A reply is known by its correlation (the bridge's token), whatever its type: Civitas's
+    // reply() takes the type from `payload["type"]` when there is one.
+    let bridge_reply = msg.correlation_id.as_deref().and_then(ReplyRoute::from_token).is_some();
+    let direction =
+        if msg.kind == "reply" || bridge_reply { Direction::Response } else { Direction::Request };
     let mut payload = msg.payload;
+    let error = is_error(&msg.kind, &payload);
     let intent = match take_intent(&mut payload, "message_type")? {
         Some(said) => said,
+        None if error => Some(Intent::CannotAnswer),
         None if direction == Direction::Response => Some(Intent::Response),
         None => None,
     };
     let context = take_text(&mut payload, "context_name");
     let tool_id = take_text(&mut payload, "tool_id");
     let route_response_to = take_text(&mut payload, "route_response_to");
-    let content = take_content(&mut payload);
+    let content = match payload.get("error") {
+        Some(Value::String(text)) if error && !payload.contains_key("message") => Content::Text(text.clone()),
+        _ => take_content(&mut payload),
+    };
     let mut env = Envelope {
         id: Some(msg.id),
         intent,
@@ -169,22 +189,33 @@ pub fn to_envelope(msg: CivitasMessage) -> Result<Envelope, EnvelopeError> {
         span_id: non_empty(msg.span_id),
         parent_span_id: msg.parent_span_id,
         timestamp: Some(msg.timestamp),
-        priority: Some(msg.priority),
         attempt: Some(msg.attempt),
+        // `ttl` is relative to the message's own timestamp; the envelope's deadline is absolute.
+        deadline: msg.ttl.map(|ttl| msg.timestamp + ttl),
         ..Envelope::default()
     };
+    // Civitas's priority is a lane (> 0: the system lane, run even while the agent is
+    // suspended), not a hint: it stays Civitas's own and is never given to another format.
+    if msg.priority != 0 {
+        env.extra.insert("civitas.priority".into(), msg.priority.into());
+    }
     if !matches!(msg.kind.as_str(), "message" | "reply") {
         env.extra.insert("civitas.type".into(), Value::String(msg.kind));
     }
-    msg.ttl.map(|t| env.extra.insert("civitas.ttl".into(), t.into()));
     msg.seq.map(|s| env.extra.insert("civitas.seq".into(), s.into()));
     for (key, value) in payload {
         env.extra.insert(format!("civitas.payload.{key}"), value);
     }
-    if direction == Direction::Response {
-        correlation::apply_token(&mut env);
-    }
     Ok(env)
+}
+
+/// A Civitas error answer: `payload.status == "error"` (what Civitas's own runtime sends for
+/// a failed ask) or a type naming an error (`error`, `*.error`, `*_error`).
+fn is_error(kind: &str, payload: &Map<String, Value>) -> bool {
+    payload.get("status").and_then(Value::as_str) == Some("error")
+        || kind == "error"
+        || kind.ends_with(".error")
+        || kind.ends_with("_error")
 }
 
 fn non_empty(s: String) -> Option<String> {
@@ -192,8 +223,9 @@ fn non_empty(s: String) -> Option<String> {
 }
 
 /// The Civitas message for an envelope. A request's `reply_to` is the requester's name (so
-/// Civitas's own `reply()` addresses it by name) and its `correlation_id` a token naming the
-/// request and its reply route; a response carries the correlation id it answers.
+/// Civitas's own `reply()` addresses it by name) and its `correlation_id` the bridge's
+/// reply-route token when the pipeline made one (else the envelope's own); a response
+/// carries the correlation id it answers.
 pub fn from_envelope(env: &Envelope) -> Result<CivitasMessage, EnvelopeError> {
     let kind = match (env.extra.get("civitas.type"), env.direction) {
         (Some(Value::String(kind)), _) => kind.clone(),
@@ -206,11 +238,12 @@ pub fn from_envelope(env: &Envelope) -> Result<CivitasMessage, EnvelopeError> {
     let id = new_id();
     let (correlation_id, reply_to) = match env.direction {
         Direction::Request => (
-            Some(ReplyRoute::of_request(env, &id).to_token()),
+            env.reply_token.clone().or_else(|| env.correlation_id.clone()),
             env.reply_to.clone().or_else(|| env.sender.clone()),
         ),
         Direction::Response => (env.correlation_id.clone(), None),
     };
+    let timestamp = env.timestamp.unwrap_or_else(now_unix);
     Ok(CivitasMessage {
         schema_version: 1,
         id,
@@ -220,13 +253,13 @@ pub fn from_envelope(env: &Envelope) -> Result<CivitasMessage, EnvelopeError> {
         correlation_id,
         reply_to,
         payload: payload(env),
-        timestamp: env.timestamp.unwrap_or_else(now_unix),
+        timestamp,
         trace_id: env.trace_id.clone().unwrap_or_default(),
         span_id: env.span_id.clone().unwrap_or_default(),
         parent_span_id: env.parent_span_id.clone(),
         attempt: env.attempt.unwrap_or(0),
-        priority: env.priority.unwrap_or(0),
-        ttl: env.extra.get("civitas.ttl").and_then(Value::as_f64),
+        priority: env.extra.get("civitas.priority").and_then(Value::as_i64).unwrap_or(0),
+        ttl: env.deadline.map(|deadline| (deadline - timestamp).max(0.0)),
         seq: env.extra.get("civitas.seq").and_then(Value::as_i64),
     })
 }
@@ -239,7 +272,13 @@ fn payload(env: &Envelope) -> Map<String, Value> {
         ("tool_id", env.tool_id.clone()),
         ("route_response_to", env.route_response_to.clone()),
     ];
-    payload_map(env, "civitas.payload.", &fields)
+    let mut map = payload_map(env, "civitas.payload.", &fields);
+    if env.direction == Direction::Response && env.intent == Some(Intent::CannotAnswer) {
+        // What Civitas's own runtime writes for a failed ask.
+        map.insert("status".into(), Value::String("error".into()));
+        map.insert("error".into(), Value::String(env.content.to_text()));
+    }
+    map
 }
 
 #[cfg(test)]

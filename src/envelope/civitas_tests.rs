@@ -1,7 +1,16 @@
 use super::*;
 use crate::envelope::Content;
 
+/// A request as the pipeline sends it on: with its reply-route token.
 fn request() -> Envelope {
+    let mut env = bare_request();
+    let mut route = ReplyRoute::of_request(&env, "r-1");
+    route.ask = Some("ask-1".into());
+    env.reply_token = Some(route.to_token());
+    env
+}
+
+fn bare_request() -> Envelope {
     Envelope {
         intent: Some(Intent::Query),
         sender: Some("User".into()),
@@ -25,7 +34,9 @@ fn a_request_becomes_a_message_with_the_payload_of_the_contract() {
         "context_name": "Weather", "tool_id": "call_9f2c", "route_response_to": "Boss"});
     assert_eq!(Value::Object(msg.payload.clone()), want);
     let route = ReplyRoute::from_token(msg.correlation_id.as_deref().unwrap()).unwrap();
-    assert_eq!(route.request_id.as_deref(), Some(msg.id.as_str()));
+    assert_eq!((route.request_id.as_deref(), route.ask.as_deref()), (Some("r-1"), Some("ask-1")));
+    let bare = from_envelope(&bare_request()).unwrap();
+    assert_eq!(bare.correlation_id, None, "without the pipeline, no token: the envelope's own id");
 }
 
 #[test]
@@ -51,14 +62,16 @@ fn a_reply_echoing_the_token_comes_back_with_the_requests_route() {
         payload: serde_json::from_value(serde_json::json!({"message": "sunny"})).unwrap(),
         ..CivitasMessage::decode(b"{}", Encoding::Json).unwrap()
     };
-    let env = to_envelope(reply).unwrap();
+    let mut env = to_envelope(reply).unwrap();
     assert_eq!(env.direction, Direction::Response);
     assert_eq!(env.intent, Some(Intent::Response));
+    // The pipeline fills the route in (from its pending ask, else the token).
+    crate::envelope::correlation::apply_token(&mut env);
     assert_eq!(env.recipient.as_deref(), Some("User"));
     assert_eq!(env.context.as_deref(), Some("Weather"));
     assert_eq!(env.tool_id.as_deref(), Some("call_9f2c"));
     assert_eq!(env.route_response_to.as_deref(), Some("Boss"));
-    assert_eq!(env.in_reply_to.as_deref(), Some(out.id.as_str()));
+    assert_eq!(env.in_reply_to.as_deref(), Some("r-1"));
 }
 
 #[test]
@@ -93,11 +106,48 @@ fn reserved_types_are_refused_both_ways() {
 }
 
 #[test]
-fn a_signed_envelope_gives_its_message() {
+fn a_signed_envelope_is_refused_in_json_and_in_msgpack_with_binary_nonce() {
     let body =
         br#"{"v": 2, "msg": {"sender": "S", "payload": {"message": "hi"}}, "sig": {"alg": "ed25519"}}"#;
+    assert!(matches!(CivitasMessage::decode(body, Encoding::Json), Err(EnvelopeError::Signed)));
+    // As civitas/security/signing.py writes it: msgpack, nonce and value as binaries.
+    fn bin<S: serde::Serializer>(b: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(b)
+    }
+    #[derive(serde::Serialize)]
+    struct Sig {
+        signer: &'static str,
+        alg: &'static str,
+        #[serde(serialize_with = "bin")]
+        value: [u8; 64],
+        #[serde(serialize_with = "bin")]
+        nonce: [u8; 16],
+    }
+    #[derive(serde::Serialize)]
+    struct SignedEnvelope {
+        v: i64,
+        msg: Value,
+        sig: Sig,
+    }
+    let signed = SignedEnvelope {
+        v: 2,
+        msg: serde_json::json!({"sender": "S", "payload": {"message": "hi"}}),
+        sig: Sig { signer: "S", alg: "ed25519", value: [7; 64], nonce: [1; 16] },
+    };
+    let body = rmp_serde::to_vec_named(&signed).unwrap();
+    let err = CivitasMessage::decode(&body, Encoding::Msgpack).unwrap_err();
+    assert_eq!(err.kind(), "signed", "{err}");
+}
+
+#[test]
+fn ttl_and_deadline_convert_and_priority_stays_civitas_own() {
+    let body = br#"{"payload": {"message": "t"}, "timestamp": 1000.0, "ttl": 5.0, "priority": 1}"#;
     let env = to_envelope(CivitasMessage::decode(body, Encoding::Json).unwrap()).unwrap();
-    assert_eq!((env.sender.as_deref(), env.content.to_text()), (Some("S"), "hi".to_owned()));
+    assert_eq!((env.deadline, env.priority), (Some(1005.0), None));
+    let pf = crate::envelope::penguiflow::from_envelope(&env, &Default::default());
+    assert_eq!((pf.deadline_s, pf.headers.priority), (Some(1005.0), 0), "the system lane is not a hint");
+    let back = from_envelope(&env).unwrap();
+    assert_eq!((back.ttl, back.priority), (Some(5.0), 1));
 }
 
 #[test]
@@ -110,4 +160,35 @@ fn a_payload_without_text_becomes_json_content_and_extra_keys_survive() {
         from_envelope(&to_envelope(CivitasMessage::decode(body, Encoding::Json).unwrap()).unwrap()).unwrap();
     assert_eq!(back.payload.get("units"), Some(&Value::String("C".into())));
     assert_eq!((back.ttl, back.seq), (Some(5.0), Some(3)));
+}
+
+#[test]
+fn a_reply_is_known_by_its_token_whatever_its_type_and_errors_are_cannot_answer() {
+    let out = from_envelope(&request()).unwrap();
+    let reply = |kind: &str, payload: serde_json::Value| CivitasMessage {
+        kind: kind.into(),
+        correlation_id: out.correlation_id.clone(),
+        payload: serde_json::from_value(payload).unwrap(),
+        ..CivitasMessage::decode(b"{}", Encoding::Json).unwrap()
+    };
+    // reply() takes its type from payload["type"].
+    let typed = to_envelope(reply(
+        "weather_report",
+        serde_json::json!({"type": "weather_report", "message": "sunny"}),
+    ))
+    .unwrap();
+    assert_eq!((typed.direction, typed.intent), (Direction::Response, Some(Intent::Response)));
+    let failed = to_envelope(reply(
+        "reply",
+        serde_json::json!({"status": "error", "error": "agent 'W' was terminated"}),
+    ))
+    .unwrap();
+    assert_eq!(failed.intent, Some(Intent::CannotAnswer));
+    assert_eq!(failed.content, crate::envelope::Content::Text("agent 'W' was terminated".into()));
+    let typed_error = to_envelope(reply("tool_error", serde_json::json!({"message": "boom"}))).unwrap();
+    assert_eq!(typed_error.intent, Some(Intent::CannotAnswer));
+    // And CANNOT_ANSWER is written as Civitas's own error reply.
+    let back = from_envelope(&failed).unwrap();
+    assert_eq!((back.kind.as_str(), back.payload["status"].as_str()), ("reply", Some("error")));
+    assert_eq!(back.payload["error"], "agent 'W' was terminated");
 }

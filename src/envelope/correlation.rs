@@ -12,6 +12,9 @@ const PREFIX: &str = "sab1:";
 /// Where a reply goes and what it must echo.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ReplyRoute {
+    /// The bridge's id of the ask, by which its pending entry is found.
+    #[serde(rename = "ask", default, skip_serializing_if = "Option::is_none")]
+    pub ask: Option<String>,
     #[serde(rename = "id", default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
     #[serde(rename = "from", default, skip_serializing_if = "Option::is_none")]
@@ -31,6 +34,7 @@ impl ReplyRoute {
     /// The route of a request that is being sent out with id `request_id`.
     pub fn of_request(env: &Envelope, request_id: &str) -> Self {
         ReplyRoute {
+            ask: None,
             request_id: Some(request_id.to_owned()),
             requester: env.reply_to.clone().or_else(|| env.sender.clone()),
             context: env.context.clone(),

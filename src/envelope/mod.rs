@@ -2,6 +2,7 @@
 //! per framework that maps its own format onto it. Field mappings: docs/MAPPING.md.
 
 pub mod civitas;
+pub mod civitas_stream;
 pub mod codecs;
 pub mod correlation;
 pub mod penguiflow;
@@ -142,6 +143,11 @@ pub struct Envelope {
     pub topic: Option<String>,
     pub attempt: Option<i64>,
     pub extra: BTreeMap<String, Value>,
+    /// On a request the bridge sends on: its reply-route token, written where the target
+    /// echoes it (Civitas `correlation_id`, PenguiFlow `meta.correlation_id`).
+    pub reply_token: Option<String>,
+    /// A receipt, not an answer (VOX `message_acknowledged`).
+    pub receipt: bool,
 }
 
 /// Why one message cannot be read or written. The message is dead-lettered with this as its
@@ -168,6 +174,10 @@ pub enum EnvelopeError {
     Msgpack(String),
     #[error("type {0:?} is reserved for Civitas's own control messages")]
     ReservedType(String),
+    #[error(
+        "a signed Civitas envelope (v2): the bridge has no key to verify it and passes on nothing unverified"
+    )]
+    Signed,
     #[error("stream {stream_id}: {reason}")]
     Stream { stream_id: String, reason: String },
 }
@@ -187,6 +197,7 @@ impl EnvelopeError {
             EnvelopeError::Msgpack(_) => "msgpack",
             EnvelopeError::ReservedType(_) => "reserved_type",
             EnvelopeError::Stream { .. } => "stream",
+            EnvelopeError::Signed => "signed",
         }
     }
 

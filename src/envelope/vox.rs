@@ -86,13 +86,13 @@ fn vox_type(env: &Envelope) -> String {
     if let Some(Value::String(kind)) = env.extra.get("vox.type") {
         return kind.clone();
     }
+    // The contract's four types only. A Wise Agents ACK carries an answer (phased and chat
+    // collaborations), so it is a `command_result`, never a receipt; an ALERT is a request
+    // (`details.message_type` keeps both).
     match (env.intent, env.direction) {
-        (Some(Intent::Response), _) => "command_result",
-        (Some(Intent::Ack), _) => "message_acknowledged",
         (Some(Intent::CannotAnswer), _) => "command_error",
-        (Some(Intent::Alert), _) => "alert",
+        (Some(Intent::Response), _) | (_, Direction::Response) => "command_result",
         (_, Direction::Request) => "command_request",
-        (_, Direction::Response) => "command_result",
     }
     .to_owned()
 }
@@ -139,6 +139,7 @@ pub fn to_envelope(msg: VoxMessage, opts: &VoxOptions) -> Result<Envelope, Envel
         timestamp: Some(parse_time(&msg.emitted_at)?),
         ..Envelope::default()
     };
+    env.receipt = msg.kind == "message_acknowledged";
     env.extra.insert("vox.message_source".into(), Value::String(msg.message_source));
     if !KNOWN_TYPES.contains(&msg.kind.as_str()) {
         env.extra.insert("vox.type".into(), Value::String(msg.kind));

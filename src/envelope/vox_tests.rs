@@ -30,9 +30,11 @@ fn types_follow_the_table_both_ways() {
         (None, Direction::Request, "command_request", Some(Query)),
         (Some(Human), Direction::Request, "command_request", Some(Query)),
         (Some(Response), Direction::Response, "command_result", Some(Response)),
-        (Some(Ack), Direction::Response, "message_acknowledged", Some(Ack)),
+        // A Wise Agents ACK carries an answer: a result, never a receipt.
+        (Some(Ack), Direction::Response, "command_result", Some(Response)),
         (Some(CannotAnswer), Direction::Response, "command_error", Some(CannotAnswer)),
-        (Some(Alert), Direction::Request, "alert", Some(Alert)),
+        // The contract has no `alert`: an ALERT is a request that says its type.
+        (Some(Alert), Direction::Request, "command_request", Some(Query)),
     ];
     for (intent, direction, kind, table_intent) in cases {
         let msg = from_envelope(&env(intent, direction), &opts());

@@ -55,7 +55,13 @@ pub struct Router {
     /// Agents named by a glob: the glob, and the agent with its inbox still a template.
     patterns: Vec<(String, Proxied)>,
     ingress: Vec<(String, Framework)>,
+    /// Civitas's inbox template, where a `_reply.*` address gets its answer.
+    civitas_inbox: Option<String>,
 }
+
+/// The prefix of Civitas's ephemeral reply addresses (`request()` sets `reply_to` to
+/// `_reply.<uuid7>` and waits there).
+pub const CIVITAS_REPLY_PREFIX: &str = "_reply.";
 
 impl Router {
     pub fn new(config: &Config) -> Self {
@@ -86,6 +92,7 @@ impl Router {
             proxied,
             patterns,
             ingress,
+            civitas_inbox: template(Framework::Civitas).map(|(inbox, _)| inbox),
         }
     }
 
@@ -153,6 +160,13 @@ impl Router {
         let name = env.recipient.as_deref().filter(|n| !n.is_empty()).ok_or(RouteError::NoRecipient)?;
         if let Some(p) = self.proxied(name) {
             return Ok(Target { framework: p.framework, destination: p.inbox, encoding: p.encoding });
+        }
+        if let (Some(inbox), true) = (&self.civitas_inbox, name.starts_with(CIVITAS_REPLY_PREFIX)) {
+            if !is_agent_name(name) {
+                return Err(RouteError::BadRecipient(name.to_owned()));
+            }
+            let destination = inbox.replace("{agent}", name);
+            return Ok(Target { framework: Framework::Civitas, destination, encoding: None });
         }
         if !is_agent_name(name) {
             return Err(RouteError::BadRecipient(name.to_owned()));

@@ -57,6 +57,7 @@ fn agents_named_by_a_glob_are_routed_and_their_queues_discovered() {
         protocol: crate::config::Protocol::Civitas,
         encoding: None,
         uuid: None,
+        reply_timeout_ms: None,
     });
     let r = Router::new(&config);
     assert!(r.has_patterns());

@@ -65,6 +65,7 @@ reconnect_max_ms = 1000
 request_prefix = "{req}"
 response_prefix = "{resp}"
 default_context = "default"
+contexts = ["Books"]
 
 [protocols.civitas]
 inbox = "{civ_in}"
@@ -270,6 +271,34 @@ impl WiseAgent {
         WiseAgent { child, lines }
     }
 
+    /// A Civitas, VOX or PenguiFlow agent (tests/e2e/peer_agent.py) on this test's bridge
+    /// destinations.
+    pub fn spawn_peer(broker: Broker, names: &Names, args: &[&str], env: &[(&str, &str)]) -> WiseAgent {
+        let (user, password) = broker.credentials();
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/peer_agent.py");
+        let mut command = Command::new(python());
+        command
+            .arg(script)
+            .args(args)
+            .env("STOMP_PORT", broker.port().to_string())
+            .env("STOMP_USER", user)
+            .env("STOMP_PASSWORD", password)
+            .env("STOMP_VHOST", "/")
+            .env("CIVITAS_INBOX", names.dest("civitas.in.{agent}"))
+            .env("CIVITAS_INGRESS", names.dest("civitas.ingress"))
+            .env("VOX_INBOX", names.dest("vox.in.{agent}"))
+            .env("VOX_INGRESS", names.dest("vox.ingress"))
+            .env("PF_INBOX", names.dest("penguiflow.in.{agent}"))
+            .env("PF_INGRESS", names.dest("penguiflow.ingress"))
+            .stdout(Stdio::piped());
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let mut child = command.spawn().expect("start peer_agent.py");
+        let lines = lines_of(child.stdout.take().unwrap());
+        WiseAgent { child, lines }
+    }
+
     /// Runs to completion (for `send` and `send-many`).
     pub fn run(broker: Broker, names: &Names, args: &[&str]) {
         let mut agent = Self::spawn(broker, names, args);
@@ -292,6 +321,11 @@ impl WiseAgent {
 
     pub fn wait_success(mut self) {
         assert!(self.child.wait().unwrap().success(), "wa_agent.py failed");
+    }
+
+    /// Waits for it to exit; whether it succeeded.
+    pub fn succeeded(mut self) -> bool {
+        self.child.wait().unwrap().success()
     }
 }
 

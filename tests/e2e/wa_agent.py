@@ -8,6 +8,13 @@ destination (stomp.py adds content-length), YAML bodies read with PyYAML's full 
   wa_agent.py serve AGENT N SECONDS    answer N requests on /queue/request/AGENT like a tool
                                        agent: RESPONSE to /queue/response/<_sender>, echoing
                                        _tool_id, _context_name and _route_response_to
+  wa_agent.py plain AGENT N SECONDS    answer N requests as a plain Wise Agents agent does
+                                       (core.py handle_response, default path): a new
+                                       WiseAgentMessage(message, sender, context_name) to
+                                       /queue/response/<_sender>, nothing echoed, in order
+  wa_agent.py coordinate AGENT TARGET CONTEXT SECONDS   a phased coordinator: sends one request
+                                       in CONTEXT and, like coordinator_wise_agents.py's
+                                       process_response, fails unless the answer is ACK
 
 Broker from STOMP_HOST, STOMP_PORT, STOMP_USER, STOMP_PASSWORD, and the queue prefixes from
 WA_REQUEST_PREFIX, WA_RESPONSE_PREFIX."""
@@ -102,6 +109,38 @@ def serve(agent, n, seconds):
     conn.disconnect()
 
 
+def plain(agent, n, seconds):
+    collector = Collector()
+    conn = connect(collector)
+    conn.subscribe(os.environ.get("WA_REQUEST_PREFIX", "/queue/request/") + agent, id="1", ack="auto")
+    print(json.dumps({"subscribed": agent}), flush=True)
+    deadline = time.time() + seconds
+    for _ in range(n):
+        request = read(collector.frames.get(timeout=max(0.1, deadline - time.time())))
+        print(json.dumps(request), flush=True)
+        # WiseAgentMessage(message=response_str, sender=self.name, context_name=context.name)
+        reply = {k: None for k in KEYS}
+        reply.update(_message="answer: " + request["_message"], _sender=agent,
+                     _context_name=request["_context_name"])
+        conn.send(os.environ.get("WA_RESPONSE_PREFIX", "/queue/response/") + request["_sender"], dump(reply))
+    conn.disconnect()
+
+
+def coordinate(agent, target, context, seconds):
+    collector = Collector()
+    conn = connect(collector)
+    conn.subscribe(os.environ.get("WA_RESPONSE_PREFIX", "/queue/response/") + agent, id="1", ack="auto")
+    print(json.dumps({"subscribed": agent}), flush=True)
+    request = {k: None for k in KEYS}
+    request.update(_message="what is the weather?", _sender=agent, _context_name=context)
+    conn.send(os.environ.get("WA_REQUEST_PREFIX", "/queue/request/") + target, dump(request))
+    response = read(collector.frames.get(timeout=seconds))
+    print(json.dumps(response), flush=True)
+    conn.disconnect()
+    if response["_message_type"] != "ACK":
+        raise ValueError(f"Unexpected response message_type: {response['_message_type']}")
+
+
 if __name__ == "__main__":
     mode, args = sys.argv[1], sys.argv[2:]
     if mode == "send":
@@ -112,5 +151,9 @@ if __name__ == "__main__":
         receive(args[0], int(args[1]), float(args[2]))
     elif mode == "serve":
         serve(args[0], int(args[1]), float(args[2]))
+    elif mode == "plain":
+        plain(args[0], int(args[1]), float(args[2]))
+    elif mode == "coordinate":
+        coordinate(args[0], args[1], args[2], float(args[3]))
     else:
         sys.exit(f"unknown mode {mode}")

@@ -4,7 +4,7 @@
 
 pub mod stream;
 
-use super::correlation::{self, ReplyRoute};
+use super::correlation::ReplyRoute;
 use super::{Content, Direction, Envelope, EnvelopeError, Intent, is_hex, now_unix};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -90,6 +90,10 @@ fn is_final_answer(map: &Map<String, Value>) -> bool {
         && map.get("citations").is_none_or(Value::is_array)
 }
 
+/// The texts of PenguiFlow's own budget answers (`penguiflow/core.py`: hop, deadline and
+/// token budgets), read as CANNOT_ANSWER.
+pub const BUDGET_TEXTS: [&str; 3] = ["Hop budget exhausted", "Deadline exceeded", "Token budget exhausted"];
+
 /// The `meta` keys the bridge writes, always all of them.
 pub const META_KEYS: [&str; 9] = [
     "message_id",
@@ -131,7 +135,8 @@ pub fn from_envelope(env: &Envelope, opts: &PenguiOptions) -> PenguiMessage {
         headers: Headers {
             tenant: env.tenant.clone().unwrap_or_else(|| opts.tenant.clone()),
             topic: env.context.clone().or_else(|| env.topic.clone()),
-            priority: env.priority.unwrap_or(0),
+            // A hint of PenguiFlow's own: never another format's priority (Civitas's is a lane).
+            priority: env.extra.get("penguiflow.priority").and_then(Value::as_i64).unwrap_or(0),
         },
         trace_id: env.trace_id.clone().filter(|t| is_hex(t, 32)).unwrap_or_else(new_trace_id),
         ts: env.timestamp.unwrap_or_else(now_unix),
@@ -143,7 +148,7 @@ pub fn from_envelope(env: &Envelope, opts: &PenguiOptions) -> PenguiMessage {
 fn meta(env: &Envelope) -> Map<String, Value> {
     let message_id = env.id.clone().unwrap_or_else(|| super::new_uuid7().to_string());
     let correlation_id = match env.direction {
-        Direction::Request => Some(ReplyRoute::of_request(env, &message_id).to_token()),
+        Direction::Request => env.reply_token.clone().or_else(|| env.correlation_id.clone()),
         Direction::Response => env.correlation_id.clone(),
     };
     let reply_to = match env.direction {
@@ -169,6 +174,10 @@ fn meta(env: &Envelope) -> Map<String, Value> {
     for (key, value) in META_KEYS.iter().zip(values) {
         meta.insert((*key).to_owned(), value.map_or(Value::Null, Value::String));
     }
+    if let (Direction::Response, Some(asked)) = (env.direction, &env.in_reply_to) {
+        // The link to the ask (PenguiFlow itself correlates by `trace_id`, which is kept too).
+        meta.insert("in_reply_to".into(), Value::String(asked.clone()));
+    }
     meta
 }
 
@@ -187,30 +196,42 @@ pub fn to_envelope(msg: PenguiMessage) -> Result<Envelope, EnvelopeError> {
     let (correlation_id, reply_to) = (text("correlation_id"), text("reply_to"));
     let payload = Payload::classify(&msg.payload);
     let final_answer = matches!(payload, Payload::FinalAnswer { .. });
-    let copied_meta = final_answer && reply_to.is_some() && said_type != Some(Some(Intent::Response));
+    // The bridge's own token in `meta.correlation_id` marks a message derived from the
+    // bridge's request (`message.model_copy(update={"payload": ...})` keeps `meta`): it is the
+    // answer, whatever its payload.
+    let bridge_token = correlation_id.as_deref().and_then(ReplyRoute::from_token).is_some();
+    let said_answer = matches!(said_type, Some(Some(Intent::Response | Intent::CannotAnswer)));
+    let copied_meta = bridge_token || (final_answer && reply_to.is_some() && !said_answer);
+    let budget =
+        matches!(&payload, Payload::FinalAnswer { text, .. } if BUDGET_TEXTS.contains(&text.as_str()));
     let intent = match said_type {
+        _ if budget => Some(Intent::CannotAnswer),
+        Some(said) if said_answer => said,
         _ if copied_meta => Some(Intent::Response),
         Some(said) => said,
         None => final_answer.then_some(Intent::Response),
     };
-    let is_reply = final_answer || intent == Some(Intent::Response);
+    let is_reply =
+        copied_meta || final_answer || matches!(intent, Some(Intent::Response | Intent::CannotAnswer));
     let (content, citations) = content(payload)?;
     let mut env = Envelope {
         intent,
         direction: if is_reply { Direction::Response } else { Direction::Request },
         route_response_to,
-        context: context.or_else(|| msg.headers.topic.clone()),
+        context,
         tool_id,
         correlation_id,
         content,
         trace_id: Some(msg.trace_id),
         timestamp: Some(msg.ts),
         deadline: msg.deadline_s,
-        priority: Some(msg.headers.priority),
         tenant: Some(msg.headers.tenant),
         topic: msg.headers.topic,
         ..Envelope::default()
     };
+    if msg.headers.priority != 0 {
+        env.extra.insert("penguiflow.priority".into(), msg.headers.priority.into());
+    }
     if !citations.is_empty() {
         env.extra.insert("penguiflow.citations".into(), Value::Array(citations));
     }
@@ -218,9 +239,6 @@ pub fn to_envelope(msg: PenguiMessage) -> Result<Envelope, EnvelopeError> {
         (env.sender, env.recipient, env.in_reply_to) = (recipient, reply_to, message_id);
     } else {
         (env.id, env.sender, env.recipient, env.reply_to) = (message_id, sender, recipient, reply_to);
-    }
-    if is_reply {
-        correlation::apply_token(&mut env);
     }
     for (key, value) in meta {
         env.extra.insert(format!("penguiflow.meta.{key}"), value);

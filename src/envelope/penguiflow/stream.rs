@@ -61,6 +61,19 @@ impl<T> StreamAssembler<T> {
         StreamAssembler { max_bytes, max_wait, buffered: 0, streams: HashMap::new() }
     }
 
+    /// An empty assembler with the same bounds.
+    pub fn empty_like(&self) -> Self {
+        StreamAssembler::new(self.max_bytes, self.max_wait)
+    }
+
+    /// Drops a stream (its sender ended it with an error): the tokens of its chunks.
+    pub fn take(&mut self, id: &str) -> Vec<T> {
+        let partial = self.streams.remove(id);
+        let (bytes, tokens) = partial.map_or((0, Vec::new()), |p| (p.bytes, p.tokens));
+        self.buffered -= bytes;
+        tokens
+    }
+
     /// Bytes of chunk text held now, across all streams.
     pub fn buffered_bytes(&self) -> usize {
         self.buffered

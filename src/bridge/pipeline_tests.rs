@@ -1,0 +1,426 @@
+//! The conversation rules, one message at a time through the pipeline (docs/MAPPING.md,
+//! "Conversations").
+
+use super::*;
+use crate::config::Config;
+use crate::envelope::wiseagents::WiseMessage;
+use crate::stomp::{AckRef, Frame};
+use serde_json::{Value, json};
+
+const CIV_IN: &str = "/queue/bridge.civitas";
+const VOX_IN: &str = "/queue/bridge.vox";
+const PF_IN: &str = "/queue/bridge.penguiflow";
+
+fn pipeline_with(edit: impl FnOnce(&mut Config)) -> Pipeline {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/bridge.toml");
+    let mut config = Config::load(&path).unwrap();
+    edit(&mut config);
+    let d = &config.delivery;
+    let table = CorrelationTable::new(d.correlation_capacity, Duration::from_millis(d.correlation_ttl_ms));
+    Pipeline::new(
+        codecs(&config),
+        Router::new(&config),
+        5,
+        table,
+        StreamAssembler::new(1 << 20, Duration::from_secs(60)),
+    )
+    .with_conversations(Conversations::of(&config))
+}
+
+fn pipeline() -> Pipeline {
+    pipeline_with(|_| {})
+}
+
+fn msg(destination: &str, body: impl Into<Vec<u8>>) -> Message {
+    let frame = Frame::new(Command::Message).with("destination", destination).with_body(body.into());
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let ack = AckRef { epoch: 0, subscription: "1".into(), message_id: format!("m{n}"), ack_id: None };
+    Message { ack, destination: destination.into(), frame }
+}
+
+fn wa(fields: &[(&str, &str)]) -> Vec<u8> {
+    let get = |k: &str| fields.iter().find(|(key, _)| *key == k).map(|(_, v)| (*v).to_owned());
+    WiseMessage {
+        message: get("_message").unwrap_or_default(),
+        message_type: get("_message_type").and_then(|t| Intent::from_name(&t)),
+        sender: get("_sender"),
+        tool_id: get("_tool_id"),
+        route_response_to: get("_route_response_to"),
+        context_name: get("_context_name"),
+        extra: vec![],
+    }
+    .to_yaml()
+    .into_bytes()
+}
+
+fn sent(p: &Pipeline, m: &Message) -> Outgoing {
+    match p.process(m).unwrap() {
+        Processed::Send(out) => out,
+        other => panic!("nothing sent: {other:?}"),
+    }
+}
+
+fn json_of(out: &Outgoing) -> Value {
+    serde_json::from_slice(&out.frame.body).unwrap()
+}
+
+fn wa_of(out: &Outgoing) -> WiseMessage {
+    WiseMessage::parse(&out.frame.body).unwrap()
+}
+
+fn civitas_ask(id: &str, cid: &str, reply_to: Option<&str>, text: &str) -> Vec<u8> {
+    json!({"schema_version": 1, "id": id, "type": "message", "sender": "WeatherAgent", "recipient": "Assistant",
+        "correlation_id": cid, "reply_to": reply_to, "payload": {"message": text}, "timestamp": 1.0,
+        "trace_id": "", "span_id": "", "parent_span_id": null, "attempt": 0, "priority": 0})
+    .to_string()
+    .into_bytes()
+}
+
+/// A plain Wise Agents answer (core.py's default path): a new message, nothing echoed.
+fn plain_answer(from: &str, to: &str, text: &str, context: &str) -> Message {
+    msg(
+        &format!("/queue/response/{to}"),
+        wa(&[("_message", text), ("_sender", from), ("_context_name", context)]),
+    )
+}
+
+#[test]
+fn rule1_concurrent_asks_get_their_own_answers_in_order_and_a_stray_answer_is_not_attached() {
+    let p = pipeline();
+    for (id, cid) in [("m1", "c1"), ("m2", "c2")] {
+        let out = sent(&p, &msg(CIV_IN, civitas_ask(id, cid, None, id)));
+        assert_eq!(out.frame.header("destination"), Some("/queue/request/Assistant"));
+    }
+    assert_eq!(p.pending_asks(), 2);
+    for cid in ["c1", "c2"] {
+        let out = sent(&p, &plain_answer("Assistant", "WeatherAgent", "answer", "default"));
+        let reply = json_of(&out);
+        assert!(out.correlated);
+        assert_eq!((reply["type"].as_str(), reply["correlation_id"].as_str()), (Some("reply"), Some(cid)));
+        assert_eq!(reply["recipient"], "WeatherAgent");
+    }
+    let stray = sent(&p, &plain_answer("Assistant", "WeatherAgent", "again", "default"));
+    assert!(!stray.correlated && stray.unmatched_reply, "matches nothing, counted");
+    assert_eq!(json_of(&stray)["correlation_id"], Value::Null, "never another ask's correlation");
+}
+
+#[test]
+fn rule1_an_answer_echoing_the_token_matches_its_own_ask_out_of_order() {
+    let p = pipeline();
+    let mut tools = Vec::new();
+    for (id, cid) in [("m1", "c1"), ("m2", "c2")] {
+        tools.push(wa_of(&sent(&p, &msg(CIV_IN, civitas_ask(id, cid, None, id)))).tool_id.unwrap());
+    }
+    // A tool agent that echoes _tool_id, answering the second ask first.
+    let echo = |tool: &str| {
+        msg(
+            "/queue/response/WeatherAgent",
+            wa(&[("_message", "x"), ("_sender", "Assistant"), ("_tool_id", tool)]),
+        )
+    };
+    assert_eq!(json_of(&sent(&p, &echo(&tools[1])))["correlation_id"], "c2");
+    assert_eq!(json_of(&sent(&p, &echo(&tools[0])))["correlation_id"], "c1");
+}
+
+#[test]
+fn rule2_a_civitas_reply_address_gets_the_answer() {
+    let p = pipeline();
+    let reply_to = "_reply.0193a1b2-0000-7000-8000-00000000abcd";
+    sent(&p, &msg(CIV_IN, civitas_ask("m1", "c1", Some(reply_to), "q")));
+    let out = sent(&p, &plain_answer("Assistant", "WeatherAgent", "a", "default"));
+    assert_eq!(out.frame.header("destination"), Some(format!("/queue/civitas.{reply_to}").as_str()));
+    let reply = json_of(&out);
+    assert_eq!((reply["recipient"].as_str(), reply["correlation_id"].as_str()), (Some(reply_to), Some("c1")));
+}
+
+fn vox_reply(kind: &str, asked: &Value, text: &str) -> Vec<u8> {
+    json!({"message_id": new_uuid7().to_string(), "message_source": "ops", "emitted_at": "2026-11-30T10:00:00+00:00",
+        "source": asked["target"], "target": asked["source"], "type": kind, "details": {"message": text},
+        "reply_to": asked["message_id"]})
+    .to_string()
+    .into_bytes()
+}
+
+fn wa_ask(to: &str, tool: Option<&str>, context: &str) -> Message {
+    let mut fields = vec![("_message", "do it"), ("_sender", "Assistant"), ("_context_name", context)];
+    fields.extend(tool.map(|t| ("_tool_id", t)));
+    msg(&format!("/queue/request/{to}"), wa(&fields))
+}
+
+#[test]
+fn rule3_a_vox_receipt_does_not_consume_the_ask() {
+    let p = pipeline();
+    let asked = json_of(&sent(&p, &wa_ask("Ops", Some("call_1"), "default")));
+    let receipt = p.process(&msg(VOX_IN, vox_reply("message_acknowledged", &asked, ""))).unwrap();
+    assert!(matches!(receipt, Processed::Absorbed { why: Absorbed::Receipt { .. }, .. }), "{receipt:?}");
+    assert_eq!(p.pending_asks(), 1);
+    let out = sent(&p, &msg(VOX_IN, vox_reply("command_result", &asked, "done")));
+    let answer = wa_of(&out);
+    assert_eq!(out.frame.header("destination"), Some("/queue/response/Assistant"));
+    assert_eq!((answer.message.as_str(), answer.message_type), ("done", Some(Intent::Response)));
+    assert_eq!(answer.tool_id.as_deref(), Some("call_1"));
+    let error = sent(&p, &msg(VOX_IN, vox_reply("command_error", &asked, "late error")));
+    assert!(!error.correlated, "the ask was answered once");
+}
+
+#[test]
+fn rule4_a_penguiflow_model_copy_answer_is_an_answer_whatever_its_payload() {
+    for payload in [json!("Rome, 3 days"), json!({"plan": ["a", "b"]})] {
+        let p = pipeline();
+        let asked = json_of(&sent(&p, &wa_ask("Planner", None, "default")));
+        let mut answer = asked.clone();
+        answer["payload"] = payload.clone();
+        let out = sent(&p, &msg(PF_IN, answer.to_string()));
+        assert_eq!(out.frame.header("destination"), Some("/queue/response/Assistant"), "{payload}");
+        let reply = wa_of(&out);
+        assert_eq!(reply.message_type, Some(Intent::Response));
+        assert_eq!(reply.sender.as_deref(), Some("Planner"));
+        assert_eq!(reply.tool_id, None, "the asker had no tool id: the token is not handed back");
+    }
+}
+
+#[test]
+fn rule5_a_penguiflow_ask_answered_by_wise_agents_keeps_trace_tenant_deadline_and_meta() {
+    let p = pipeline();
+    let ask = json!({"payload": "plan a trip", "headers": {"tenant": "acme", "topic": "trips", "priority": 3},
+        "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736", "ts": 1.0, "deadline_s": 4102444800.0,
+        "meta": {"message_id": "pf-1", "sender": "Planner", "recipient": "Assistant",
+            "message_type": "QUERY", "session": "s-9"}});
+    sent(&p, &msg(PF_IN, ask.to_string()));
+    let out = sent(&p, &plain_answer("Assistant", "Planner", "Rome", "default"));
+    let reply = json_of(&out);
+    assert_eq!(reply["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
+    assert_eq!(reply["headers"]["tenant"], "acme");
+    assert_eq!(reply["deadline_s"], 4102444800.0);
+    assert_eq!(reply["meta"]["session"], "s-9");
+    assert_eq!(reply["meta"]["in_reply_to"], "pf-1");
+    assert_eq!(reply["payload"]["text"], "Rome");
+    assert_eq!(reply["meta"]["recipient"], "Planner");
+}
+
+#[test]
+fn rule6_a_civitas_reply_with_a_type_in_its_payload_is_an_answer() {
+    let p = pipeline();
+    let asked = json_of(&sent(&p, &wa_ask("WeatherAgent", Some("call_7"), "Weather")));
+    let reply = json!({"type": "weather_report", "sender": "WeatherAgent", "recipient": asked["reply_to"],
+        "correlation_id": asked["correlation_id"], "payload": {"type": "weather_report", "message": "sunny"}});
+    let out = sent(&p, &msg(CIV_IN, reply.to_string()));
+    assert_eq!(out.frame.header("destination"), Some("/queue/response/Assistant"));
+    let answer = wa_of(&out);
+    assert_eq!((answer.message_type, answer.tool_id.as_deref()), (Some(Intent::Response), Some("call_7")));
+}
+
+#[test]
+fn rule7_contexts_are_never_invented() {
+    let p = pipeline_with(|c| {
+        c.wiseagents.contexts = vec!["Books".into(), "Trips.*".into()];
+        c.wiseagents.ack_contexts = vec!["Coordinator.*".into()];
+    });
+    // A PenguiFlow topic is not a context.
+    let ask = json!({"payload": "q", "headers": {"tenant": "acme", "topic": "news"},
+        "meta": {"sender": "Planner", "recipient": "Assistant"}});
+    assert_eq!(wa_of(&sent(&p, &msg(PF_IN, ask.to_string()))).context_name.as_deref(), Some("default"));
+    let ctx = |c: &str| {
+        let body = json!({"sender": "WeatherAgent", "recipient": "Assistant",
+            "payload": {"message": "q", "context_name": c}});
+        sent(&p, &msg(CIV_IN, body.to_string()))
+    };
+    assert_eq!(wa_of(&ctx("Books")).context_name.as_deref(), Some("Books"), "configured");
+    assert_eq!(wa_of(&ctx("Trips.42")).context_name.as_deref(), Some("Trips.42"), "configured glob");
+    assert_eq!(wa_of(&ctx("Coordinator.9")).context_name.as_deref(), Some("Coordinator.9"), "an ACK context");
+    let unknown = ctx("Invented");
+    assert_eq!(wa_of(&unknown).context_name.as_deref(), Some("default"));
+    assert_eq!(unknown.frame.header(ORIGINAL_CONTEXT), Some("Invented"), "the original travels in a header");
+    // The Wise Agents side's own context comes back on its answer, whatever the answer says.
+    let asked = json_of(&sent(&p, &wa_ask("WeatherAgent", None, "Coordinator.1f2e")));
+    let reply = json!({"type": "reply", "sender": "WeatherAgent", "recipient": asked["reply_to"],
+        "correlation_id": asked["correlation_id"], "payload": {"message": "a", "context_name": "Other"}});
+    assert_eq!(
+        wa_of(&sent(&p, &msg(CIV_IN, reply.to_string()))).context_name.as_deref(),
+        Some("Coordinator.1f2e")
+    );
+}
+
+#[test]
+fn rule8_answers_in_phased_contexts_are_ack_and_errors_are_cannot_answer() {
+    let p = pipeline_with(|c| c.wiseagents.ack_contexts = vec!["Coordinator.*".into()]);
+    let civitas_answer = |asked: &Value, payload: Value| {
+        json!({"type": "reply", "sender": "WeatherAgent", "recipient": asked["reply_to"],
+            "correlation_id": asked["correlation_id"], "payload": payload})
+        .to_string()
+    };
+    let asked = json_of(&sent(&p, &wa_ask("WeatherAgent", None, "Coordinator.1f2e")));
+    let ack = wa_of(&sent(&p, &msg(CIV_IN, civitas_answer(&asked, json!({"message": "sunny"})))));
+    assert_eq!(
+        (ack.message_type, ack.message.as_str()),
+        (Some(Intent::Ack), "sunny"),
+        "the ACK carries the answer"
+    );
+    let asked = json_of(&sent(&p, &wa_ask("WeatherAgent", None, "default")));
+    let error = civitas_answer(&asked, json!({"status": "error", "error": "agent was terminated"}));
+    let failed = wa_of(&sent(&p, &msg(CIV_IN, error)));
+    assert_eq!(
+        (failed.message_type, failed.message.as_str()),
+        (Some(Intent::CannotAnswer), "agent was terminated")
+    );
+    // PenguiFlow's budget answers.
+    let asked = json_of(&sent(&p, &wa_ask("Planner", None, "default")));
+    let mut budget = asked.clone();
+    budget["payload"] = json!({"text": "Hop budget exhausted", "citations": []});
+    assert_eq!(wa_of(&sent(&p, &msg(PF_IN, budget.to_string()))).message_type, Some(Intent::CannotAnswer));
+}
+
+#[test]
+fn rule11_an_unanswered_ask_gets_an_error_answer_in_the_askers_format_and_a_late_answer_is_dropped() {
+    let p = pipeline_with(|c| c.delivery.reply_timeout_ms = 1000);
+    let now = Instant::now();
+    let tool_call = wa(&[
+        ("_message", "{}"),
+        ("_sender", "Assistant"),
+        ("_tool_id", "call_3"),
+        ("_route_response_to", "User"),
+        ("_context_name", "Weather"),
+    ]);
+    sent(&p, &msg("/queue/request/WeatherAgent", tool_call));
+    sent(&p, &msg(CIV_IN, civitas_ask("m1", "c1", Some("_reply.x"), "q")));
+    let vox_id = new_uuid7().to_string();
+    let vox_ask = json!({"message_id": vox_id, "message_source": "ops", "emitted_at": "2026-11-30T10:00:00Z",
+        "source": "6a1e1b0e-2f55-4c51-8f5e-0a8c6a0f2b11", "target": "00000000-0000-0000-0000-000000000000",
+        "type": "command_request", "details": {"message": "restart", "recipient": "Assistant"}, "reply_to": null});
+    sent(&p, &msg(VOX_IN, vox_ask.to_string()));
+    let pf_ask = json!({"payload": "q", "headers": {"tenant": "acme"}, "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+        "meta": {"sender": "Planner", "recipient": "Assistant"}});
+    sent(&p, &msg(PF_IN, pf_ask.to_string()));
+    assert!(p.expire_asks(now).is_empty());
+    let outs = p.expire_asks(now + Duration::from_secs(2));
+    assert_eq!(outs.len(), 4);
+    assert_eq!(p.pending_asks(), 0);
+    let by_dest = |d: &str| outs.iter().find(|o| o.frame.header("destination") == Some(d)).unwrap();
+    let wa_err = wa_of(by_dest("/queue/response/Assistant"));
+    assert_eq!(wa_err.message_type, Some(Intent::CannotAnswer));
+    assert_eq!(
+        (wa_err.tool_id.as_deref(), wa_err.route_response_to.as_deref()),
+        (Some("call_3"), Some("User"))
+    );
+    assert_eq!(wa_err.context_name.as_deref(), Some("Weather"));
+    let civ = json_of(by_dest("/queue/civitas._reply.x"));
+    assert_eq!((civ["type"].as_str(), civ["correlation_id"].as_str()), (Some("reply"), Some("c1")));
+    assert_eq!(civ["payload"]["status"], "error");
+    let vox = json_of(by_dest("/queue/vox.Ops"));
+    assert_eq!(
+        (vox["type"].as_str(), vox["reply_to"].as_str()),
+        (Some("command_error"), Some(vox_id.as_str()))
+    );
+    let pf = json_of(by_dest("/queue/penguiflow.Planner"));
+    assert_eq!(pf["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
+    assert_eq!(pf["meta"]["message_type"], "CANNOT_ANSWER");
+    assert!(pf["payload"]["text"].is_string(), "FinalAnswer-shaped");
+    // A late answer is dropped.
+    let late = p.process(&plain_answer("Assistant", "Ops", "late", "default")).unwrap();
+    assert!(matches!(late, Processed::Absorbed { why: Absorbed::LateReply { .. }, .. }), "{late:?}");
+}
+
+#[test]
+fn rule9_a_message_expired_on_arrival_is_refused_as_expired() {
+    let p = pipeline();
+    let past = crate::envelope::now_unix() - 5.0;
+    let pf = json!({"payload": "q", "headers": {"tenant": "acme"}, "deadline_s": past,
+        "meta": {"sender": "Planner", "recipient": "Assistant"}});
+    let err = p.process(&msg(PF_IN, pf.to_string())).unwrap_err();
+    assert_eq!(err.kind(), "expired");
+    let civ = json!({"sender": "WeatherAgent", "recipient": "Assistant", "payload": {"message": "q"},
+        "timestamp": past - 10.0, "ttl": 10.0});
+    assert_eq!(p.process(&msg(CIV_IN, civ.to_string())).unwrap_err().kind(), "expired");
+    let fresh = json!({"sender": "WeatherAgent", "recipient": "Assistant", "payload": {"message": "q"},
+        "timestamp": past, "ttl": 60.0});
+    assert!(p.process(&msg(CIV_IN, fresh.to_string())).is_ok());
+}
+
+#[test]
+fn rule10_a_civitas_stream_reply_is_reassembled_into_one_answer() {
+    let p = pipeline();
+    let asked = json_of(&sent(&p, &wa_ask("WeatherAgent", Some("call_s"), "default")));
+    let frame = |kind: &str, seq: i64, payload: Value| {
+        let body = json!({"type": kind, "sender": "WeatherAgent", "recipient": asked["reply_to"],
+            "correlation_id": asked["correlation_id"], "payload": payload, "seq": seq});
+        msg(CIV_IN, body.to_string())
+    };
+    assert!(matches!(
+        p.process(&frame("civitas.stream.chunk", 1, json!({"token": "21 C"}))).unwrap(),
+        Processed::Held
+    ));
+    assert!(matches!(
+        p.process(&frame("civitas.stream.chunk", 0, json!({"token": "sunny, "}))).unwrap(),
+        Processed::Held
+    ));
+    let out = sent(&p, &frame("civitas.stream.end", 2, json!({})));
+    let answer = wa_of(&out);
+    assert_eq!((answer.message.as_str(), answer.message_type), ("sunny, 21 C", Some(Intent::Response)));
+    assert_eq!(answer.tool_id.as_deref(), Some("call_s"));
+    assert_eq!(out.also_ack.len(), 2, "the held chunks are acknowledged with it");
+    // A stream that fails: its error is the answer.
+    let asked = json_of(&sent(&p, &wa_ask("WeatherAgent", None, "default")));
+    let frame = |kind: &str, seq: i64, payload: Value| {
+        let body = json!({"type": kind, "sender": "WeatherAgent", "recipient": asked["reply_to"],
+            "correlation_id": asked["correlation_id"], "payload": payload, "seq": seq});
+        msg(CIV_IN, body.to_string())
+    };
+    assert!(matches!(
+        p.process(&frame("civitas.stream.chunk", 0, json!({"token": "sun"}))).unwrap(),
+        Processed::Held
+    ));
+    let failed = wa_of(&sent(&p, &frame("civitas.stream.error", 1, json!({"error": "model crashed"}))));
+    assert_eq!((failed.message.as_str(), failed.message_type), ("model crashed", Some(Intent::CannotAnswer)));
+}
+
+#[test]
+fn an_ask_whose_frame_was_never_published_is_taken_back() {
+    let p = pipeline();
+    let first = sent(&p, &msg(CIV_IN, civitas_ask("m1", "c1", None, "q1")));
+    sent(&p, &msg(CIV_IN, civitas_ask("m2", "c2", None, "q2")));
+    // The batch with the first ask was rolled back; the broker redelivers it.
+    p.forget_ask(first.ask.as_deref().unwrap());
+    sent(&p, &msg(CIV_IN, civitas_ask("m1", "c1", None, "q1")));
+    // The agent got q2 first, then q1 again: its answers come in that order.
+    let a = json_of(&sent(&p, &plain_answer("Assistant", "WeatherAgent", "a2", "default")));
+    let b = json_of(&sent(&p, &plain_answer("Assistant", "WeatherAgent", "a1", "default")));
+    assert_eq!((a["correlation_id"].as_str(), b["correlation_id"].as_str()), (Some("c2"), Some("c1")));
+}
+
+#[test]
+fn a_late_streamed_answer_is_dropped_with_its_chunks() {
+    let p = pipeline_with(|c| c.delivery.reply_timeout_ms = 1000);
+    let asked = json_of(&sent(&p, &wa_ask("WeatherAgent", None, "default")));
+    assert_eq!(p.expire_asks(Instant::now() + Duration::from_secs(2)).len(), 1);
+    let frame = |kind: &str, seq: i64| {
+        let body = json!({"type": kind, "sender": "WeatherAgent", "recipient": asked["reply_to"],
+            "correlation_id": asked["correlation_id"], "payload": {"token": "x"}, "seq": seq});
+        msg(CIV_IN, body.to_string())
+    };
+    assert!(matches!(p.process(&frame("civitas.stream.chunk", 0)).unwrap(), Processed::Held));
+    match p.process(&frame("civitas.stream.end", 1)).unwrap() {
+        Processed::Absorbed { why: Absorbed::LateReply { .. }, also_ack } => assert_eq!(also_ack.len(), 1),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn rule11_an_agent_overrides_the_reply_timeout() {
+    let p = pipeline_with(|c| {
+        c.delivery.reply_timeout_ms = 1000;
+        let ops = c.agents.iter_mut().find(|a| a.name == "Ops").unwrap();
+        ops.reply_timeout_ms = Some(0);
+        let planner = c.agents.iter_mut().find(|a| a.name == "Planner").unwrap();
+        planner.reply_timeout_ms = Some(5000);
+    });
+    let now = Instant::now();
+    sent(&p, &wa_ask("Ops", None, "default"));
+    sent(&p, &wa_ask("Planner", None, "default"));
+    sent(&p, &wa_ask("WeatherAgent", None, "default"));
+    let after = |s| p.expire_asks(now + Duration::from_secs(s)).len();
+    assert_eq!(after(2), 1, "the global timeout: WeatherAgent only");
+    assert_eq!(after(6), 1, "Planner's own");
+    assert_eq!(after(3600), 0, "Ops has none");
+    assert_eq!(p.pending_asks(), 1);
+}
