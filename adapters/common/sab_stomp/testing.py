@@ -3,7 +3,8 @@ with a per-test configuration (as tests/common/bridge.rs does it), and Wise Agen
 the real ones behave on the wire (stomp.py, STOMP 1.1, heart-beat 60000, ack:auto, YAML
 ``!wiseagents.WiseAgentMessage`` read with PyYAML's full Loader), as tests/e2e/wa_agent.py.
 
-Environment: ``SAB_BRIDGE_BIN`` (default ``<repo>/target/debug/stomp-agent-bridge``),
+Environment: ``SAB_BRIDGE_BIN`` (default ``$CARGO_TARGET_DIR`` or ``<repo>/target``, then
+``debug/stomp-agent-bridge``),
 ``SAB_TEST_STOMP_PORT`` / ``_LOGIN`` / ``_PASSCODE`` (default ActiveMQ on 61613, admin/admin)."""
 
 from __future__ import annotations
@@ -123,7 +124,8 @@ class BridgeProcess:
     """``stomp-agent-bridge run --config FILE``; started once it logged "bridge ready"."""
 
     def __init__(self, toml: str, tmp: Path) -> None:
-        binary = Path(os.environ.get("SAB_BRIDGE_BIN", REPO / "target/debug/stomp-agent-bridge"))
+        target = Path(os.environ.get("CARGO_TARGET_DIR", REPO / "target"))
+        binary = Path(os.environ.get("SAB_BRIDGE_BIN", target / "debug/stomp-agent-bridge"))
         assert binary.exists(), f"no bridge binary at {binary}: cargo build first"
         config = tmp / "bridge.toml"
         config.write_text(toml)
