@@ -100,7 +100,7 @@ class Link(stomp.ConnectionListener):
 
     def _connect_once(self) -> None:
         c = self.config
-        conn = stomp.Connection(
+        conn = stomp.Connection12(  # STOMP 1.2: ACK/NACK by the message's `ack` header
             [(c.host, c.port)], heartbeats=c.heartbeats, vhost=c.vhost, auto_decode=False,
             reconnect_attempts_max=1,
         )
