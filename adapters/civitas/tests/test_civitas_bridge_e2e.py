@@ -8,7 +8,7 @@ import asyncio
 import pytest
 from civitas import AgentProcess, Runtime, Supervisor
 from civitas.messages import Message
-from sab_stomp.testing import Broker, Names, WiseAgent, start_bridge
+from sab_stomp.testing import Names, WiseAgent, start_bridge
 
 from civitas_stomp import bridge_components
 
@@ -36,8 +36,8 @@ def run(coro):
 
 
 @pytest.mark.parametrize("encoding", ["json", "msgpack"])
-def test_a_wise_agents_agent_asks_a_civitas_agent_and_gets_the_reply_routed(tmp_path, encoding):
-    broker, names = Broker(), Names()
+def test_a_wise_agents_agent_asks_a_civitas_agent_and_gets_the_reply_routed(broker, tmp_path, encoding):
+    names = Names(broker)
     weather, caller = names.agent("Weather"), names.agent("LLMAgent")
     bridge = start_bridge(broker, names, [(weather, "civitas", f'encoding = "{encoding}"')], tmp_path)
     wa = WiseAgent(broker, caller)
@@ -66,8 +66,8 @@ def test_a_wise_agents_agent_asks_a_civitas_agent_and_gets_the_reply_routed(tmp_
     assert (reply["_tool_id"], reply["_context_name"], reply["_route_response_to"]) == ("call_7", "Weather", "User")
 
 
-def test_a_civitas_agent_asks_a_wise_agents_agent_with_ask_and_gets_its_answer(tmp_path):
-    broker, names = Broker(), Names()
+def test_a_civitas_agent_asks_a_wise_agents_agent_with_ask_and_gets_its_answer(broker, tmp_path):
+    names = Names(broker)
     researcher, librarian = names.agent("Researcher"), names.agent("Librarian")
     bridge = start_bridge(broker, names, [(researcher, "civitas", "")], tmp_path, wiseagents=[librarian])
     wa = WiseAgent(broker, librarian, answer=lambda req: f"found: {req['_message']}")

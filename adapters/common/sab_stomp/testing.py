@@ -32,6 +32,14 @@ class Broker:
     port: int = int(os.environ.get("SAB_TEST_STOMP_PORT", "61613"))
     login: str = os.environ.get("SAB_TEST_STOMP_LOGIN", "admin")
     passcode: str = os.environ.get("SAB_TEST_STOMP_PASSCODE", "admin")
+    request_prefix: str = "/queue/request/"
+    response_prefix: str = "/queue/response/"
+
+    @classmethod
+    def rabbitmq(cls) -> Broker:
+        """RabbitMQ's STOMP plugin as scripts/brokers.sh starts it: no `/` in queue names."""
+        return cls(port=int(os.environ.get("SAB_TEST_RABBITMQ_PORT", "61623")), login="guest", passcode="guest",
+                   request_prefix="/queue/request.", response_prefix="/queue/response.")
 
     def link(self, **overrides: Any) -> LinkConfig:
         cfg = LinkConfig(port=self.port, login=self.login, passcode=self.passcode, heartbeats=(2000, 2000))
@@ -43,8 +51,9 @@ class Broker:
 class Names:
     """Agent names and destinations no other test uses."""
 
-    def __init__(self) -> None:
+    def __init__(self, broker: Broker | None = None) -> None:
         self.uid = f"{os.getpid()}x{uuid.uuid4().hex[:8]}"
+        self.broker = broker or Broker()
 
     def agent(self, base: str) -> str:
         return f"{base}_{self.uid}"
@@ -53,10 +62,10 @@ class Names:
         return f"/queue/sab.py.{self.uid}.{what}"
 
     def request(self, agent: str) -> str:
-        return f"/queue/request/{agent}"
+        return f"{self.broker.request_prefix}{agent}"
 
     def response(self, agent: str) -> str:
-        return f"/queue/response/{agent}"
+        return f"{self.broker.response_prefix}{agent}"
 
     def inbox(self, protocol: str) -> str:
         return self.dest(f"{protocol}.in.{{agent}}")
@@ -78,8 +87,8 @@ heartbeat_ms = [2000, 2000]
 reconnect_max_ms = 1000
 
 [wiseagents]
-request_prefix = "/queue/request/"
-response_prefix = "/queue/response/"
+request_prefix = "{broker.request_prefix}"
+response_prefix = "{broker.response_prefix}"
 default_context = "default"
 agents = [{native}]
 
@@ -205,8 +214,9 @@ class WiseAgent(stomp.ConnectionListener):
         self.conn = stomp.Connection([("127.0.0.1", broker.port)], heartbeats=(60000, 60000), vhost="/")
         self.conn.set_listener("", self)
         self.conn.connect(broker.login, broker.passcode, wait=True)
-        self._subscribe(f"/queue/request/{name}", "req")
-        self._subscribe(f"/queue/response/{name}", "resp")
+        self.broker = broker
+        self._subscribe(f"{broker.request_prefix}{name}", "req")
+        self._subscribe(f"{broker.response_prefix}{name}", "resp")
 
     def _subscribe(self, destination: str, sub_id: str) -> None:
         done = threading.Event()
@@ -227,11 +237,11 @@ class WiseAgent(stomp.ConnectionListener):
         self.requests.put(message)
         if self.answer is not None:
             reply = dict(message, _message=self.answer(message), _message_type="RESPONSE", _sender=self.name)
-            self.conn.send(f"/queue/response/{message['_sender']}", wa_dump(reply))
+            self.conn.send(f"{self.broker.response_prefix}{message['_sender']}", wa_dump(reply))
 
     def send(self, to: str, text: str, **fields: Any) -> None:
         body = {"_message": text, "_sender": self.name, "_message_type": "QUERY", **fields}
-        self.conn.send(f"/queue/request/{to}", wa_dump(body))
+        self.conn.send(f"{self.broker.request_prefix}{to}", wa_dump(body))
 
     def next_response(self, secs: float = 30) -> dict[str, Any]:
         return self.responses.get(timeout=secs)

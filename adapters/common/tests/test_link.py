@@ -23,8 +23,8 @@ def send(broker: Broker, destination: str, *bodies: str) -> None:
     conn.disconnect(receipt="bye")
 
 
-def test_a_message_whose_handler_never_finished_is_redelivered_and_an_accepted_one_is_not():
-    broker, names = Broker(), Names()
+def test_a_message_whose_handler_never_finished_is_redelivered_and_an_accepted_one_is_not(broker):
+    names = Names(broker)
     queue = names.dest("link.ack")
     send(broker, queue, "first")
 
@@ -70,8 +70,8 @@ def test_a_message_whose_handler_never_finished_is_redelivered_and_an_accepted_o
     assert after == b"after", "the accepted messages were acknowledged: nothing came back before 'after'"
 
 
-def test_a_lost_connection_is_reconnected_and_the_subscription_restored():
-    broker, names = Broker(), Names()
+def test_a_lost_connection_is_reconnected_and_the_subscription_restored(broker):
+    names = Names(broker)
     queue = names.dest("link.reconnect")
 
     async def scenario():

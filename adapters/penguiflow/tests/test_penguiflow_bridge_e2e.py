@@ -11,7 +11,7 @@ from penguiflow import Node, create
 from penguiflow.bus import BusEnvelope
 from penguiflow.types import FinalAnswer, Headers, Message
 from sab_stomp import AsyncLink
-from sab_stomp.testing import Broker, Names, WiseAgent, start_bridge
+from sab_stomp.testing import Names, WiseAgent, start_bridge
 
 from penguiflow_stomp import BridgeBus, BridgeInbox, envelope_json
 
@@ -27,8 +27,8 @@ async def serve(flow, agent, broker, names, bus=None):
     return bus, inbox
 
 
-def wise_agents_asks(tmp_path, make_flow):
-    broker, names = Broker(), Names()
+def wise_agents_asks(broker, tmp_path, make_flow):
+    names = Names(broker)
     planner, caller = names.agent("Planner"), names.agent("LLMAgent")
     bridge = start_bridge(broker, names, [(planner, "penguiflow", "")], tmp_path)
     wa = WiseAgent(broker, caller)
@@ -53,7 +53,7 @@ def wise_agents_asks(tmp_path, make_flow):
         bridge.stop()
 
 
-def test_a_wise_agents_agent_asks_a_penguiflow_flow_and_its_final_answer_comes_back_routed(tmp_path):
+def test_a_wise_agents_agent_asks_a_penguiflow_flow_and_its_final_answer_comes_back_routed(broker, tmp_path):
     async def plan(msg: Message, ctx) -> Message:
         # As PenguiFlow's docs write a node: the answer is a model_copy of the request.
         return msg.model_copy(update={"payload": FinalAnswer(text=f"Plan: {msg.payload}")})
@@ -61,13 +61,13 @@ def test_a_wise_agents_agent_asks_a_penguiflow_flow_and_its_final_answer_comes_b
     def make_flow(bus):
         return create(Node(plan, name="plan").to(), message_bus=bus)
 
-    reply, planner = wise_agents_asks(tmp_path, make_flow)
+    reply, planner = wise_agents_asks(broker, tmp_path, make_flow)
     assert reply["_message"] == "Plan: 3 days in Rome"
     assert reply["_message_type"] == "RESPONSE" and reply["_sender"] == planner
     assert (reply["_tool_id"], reply["_context_name"], reply["_route_response_to"]) == ("call_9", "Trips", "User")
 
 
-def test_a_streamed_answer_comes_back_as_one_response(tmp_path):
+def test_a_streamed_answer_comes_back_as_one_response(broker, tmp_path):
     async def plan(msg: Message, ctx) -> None:
         for i, part in enumerate(["Day 1 Colosseum. ", "Day 2 Vatican. ", "Day 3 Trastevere."]):
             await ctx.emit_chunk(parent=msg, text=part, done=i == 2)
@@ -75,13 +75,13 @@ def test_a_streamed_answer_comes_back_as_one_response(tmp_path):
     def make_flow(bus):
         return create(Node(plan, name="plan").to(), message_bus=bus)
 
-    reply, _ = wise_agents_asks(tmp_path, make_flow)
+    reply, _ = wise_agents_asks(broker, tmp_path, make_flow)
     assert reply["_message"] == "Day 1 Colosseum. Day 2 Vatican. Day 3 Trastevere."
     assert (reply["_message_type"], reply["_tool_id"]) == ("RESPONSE", "call_9")
 
 
-def test_a_penguiflow_node_asks_a_wise_agents_agent_and_uses_its_answer(tmp_path):
-    broker, names = Broker(), Names()
+def test_a_penguiflow_node_asks_a_wise_agents_agent_and_uses_its_answer(broker, tmp_path):
+    names = Names(broker)
     researcher, librarian = names.agent("Researcher"), names.agent("Librarian")
     bridge = start_bridge(broker, names, [(researcher, "penguiflow", "")], tmp_path, wiseagents=[librarian])
     wa = WiseAgent(broker, librarian, answer=lambda req: f"found: {req['_message']}")
