@@ -28,6 +28,7 @@ class Researcher(AgentProcess):
     async def handle(self, message: Message) -> Message | None:
         answer = await self.ask(self.librarian, {"message": message.payload["topic"], "context_name": "Books"},
                                 timeout=30)
+        await self.send(self.librarian, {"message": "thanks", "context_name": "Books"})  # fire-and-forget
         return self.reply({"message": answer.payload["message"], "from": answer.sender})
 
 
@@ -66,7 +67,7 @@ def test_a_wise_agents_agent_asks_a_civitas_agent_and_gets_the_reply_routed(brok
     assert (reply["_tool_id"], reply["_context_name"], reply["_route_response_to"]) == ("call_7", "Weather", "User")
 
 
-def test_a_civitas_agent_asks_a_wise_agents_agent_with_ask_and_gets_its_answer(broker, tmp_path):
+def test_a_civitas_agent_asks_a_wise_agents_agent_with_ask_and_send_and_gets_its_answer(broker, tmp_path):
     names = Names(broker)
     researcher, librarian = names.agent("Researcher"), names.agent("Librarian")
     bridge = start_bridge(broker, names, [(researcher, "civitas", "")], tmp_path, wiseagents=[librarian])
@@ -88,11 +89,13 @@ def test_a_civitas_agent_asks_a_wise_agents_agent_with_ask_and_gets_its_answer(b
     try:
         answer = run(scenario())
         seen = wa.next_request(5)
+        sent = wa.next_request(10)
     finally:
         wa.close()
         bridge.stop()
     assert answer.payload == {"message": "found: dune", "from": librarian}
     assert (seen["_sender"], seen["_message"], seen["_context_name"]) == (researcher, "dune", "Books")
+    assert (sent["_sender"], sent["_message"]) == (researcher, "thanks"), "send() reaches it too"
 
 
 def test_a_name_behind_the_bridge_is_routable_and_internal_names_are_not():
