@@ -92,3 +92,25 @@ def test_a_lost_connection_is_reconnected_and_the_subscription_restored(broker):
     assert body == b"after the drop"
     assert reconnects == 1
     assert body2 == b"sent on the new connection"
+
+
+def test_heart_beats_are_negotiated_and_the_brokers_keep_arriving_while_idle(broker):
+    async def scenario():
+        link = AsyncLink(broker.link(heartbeats=(1000, 1000)), name="beats")
+        await link.start()
+        conn = link.link._conn
+        first = conn.received_heartbeat
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 10
+        while conn.received_heartbeat == first and loop.time() < deadline:
+            await asyncio.sleep(0.1)  # polling a clock the receiver thread moves, bounded
+        later = conn.received_heartbeat
+        negotiated = conn.heartbeats
+        reconnects = link.link.reconnects
+        await link.stop()
+        return first, later, negotiated, reconnects
+
+    first, later, negotiated, reconnects = run(scenario())
+    assert negotiated == (1000, 1000)
+    assert later > first, "a heart-beat (or frame) from the broker arrived while idle"
+    assert reconnects == 0
