@@ -38,6 +38,9 @@ class LinkConfig:
     receipt_timeout: float = 10.0
     reconnect_max: float = 30.0
     prefetch: int = 32
+    #: Where a message the framework refused goes, with the reason (the bridge's default
+    #: ``delivery.dead_letter``); ``None``: NACK it instead (``requeue:false``).
+    dead_letter: str | None = "/queue/bridge.dead"
 
     @classmethod
     def from_env(cls, **overrides: Any) -> LinkConfig:
@@ -48,6 +51,7 @@ class LinkConfig:
             login=env("SAB_STOMP_LOGIN"),
             passcode=env("SAB_STOMP_PASSCODE"),
             vhost=env("SAB_STOMP_VHOST", "/"),
+            dead_letter=env("SAB_STOMP_DEAD_LETTER", "/queue/bridge.dead") or None,
         )
         for k, v in overrides.items():
             setattr(cfg, k, v)
@@ -201,16 +205,17 @@ class Link(stomp.ConnectionListener):
         self._settle(frame, "ack")
 
     def nack(self, frame: Any) -> None:
-        """Refuses a message: the broker applies its dead-letter policy (ActiveMQ: DLQ)."""
-        self._settle(frame, "nack")
+        """Refuses a message without requeueing it (``requeue:false``, which RabbitMQ reads;
+        ActiveMQ moves a NACKed message to its DLQ)."""
+        self._settle(frame, "nack", requeue="false")
 
-    def _settle(self, frame: Any, how: str) -> None:
+    def _settle(self, frame: Any, how: str, **headers: str) -> None:
         conn = self._conn
         ack_id = frame.headers.get("ack") or frame.headers.get("message-id")
         if conn is None or ack_id is None or getattr(frame, "sab_generation", None) != self._generation:
             return  # it came on a connection since lost: the broker redelivers it
         try:
-            getattr(conn, how)(ack_id)
+            getattr(conn, how)(ack_id, **headers)
         except Exception as exc:  # noqa: BLE001 — lost connection: the broker redelivers
             log.warning("%s: %s failed (%s); the broker will redeliver", self.name, how, exc)
 
@@ -253,13 +258,16 @@ class Link(stomp.ConnectionListener):
 
 
 class AsyncLink:
-    """The link seen from asyncio: async handlers per subscription, acknowledged when the
-    handler returns, refused (NACK) when it raises; sends run off the event loop."""
+    """The link seen from asyncio: one async handler per subscription. A message is
+    acknowledged when its handler returned; when the handler raised, it goes to the dead-letter
+    destination with the reason (then acknowledged), or is NACKed without one; when the handler
+    failed to send (``SendFailed``: the connection is in trouble) it is left unacknowledged,
+    and the broker redelivers it on the next connection."""
 
     def __init__(self, config: LinkConfig, name: str = "sab") -> None:
         self.link = Link(config, name)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._tasks: set[asyncio.Future[Any]] = set()
+        self.dead_lettered = 0
 
     async def start(self, timeout: float = 30.0) -> None:
         self._loop = asyncio.get_running_loop()
@@ -275,20 +283,38 @@ class AsyncLink:
         link = self.link
 
         def on_message(frame: Any) -> None:
-            future = asyncio.run_coroutine_threadsafe(handler(frame), loop)
+            future = asyncio.run_coroutine_threadsafe(self._guarded(handler, frame, destination), loop)
 
             def settle(done: Any) -> None:
                 if done.cancelled():
                     return  # shutting down: not acknowledged, so redelivered
-                if done.exception() is not None:
-                    log.error("%s: message refused: %r", link.name, done.exception())
-                    link.nack(frame)
-                else:
+                error = done.exception()
+                if error is None:
                     link.ack(frame)
+                elif isinstance(error, SendFailed):
+                    log.warning("%s: %s; the message stays unacknowledged", link.name, error)
+                else:
+                    link.nack(frame)
 
             future.add_done_callback(settle)
 
         return await asyncio.to_thread(self.link.subscribe, destination, on_message, headers)
+
+    async def _guarded(self, handler: Callable[[Any], Awaitable[None]], frame: Any, source: str) -> None:
+        try:
+            await handler(frame)
+        except SendFailed:
+            raise
+        except Exception as exc:
+            dead_letter = self.link.config.dead_letter
+            log.error("%s: the framework refused a message from %s: %r", self.link.name, source, exc)
+            if dead_letter is None:
+                raise
+            reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:1024]
+            headers = {"bridge-error": reason, "bridge-error-kind": "adapter", "bridge-source": source}
+            content_type = frame.headers.get("content-type")
+            await self.send(dead_letter, frame.body, headers, content_type)
+            self.dead_lettered += 1
 
     async def unsubscribe(self, sub_id: str) -> None:
         await asyncio.to_thread(self.link.unsubscribe, sub_id)

@@ -114,3 +114,38 @@ def test_heart_beats_are_negotiated_and_the_brokers_keep_arriving_while_idle(bro
     assert negotiated == (1000, 1000)
     assert later > first, "a heart-beat (or frame) from the broker arrived while idle"
     assert reconnects == 0
+
+
+def test_a_message_the_framework_refuses_goes_to_the_dead_letter_queue_with_the_reason(broker):
+    names = Names(broker)
+    inbox, dead = names.dest("link.refuse"), names.dest("link.dead")
+    send(broker, inbox, "poison", "good")
+
+    async def scenario():
+        handled: asyncio.Queue = asyncio.Queue()
+        link = AsyncLink(broker.link(dead_letter=dead), name="refuse")
+        await link.start()
+
+        async def framework(frame):
+            if frame.body == b"poison":
+                raise ValueError("poison refused")
+            await handled.put(frame.body)
+
+        await link.subscribe(inbox, framework)
+        good = await handled.get()
+        letters: asyncio.Queue = asyncio.Queue()
+        await link.subscribe(dead, lambda f: letters.put((f.body, f.headers)))
+        letter = await letters.get()
+        await asyncio.to_thread(send, broker, inbox, "after")
+        after = await handled.get()
+        counted = link.dead_lettered
+        await link.stop()
+        return good, letter, after, counted
+
+    good, (body, headers), after, counted = run(scenario())
+    assert good == b"good"
+    assert body == b"poison"
+    assert headers["bridge-error"] == "ValueError: poison refused"
+    assert (headers["bridge-error-kind"], headers["bridge-source"]) == ("adapter", inbox)
+    assert after == b"after", "the refused message was settled, not redelivered"
+    assert counted == 1

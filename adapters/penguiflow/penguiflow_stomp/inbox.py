@@ -19,8 +19,8 @@ class BridgeInbox:
     """Feeds ``flow`` from the inbox of the agent ``agent``.
 
     Each message is validated as ``penguiflow.types.Message`` and handed to ``flow.emit``; it
-    is acknowledged when ``emit`` returned (the flow's first queue took it), refused (NACK)
-    when it is not a valid Message. Answers to this agent's own :meth:`ask` are not fed to the
+    is acknowledged when ``emit`` returned (the flow's first queue took it), dead-lettered
+    with the reason when it is not a valid Message. Answers to this agent's own :meth:`ask` are not fed to the
     flow: they complete the ask. Results the flow leaves in the Rookery are fetched and dropped
     (the bus has already sent them to the bridge), unless ``on_result`` takes them."""
 

@@ -63,8 +63,8 @@ class VoxBridge:
         await self.link.stop()
 
     async def _on_frame(self, frame: Any) -> None:
-        # Not a VOXMessage: raises, so the message is refused (NACK) and the broker's
-        # dead-letter policy applies; it never reaches the orchestrator.
+        # Not a VOXMessage: raises, so the link dead-letters it with the reason; it never
+        # reaches the orchestrator.
         message = VOXMessage.model_validate_json(frame.body)
         try:
             dispatched = self.orchestrator.dispatch_inbound_message(source=self.interface,
