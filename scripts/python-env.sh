@@ -2,18 +2,26 @@
 # Sets up the Python virtualenv the interop and end-to-end tests use (.venv at the repo root):
 # PyYAML, stomp.py, penguiflow, pydantic and msgpack from PyPI, and Civitas's own
 # messages.py / serializer.py / errors.py taken from the civitas 0.12.0 wheel (the wheel wants
-# Python >= 3.12; those modules load on 3.11). Idempotent: reruns only when this file changes.
+# Python >= 3.12; those modules load on 3.11), the whole civitas 0.12.0 package for the Civitas
+# adapter (installed past its Requires-Python: every module of it loads and runs on 3.11, see
+# docs/CIVITAS.md), and the adapters under adapters/ (editable, with pytest for their tests).
+# Idempotent: reruns only when this file or an adapter's pyproject.toml changes.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 venv=${SAB_VENV:-.venv}
 stamp="$venv/.sab-stamp"
-want=$(sha256sum "${BASH_SOURCE[0]}" | cut -d' ' -f1)
+want=$(cat "${BASH_SOURCE[0]}" adapters/*/pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then exit 0; fi
 
 echo "[python-env] creating $venv" >&2
 python3 -m venv "$venv"
 "$venv/bin/pip" install -q --disable-pip-version-check \
-  'PyYAML==6.0.2' 'stomp.py==8.1.2' 'penguiflow==3.11.0' 'pydantic>=2,<3' 'msgpack>=1.0'
+  'PyYAML==6.0.2' 'stomp.py==8.1.2' 'penguiflow==3.11.0' 'pydantic>=2,<3' 'msgpack>=1.2.1' \
+  'rich>=13' 'typer>=0.12' 'pytest>=8,<9'
+# civitas's own dependencies are the line above (msgpack, PyYAML, rich, typer).
+"$venv/bin/pip" install -q --disable-pip-version-check --no-deps --ignore-requires-python 'civitas==0.12.0'
+"$venv/bin/pip" install -q --disable-pip-version-check --no-deps \
+  -e adapters/common -e adapters/civitas -e adapters/penguiflow -e adapters/vox
 wheels=$(mktemp -d)
 "$venv/bin/pip" download -q --disable-pip-version-check --no-deps --only-binary=:all: \
   --python-version 3.12 'civitas==0.12.0' -d "$wheels"

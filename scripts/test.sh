@@ -11,5 +11,12 @@ command -v cargo-nextest >/dev/null || cargo install cargo-nextest --locked
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
 cargo nextest run --locked --lib --bins --tests "$@"
+# The framework adapters (adapters/): pytest, end to end through the bridge binary built above
+# against ActiveMQ. A failure fails the run; so does collecting no test (pytest's exit 5).
+cargo build --locked --bin stomp-agent-bridge
+status=0
+"${SAB_VENV:-.venv}/bin/python" -m pytest adapters -q -p no:cacheprovider || status=$?
+if [ "$status" -eq 5 ]; then echo "test.sh: pytest collected no adapter test" >&2; fi
+if [ "$status" -ne 0 ]; then exit "$status"; fi
 # The README's walkthrough, so that it cannot rot.
 scripts/walkthrough.sh

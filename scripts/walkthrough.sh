@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The README's five-minute walkthrough, end to end: ActiveMQ, the bridge with
 # config/bridge.toml, a Civitas agent (examples/civitas_weather_agent.py), and a Wise Agents
-# agent (examples/ask_weather.py) that asks it and prints the answer. scripts/test.sh runs it,
-# so it cannot rot. BRIDGE_BIN picks the binary (default: a debug build).
+# agent (examples/ask_weather.py) that asks it and prints the answer; then the same through the
+# adapters, to a Civitas agency, a PenguiFlow flow and a VOX agent (examples/*). scripts/test.sh
+# runs it, so it cannot rot. BRIDGE_BIN picks the binary (default: a debug build).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/brokers.sh start activemq
@@ -29,6 +30,21 @@ echo "[walkthrough] bridge ready"
 agent=$!
 .venv/bin/python examples/ask_weather.py "What is the weather in Paris?"
 kill $agent 2>/dev/null || true
+
+# The same question to agents written as each framework writes them, on the adapters
+# (docs/CIVITAS.md, docs/PENGUIFLOW.md, docs/VOX.md).
+for pair in civitas_agency.py:WeatherAgent penguiflow_planner.py:Planner vox_ops.py:Ops; do
+  script=${pair%%:*} name=${pair##*:}
+  out=$(mktemp)
+  .venv/bin/python "examples/$script" --seconds 60 >"$out" 2>&1 &
+  agent=$!
+  for _ in $(seq 1 100); do grep -q listening "$out" && break; sleep 0.2; done
+  grep -q listening "$out" || { echo "examples/$script did not start:"; cat "$out"; exit 1; }
+  .venv/bin/python examples/ask_weather.py --to "$name" "What is the plan?" | tail -n 1
+  kill $agent 2>/dev/null || true
+  wait $agent 2>/dev/null || true
+  rm -f "$out"
+done
 kill -TERM $bridge
 wait $bridge
 grep -E 'message delivered' "$log" | sed 's/^/[bridge] /'

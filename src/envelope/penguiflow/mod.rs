@@ -39,12 +39,56 @@ fn new_trace_id() -> String {
 }
 
 impl PenguiMessage {
+    /// A `Message`, bare or inside a `penguiflow.bus.BusEnvelope` (see [`BusEnvelope`]).
     pub fn decode(body: &[u8]) -> Result<Self, EnvelopeError> {
-        Ok(serde_json::from_slice(body)?)
+        let value: Value = serde_json::from_slice(body)?;
+        if BusEnvelope::is_one(&value) {
+            return serde_json::from_value::<BusEnvelope>(value)?.into_message();
+        }
+        Ok(serde_json::from_value(value)?)
     }
 
     pub fn encode(&self) -> Result<Vec<u8>, EnvelopeError> {
         Ok(serde_json::to_vec(self)?)
+    }
+}
+
+/// `penguiflow.bus.BusEnvelope{edge, source, target, trace_id, payload, headers, meta}` as
+/// JSON, what a PenguiFlow `MessageBus` adapter publishes. Recognised by its `edge` key (a
+/// `Message` has none). `edge`, `source` and `target` name nodes inside a flow, not agents,
+/// and are not read.
+#[derive(Debug, Deserialize)]
+pub struct BusEnvelope {
+    pub payload: Value,
+    #[serde(default)]
+    pub headers: Option<Headers>,
+    #[serde(default)]
+    pub trace_id: Option<String>,
+    #[serde(default)]
+    pub meta: Option<Map<String, Value>>,
+}
+
+impl BusEnvelope {
+    fn is_one(value: &Value) -> bool {
+        value.as_object().is_some_and(|map| map.contains_key("edge") && map.contains_key("payload"))
+    }
+
+    /// The message it carries: `payload` itself when it is a whole `Message` (it has
+    /// `headers`), else a `Message` made of the envelope's `payload`, `headers`, `trace_id`
+    /// and `meta` (`headers.tenant` is then required, as in PenguiFlow).
+    fn into_message(self) -> Result<PenguiMessage, EnvelopeError> {
+        if self.payload.get("headers").is_some() && self.payload.get("payload").is_some() {
+            return Ok(serde_json::from_value(self.payload)?);
+        }
+        let headers = self.headers.ok_or(EnvelopeError::MissingField("headers.tenant"))?;
+        Ok(PenguiMessage {
+            payload: self.payload,
+            headers,
+            trace_id: self.trace_id.filter(|t| !t.is_empty()).unwrap_or_else(new_trace_id),
+            ts: now_unix(),
+            deadline_s: None,
+            meta: self.meta.unwrap_or_default(),
+        })
     }
 }
 

@@ -70,3 +70,33 @@ fn a_chunk_is_refused_until_reassembled() {
     let body = br#"{"payload": {"stream_id": "s", "seq": 0, "text": "a"}, "headers": {"tenant": "t"}}"#;
     assert!(matches!(to_envelope(PenguiMessage::decode(body).unwrap()), Err(EnvelopeError::Stream { .. })));
 }
+
+#[test]
+fn a_bus_envelope_is_read_as_the_message_it_carries() {
+    let message = json!({"payload": {"text": "Rome", "citations": []}, "headers": {"tenant": "acme",
+        "topic": null, "priority": 0}, "trace_id": "995ab2f90da84424bdda4810c6221488", "ts": 1.0,
+        "deadline_s": null, "meta": {"sender": "Planner", "reply_to": "User", "message_type": "QUERY"}});
+    let bus = json!({"edge": "plan->Rookery", "source": "plan", "target": "Rookery",
+        "trace_id": message["trace_id"], "payload": message, "headers": message["headers"], "meta": message["meta"]});
+    let read = PenguiMessage::decode(bus.to_string().as_bytes()).unwrap();
+    assert_eq!(read, PenguiMessage::decode(message.to_string().as_bytes()).unwrap());
+    let env = to_envelope(read).unwrap();
+    assert_eq!((env.direction, env.content.clone()), (Direction::Response, Content::Text("Rome".into())));
+}
+
+#[test]
+fn a_bus_envelope_with_a_bare_payload_takes_headers_trace_and_meta_from_the_envelope() {
+    let bus = json!({"edge": "ask->bridge", "source": null, "target": null, "trace_id": "ab",
+        "payload": "find dune", "headers": {"tenant": "acme"}, "meta": {"recipient": "Librarian"}});
+    let read = PenguiMessage::decode(bus.to_string().as_bytes()).unwrap();
+    assert_eq!(
+        (read.payload.clone(), read.headers.tenant.as_str(), read.trace_id.as_str()),
+        (json!("find dune"), "acme", "ab")
+    );
+    assert_eq!(read.meta["recipient"], json!("Librarian"));
+    let headless = json!({"edge": "a->b", "payload": "x", "headers": null, "meta": null});
+    assert!(matches!(
+        PenguiMessage::decode(headless.to_string().as_bytes()),
+        Err(EnvelopeError::MissingField("headers.tenant"))
+    ));
+}

@@ -1,0 +1,151 @@
+"""The shared link against the real broker: a message is acknowledged only once its handler
+returned, and a lost connection is reconnected with the subscriptions restored."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import stomp
+from sab_stomp import AsyncLink
+from sab_stomp.testing import Broker, Names
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, 60))
+
+
+def send(broker: Broker, destination: str, *bodies: str) -> None:
+    conn = stomp.Connection([("127.0.0.1", broker.port)], vhost="/")
+    conn.connect(broker.login, broker.passcode, wait=True)
+    for body in bodies:
+        conn.send(destination, body, headers={"persistent": "true"})
+    conn.disconnect(receipt="bye")
+
+
+def test_a_message_whose_handler_never_finished_is_redelivered_and_an_accepted_one_is_not(broker):
+    names = Names(broker)
+    queue = names.dest("link.ack")
+    send(broker, queue, "first")
+
+    async def scenario():
+        got_first: asyncio.Queue = asyncio.Queue()
+        stuck = AsyncLink(broker.link(prefetch=1), name="stuck")
+        await stuck.start()
+
+        async def never_accepts(frame):
+            await got_first.put(frame.body)
+            await asyncio.Event().wait()
+
+        await stuck.subscribe(queue, never_accepts)
+        first = await got_first.get()
+        await stuck.stop()  # the framework never took it: no ACK
+
+        seen: asyncio.Queue = asyncio.Queue()
+        second = AsyncLink(broker.link(), name="second")
+        await second.start()
+
+        async def accepts(frame):
+            await seen.put((frame.body, frame.headers.get("redelivered")))
+
+        await second.subscribe(queue, accepts)
+        again = await seen.get()
+        await asyncio.to_thread(send, broker, queue, "marker")
+        marker = await seen.get()
+        await second.stop()
+
+        third_seen: asyncio.Queue = asyncio.Queue()
+        third = AsyncLink(broker.link(), name="third")
+        await third.start()
+        await third.subscribe(queue, lambda f: third_seen.put(f.body))
+        await asyncio.to_thread(send, broker, queue, "after")
+        after = await third_seen.get()
+        await third.stop()
+        return first, again, marker, after
+
+    first, again, marker, after = run(scenario())
+    assert first == b"first"
+    assert again == (b"first", "true"), "the unaccepted message came back, marked redelivered"
+    assert marker[0] == b"marker"
+    assert after == b"after", "the accepted messages were acknowledged: nothing came back before 'after'"
+
+
+def test_a_lost_connection_is_reconnected_and_the_subscription_restored(broker):
+    names = Names(broker)
+    queue = names.dest("link.reconnect")
+
+    async def scenario():
+        seen: asyncio.Queue = asyncio.Queue()
+        link = AsyncLink(broker.link(), name="reconnect")
+        await link.start()
+        await link.subscribe(queue, lambda f: seen.put(f.body))
+        link.link._conn.transport.socket.shutdown(socket.SHUT_RDWR)  # the network drops it
+        await asyncio.to_thread(send, broker, queue, "after the drop")
+        body = await seen.get()
+        reconnects = link.link.reconnects
+        await link.send(queue, "sent on the new connection")
+        body2 = await seen.get()
+        await link.stop()
+        return body, reconnects, body2
+
+    body, reconnects, body2 = run(scenario())
+    assert body == b"after the drop"
+    assert reconnects == 1
+    assert body2 == b"sent on the new connection"
+
+
+def test_heart_beats_are_negotiated_and_the_brokers_keep_arriving_while_idle(broker):
+    async def scenario():
+        link = AsyncLink(broker.link(heartbeats=(1000, 1000)), name="beats")
+        await link.start()
+        conn = link.link._conn
+        first = conn.received_heartbeat
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 10
+        while conn.received_heartbeat == first and loop.time() < deadline:
+            await asyncio.sleep(0.1)  # polling a clock the receiver thread moves, bounded
+        later = conn.received_heartbeat
+        negotiated = conn.heartbeats
+        reconnects = link.link.reconnects
+        await link.stop()
+        return first, later, negotiated, reconnects
+
+    first, later, negotiated, reconnects = run(scenario())
+    assert negotiated == (1000, 1000)
+    assert later > first, "a heart-beat (or frame) from the broker arrived while idle"
+    assert reconnects == 0
+
+
+def test_a_message_the_framework_refuses_goes_to_the_dead_letter_queue_with_the_reason(broker):
+    names = Names(broker)
+    inbox, dead = names.dest("link.refuse"), names.dest("link.dead")
+    send(broker, inbox, "poison", "good")
+
+    async def scenario():
+        handled: asyncio.Queue = asyncio.Queue()
+        link = AsyncLink(broker.link(dead_letter=dead), name="refuse")
+        await link.start()
+
+        async def framework(frame):
+            if frame.body == b"poison":
+                raise ValueError("poison refused")
+            await handled.put(frame.body)
+
+        await link.subscribe(inbox, framework)
+        good = await handled.get()
+        letters: asyncio.Queue = asyncio.Queue()
+        await link.subscribe(dead, lambda f: letters.put((f.body, f.headers)))
+        letter = await letters.get()
+        await asyncio.to_thread(send, broker, inbox, "after")
+        after = await handled.get()
+        counted = link.dead_lettered
+        await link.stop()
+        return good, letter, after, counted
+
+    good, (body, headers), after, counted = run(scenario())
+    assert good == b"good"
+    assert body == b"poison"
+    assert headers["bridge-error"] == "ValueError: poison refused"
+    assert (headers["bridge-error-kind"], headers["bridge-source"]) == ("adapter", inbox)
+    assert after == b"after", "the refused message was settled, not redelivered"
+    assert counted == 1
