@@ -266,3 +266,104 @@ async fn with_exclusive_consumers_one_instance_is_active_and_a_standby_takes_ove
     let count = |l: &str| l.rsplit(' ').next().and_then(|n| n.parse::<u64>().ok()).unwrap_or(0);
     standby.wait_metric(|l| is_delivered(l) && count(l) >= 20, 10);
 }
+
+/// The livelock of issue #8: with a backlog on every subscribed queue and a prefetch per
+/// subscription the client cannot buffer, receipts waited behind unread messages and the
+/// bridge could not even start. Now it starts and drains every queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backlog_on_every_queue_at_once_is_drained_from_the_start() {
+    const EACH: usize = 1000;
+    let names = Names::new(BROKER);
+    let agents: Vec<String> = (0..4).map(|i| names.agent(&format!("Busy{i}"))).collect();
+    let port = free_port();
+    let specs: Vec<(&str, &str, &str)> = agents.iter().map(|a| (a.as_str(), "civitas", "")).collect();
+    // 256 per subscription as config/bridge.toml once had, eleven subscriptions.
+    let toml = config_toml(BROKER, &names, &specs, port).replace("in_flight = 64", "in_flight = 2816");
+    for agent in &agents {
+        WiseAgent::run(
+            BROKER,
+            &names,
+            &["send-many", &names.request(agent), &EACH.to_string(), "--persistent"],
+        );
+    }
+    let mut inboxes = Vec::new();
+    for agent in &agents {
+        inboxes.push(consume(&names.dest(&format!("civitas.in.{agent}"))).await);
+    }
+    let bridge = BridgeProcess::start(&toml, port, &names.uid);
+    for (_client, inbox) in &mut inboxes {
+        let (distinct, _) = count_until_all(inbox, EACH, |_| {}).await;
+        assert_eq!(distinct, EACH);
+    }
+    assert_eq!(bridge.http_get("/readyz").0, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_with_messages_in_flight_settles_them_and_loses_none() {
+    const N: usize = 3000;
+    let (names, civ, bridge) = start_bridge();
+    let config = bridge.config.clone();
+    let (_c, mut inbox) = consume(&names.dest(&format!("civitas.in.{civ}"))).await;
+    let sender = WiseAgent::spawn(BROKER, &names, &["send-many", &names.request(&civ), &N.to_string()]);
+    let mut bridge = Some(bridge);
+    let mut status = None;
+    let (distinct, deliveries) = count_until_all(&mut inbox, N, |seen| {
+        if seen == N / 4 {
+            status = Some(bridge.take().expect("once").terminate(20));
+            bridge = Some(BridgeProcess::start_with(config.clone(), free_port()));
+        }
+    })
+    .await;
+    sender.wait_success();
+    assert!(status.expect("terminated").success(), "SIGTERM ends the bridge with exit code 0");
+    assert_eq!(distinct, N);
+    // Transactions make the SENDs and ACKs of a batch atomic: a clean stop republishes nothing.
+    assert_eq!(deliveries, N, "no duplicates after SIGTERM on ActiveMQ");
+}
+
+/// A stream completed by a message whose translation then fails: every chunk is dead-lettered
+/// with the reason (they used to be dropped, neither acknowledged nor redelivered).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_that_fails_once_complete_is_dead_lettered_chunk_by_chunk() {
+    let names = Names::new(BROKER);
+    let planner = names.agent("Planner");
+    let port = free_port();
+    let bridge = BridgeProcess::start(
+        &config_toml(BROKER, &names, &[(&planner, "penguiflow", "")], port),
+        port,
+        &names.uid,
+    );
+    let (_d, mut dead) = consume(&names.dest("dead")).await;
+    let (client, _events) = BROKER.connect().await;
+    for seq in 0..3 {
+        // No meta.recipient: nothing says where the whole answer goes.
+        let body = serde_json::json!({
+            "payload": {"stream_id": format!("s-{}", names.uid), "seq": seq, "text": format!("part {seq} "),
+                        "done": seq == 2, "meta": {}},
+            "headers": {"tenant": "acme", "topic": null, "priority": 0},
+            "trace_id": "995ab2f90da84424bdda4810c6221488", "ts": 1796007855.49, "deadline_s": null,
+            "meta": {"sender": planner}
+        });
+        let frame = Frame::new(Command::Send)
+            .with("destination", names.dest("penguiflow.ingress"))
+            .with("content-type", "application/json")
+            .with_body(body.to_string());
+        client.send_confirmed(frame).await.unwrap();
+    }
+    let mut seqs = BTreeSet::new();
+    for _ in 0..3 {
+        let m = next_message(&mut dead, 20).await;
+        assert_eq!(m.header("bridge-error-kind"), Some("no_recipient"), "{:?}", m.frame.headers);
+        let v: serde_json::Value = serde_json::from_slice(m.body()).unwrap();
+        seqs.insert(v["payload"]["seq"].as_u64().unwrap());
+    }
+    assert_eq!(seqs, BTreeSet::from([0, 1, 2]), "every chunk, unchanged");
+    let line =
+        bridge.wait_metric(|l| l.starts_with("bridge_dead_letters_total{kind=\"no_recipient\"} 3"), 10);
+    assert!(!line.is_empty());
+    let (_, metrics) = bridge.http_get("/metrics");
+    assert!(
+        metrics.contains("bridge_unsettled_total 0") && metrics.contains("bridge_in_flight 0"),
+        "{metrics}"
+    );
+}

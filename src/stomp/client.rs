@@ -355,6 +355,9 @@ impl EventLoop {
                 End::Lost(err) => err,
             };
             warn!(broker = %self.config.url, error = %err, "STOMP connection lost; reconnecting");
+            // Closed now, not when the next connection replaces it: the broker rolls back what
+            // was open on it and redelivers its unacknowledged messages at once.
+            drop(conn);
             self.session.disconnected(&err);
             // Messages already read are still handed over: with `ack:auto` the broker counts
             // them as consumed, so dropping them would lose them. Their acks fail as stale.

@@ -1,0 +1,220 @@
+//! Every consumed message ends settled, path by path, against a fake STOMP broker that
+//! misbehaves on cue (a COMMIT never confirmed, a SEND refused with an ERROR) while the real
+//! delivery engine runs in-process. Real-broker paths are in tests/bridge_delivery.rs.
+
+use futures_util::{SinkExt, StreamExt};
+use std::sync::Arc;
+use std::time::Duration;
+use stomp_agent_bridge::config::Config;
+use stomp_agent_bridge::stomp::codec::Inbound;
+use stomp_agent_bridge::stomp::{Command, Frame, Limits, StompCodec};
+use stomp_agent_bridge::telemetry::Metrics;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::time::timeout;
+use tokio_util::codec::Framed;
+use tokio_util::sync::CancellationToken;
+
+const REQUEST: &str = "/queue/request/Weather";
+const DEAD: &str = "/queue/fake.dead";
+
+/// One connection of the fake broker, seen from the broker's side.
+struct Conn(Framed<TcpStream, StompCodec>);
+
+impl Conn {
+    async fn accept(listener: &TcpListener) -> Conn {
+        let (stream, _) =
+            timeout(Duration::from_secs(10), listener.accept()).await.expect("the bridge connects").unwrap();
+        let mut conn = Conn(Framed::new(stream, StompCodec::new(Limits::default())));
+        let connect = conn.next().await.expect("CONNECT");
+        assert!(matches!(connect.command, Command::Connect | Command::Stomp), "{connect:?}");
+        conn.send(Frame::new(Command::Connected).with("version", "1.2").with("heart-beat", "0,0")).await;
+        conn
+    }
+
+    /// The next frame the bridge sends (heart-beats skipped); `None` once it closed.
+    async fn next(&mut self) -> Option<Frame> {
+        loop {
+            match timeout(Duration::from_secs(10), self.0.next()).await.expect("the bridge went silent") {
+                Some(Ok(Inbound::Frame(f))) => return Some(f),
+                Some(Ok(Inbound::Heartbeat)) => continue,
+                Some(Err(_)) | None => return None,
+            }
+        }
+    }
+
+    async fn expect(&mut self, command: Command) -> Frame {
+        let f = self.next().await.unwrap_or_else(|| panic!("closed while {command:?} was expected"));
+        assert_eq!(f.command, command, "{f:?}");
+        f
+    }
+
+    async fn send(&mut self, frame: Frame) {
+        self.0.send(frame).await.expect("write to the bridge");
+    }
+
+    async fn receipt(&mut self, of: &Frame) {
+        let id = of.header("receipt").expect("a receipt was asked for").to_owned();
+        self.send(Frame::new(Command::Receipt).with("receipt-id", id)).await;
+    }
+
+    /// Confirms the bridge's SUBSCRIBEs (there are three: ingress, request, response) and
+    /// returns the subscription id of the request queue.
+    async fn subscriptions(&mut self) -> String {
+        let mut request = None;
+        for _ in 0..3 {
+            let sub = self.expect(Command::Subscribe).await;
+            if sub.header("destination") == Some(REQUEST) {
+                request = sub.header("id").map(str::to_owned);
+            }
+            if sub.header("receipt").is_some() {
+                self.receipt(&sub).await;
+            }
+        }
+        request.expect("the request queue is subscribed")
+    }
+
+    /// Delivers the one request the tests use.
+    async fn deliver(&mut self, subscription: &str, ack: &str) {
+        let body = "!wiseagents.WiseAgentMessage\n_context_name: default\n_message: Weather in Paris?\n\
+                    _message_type: QUERY\n_route_response_to: Asker\n_sender: Asker\n_tool_id: call_1\n";
+        let msg = Frame::new(Command::Message)
+            .with("subscription", subscription)
+            .with("message-id", "ID:fake-1")
+            .with("ack", ack)
+            .with("destination", REQUEST)
+            .with_body(body);
+        self.send(msg).await;
+    }
+}
+
+fn config(port: u16) -> Config {
+    let toml = format!(
+        "[broker]\nurl = \"stomp://127.0.0.1:{port}\"\nheartbeat_ms = [0, 0]\nreconnect_max_ms = 200\n\n\
+         [protocols.civitas]\ninbox = \"/queue/fake.civ.{{agent}}\"\ningress = \"/queue/fake.civ.ingress\"\n\n\
+         [[agents]]\nname = \"Weather\"\nprotocol = \"civitas\"\n\n\
+         [delivery]\ndead_letter = \"{DEAD}\"\nreceipt_timeout_ms = 400\nmax_attempts = 2\nmode = \"transaction\"\n\n\
+         [http]\nlisten = \"\"\n"
+    );
+    let dir = std::env::temp_dir().join(format!("sab-settle-{}-{port}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bridge.toml");
+    std::fs::write(&path, toml).unwrap();
+    Config::load(&path).unwrap()
+}
+
+async fn start() -> (TcpListener, Arc<Metrics>, CancellationToken, tokio::task::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let config = config(listener.local_addr().unwrap().port());
+    let metrics = Arc::new(Metrics::default());
+    let shutdown = CancellationToken::new();
+    let (m, s) = (metrics.clone(), shutdown.clone());
+    let bridge = tokio::spawn(async move {
+        stomp_agent_bridge::bridge::run(config, m, s).await.expect("the bridge runs");
+    });
+    (listener, metrics, shutdown, bridge)
+}
+
+/// The bridge's transaction for one message: BEGIN, the SEND (the receipt barrier), then the
+/// ACK and the COMMIT. Returns (SEND, ACK, COMMIT).
+async fn transaction(conn: &mut Conn, confirm_send: bool) -> (Frame, Option<(Frame, Frame)>) {
+    let begin = conn.expect(Command::Begin).await;
+    let tx = begin.header("transaction").expect("a transaction id").to_owned();
+    let send = conn.expect(Command::Send).await;
+    assert_eq!(send.header("transaction"), Some(tx.as_str()));
+    if !confirm_send {
+        return (send, None);
+    }
+    conn.receipt(&send).await;
+    let ack = conn.expect(Command::Ack).await;
+    assert_eq!(ack.header("transaction"), Some(tx.as_str()), "the ACK is part of the transaction");
+    let commit = conn.expect(Command::Commit).await;
+    assert_eq!(commit.header("transaction"), Some(tx.as_str()));
+    (send, Some((ack, commit)))
+}
+
+async fn stop(mut conn: Conn, shutdown: CancellationToken, bridge: tokio::task::JoinHandle<()>) {
+    shutdown.cancel();
+    while let Some(f) = conn.next().await {
+        if f.command == Command::Disconnect || f.command == Command::Unsubscribe {
+            conn.receipt(&f).await;
+        }
+        if f.command == Command::Disconnect {
+            break;
+        }
+    }
+    timeout(Duration::from_secs(10), bridge).await.expect("the bridge stops").unwrap();
+}
+
+#[tokio::test]
+async fn a_commit_never_confirmed_resets_the_connection_and_the_redelivery_is_settled() {
+    let (listener, metrics, shutdown, bridge) = start().await;
+
+    let mut first = Conn::accept(&listener).await;
+    let sub = first.subscriptions().await;
+    first.deliver(&sub, "ack-1").await;
+    let (send, committed) = transaction(&mut first, true).await;
+    assert_eq!(send.header("destination"), Some("/queue/fake.civ.Weather"));
+    let (_, commit) = committed.unwrap();
+    // No RECEIPT for the COMMIT: the bridge must not leave the message unacknowledged on a
+    // live connection. It gives it back by closing the connection.
+    assert!(commit.header("receipt").is_some());
+    while first.next().await.is_some() {}
+
+    let mut second = Conn::accept(&listener).await;
+    let sub = second.subscriptions().await;
+    second.deliver(&sub, "ack-2").await;
+    let (_, committed) = transaction(&mut second, true).await;
+    let (ack, commit) = committed.unwrap();
+    assert_eq!(ack.header("id"), Some("ack-2"), "the redelivery is what is acknowledged");
+    second.receipt(&commit).await;
+
+    let metrics_text =
+        wait_for(&metrics, "bridge_messages_total{route=\"wiseagents->civitas\",outcome=\"delivered\"} 1")
+            .await;
+    assert!(metrics_text.contains("bridge_batch_failures_total 1"), "{metrics_text}");
+    assert!(metrics_text.contains("bridge_unsettled_total 0"), "{metrics_text}");
+    stop(second, shutdown, bridge).await;
+}
+
+#[tokio::test]
+async fn a_send_the_broker_refuses_is_tried_alone_then_dead_lettered_with_the_broker_reason() {
+    let (listener, metrics, shutdown, bridge) = start().await;
+    // max_attempts = 2: two refusals, each ending its connection (as STOMP says an ERROR does).
+    for attempt in 1..=2 {
+        let mut conn = Conn::accept(&listener).await;
+        let sub = conn.subscriptions().await;
+        conn.deliver(&sub, &format!("ack-{attempt}")).await;
+        let (send, _) = transaction(&mut conn, false).await;
+        let error = Frame::new(Command::Error)
+            .with("message", "Not authorized to write to queue://fake.civ.Weather")
+            .with("receipt-id", send.header("receipt").expect("the barrier receipt"));
+        conn.send(error).await;
+        while conn.next().await.is_some() {}
+    }
+    let mut conn = Conn::accept(&listener).await;
+    let sub = conn.subscriptions().await;
+    conn.deliver(&sub, "ack-3").await;
+    let (send, committed) = transaction(&mut conn, true).await;
+    assert_eq!(send.header("destination"), Some(DEAD), "the third time it is dead-lettered");
+    assert_eq!(send.header("bridge-error-kind"), Some("broker"));
+    let reason = send.header("bridge-error").unwrap_or_default();
+    assert!(reason.contains("Not authorized") && reason.contains("2 times"), "{reason}");
+    assert!(String::from_utf8_lossy(&send.body).contains("Weather in Paris?"), "the body is unchanged");
+    let (ack, commit) = committed.unwrap();
+    assert_eq!(ack.header("id"), Some("ack-3"));
+    conn.receipt(&commit).await;
+    wait_for(&metrics, "bridge_dead_letters_total{kind=\"broker\"} 1").await;
+    stop(conn, shutdown, bridge).await;
+}
+
+/// Waits until the metrics text contains `needle` (counters move once the broker confirmed).
+async fn wait_for(metrics: &Metrics, needle: &str) -> String {
+    for _ in 0..500 {
+        let text = metrics.render();
+        if text.contains(needle) {
+            return text;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("no {needle:?} in:\n{}", metrics.render());
+}
