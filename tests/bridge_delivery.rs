@@ -277,8 +277,9 @@ async fn a_backlog_on_every_queue_at_once_is_drained_from_the_start() {
     let agents: Vec<String> = (0..4).map(|i| names.agent(&format!("Busy{i}"))).collect();
     let port = free_port();
     let specs: Vec<(&str, &str, &str)> = agents.iter().map(|a| (a.as_str(), "civitas", "")).collect();
-    // 256 per subscription as config/bridge.toml once had, eleven subscriptions.
-    let toml = config_toml(BROKER, &names, &specs, port).replace("in_flight = 64", "in_flight = 2816");
+    // config/bridge.toml's old budget: the client buffered 256 + 64 messages while the broker
+    // could push 256 to each subscription, so receipts waited behind unread messages.
+    let toml = config_toml(BROKER, &names, &specs, port).replace("in_flight = 64", "in_flight = 256");
     for agent in &agents {
         WiseAgent::run(
             BROKER,
