@@ -309,7 +309,7 @@ const fn default_batch_max() -> usize {
     256
 }
 const fn default_batches_in_flight() -> usize {
-    4
+    2
 }
 const fn default_delivery_mode() -> DeliveryMode {
     DeliveryMode::Auto

@@ -216,7 +216,9 @@ async fn run_path(
     (n as f64 / secs, received.latencies)
 }
 
-/// The idle forwarder: the bridge's settlement engine moving bytes from `from` to `to`.
+/// The idle forwarder: the bridge's settlement engine moving bytes from `from` to `to`, with
+/// the prefetch the bridge's busy subscription gets in the configuration `Bridge` writes (the
+/// default `in_flight` shared by three subscriptions).
 async fn forward(
     broker: Broker,
     from: String,
@@ -225,9 +227,10 @@ async fn forward(
     stop: tokio::sync::oneshot::Receiver<()>,
 ) {
     let (client, mut events) = connect(broker).await;
+    let prefetch = (stomp_agent_bridge::config::DeliveryConfig::default().in_flight / 3).to_string();
     let sub = Subscription::new(&from, AckMode::ClientIndividual)
-        .with("activemq.prefetchSize", "1024")
-        .with("prefetch-count", "1024");
+        .with("activemq.prefetchSize", prefetch.as_str())
+        .with("prefetch-count", prefetch.as_str());
     client.subscribe(sub).await.expect("subscribe");
     let _ = subscribed.send(());
     let mode = Mode::choose(DeliveryMode::Auto, client.server());
@@ -236,10 +239,18 @@ async fn forward(
     let mut ready = VecDeque::new();
     let mut batches = FuturesUnordered::new();
     let attempts = Attempts::default();
+    // The bridge's own settings (and the same environment overrides), so that the forwarder
+    // is the bridge with nothing to translate.
+    let defaults = stomp_agent_bridge::config::DeliveryConfig::default();
+    let setting = |key: &str, default: usize| {
+        std::env::var(format!("BRIDGE__DELIVERY__{key}")).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    };
+    let window = setting("BATCHES_IN_FLIGHT", defaults.batches_in_flight);
+    let batch_max = setting("BATCH_MAX", defaults.batch_max);
     tokio::pin!(stop);
     loop {
-        while batches.len() < 4 && !ready.is_empty() {
-            let batch = next_batch(&mut ready, &attempts, 256);
+        while batches.len() < window && !ready.is_empty() {
+            let batch = next_batch(&mut ready, &attempts, batch_max);
             batches.push(settler.start(batch).await);
         }
         tokio::select! {
@@ -275,7 +286,7 @@ impl Bridge {
              [wiseagents]\nrequest_prefix = \"{req}\"\nresponse_prefix = \"{resp}\"\n\n\
              [protocols.civitas]\ninbox = \"{inbox}\"\ningress = \"{ingress}\"\n\n\
              [[agents]]\nname = \"{agent}\"\nprotocol = \"civitas\"\n\n\
-             [delivery]\ndead_letter = \"/queue/{}\"\n\n[http]\nlisten = \"\"\n\n[log]\nformat = \"json\"\nlevel = \"info\"\n",
+             [delivery]\ndead_letter = \"/queue/{}\"\\n[http]\nlisten = \"\"\n\n[log]\nformat = \"json\"\nlevel = \"info\"\n",
             broker.url(),
             unique("dead")
         );
