@@ -286,7 +286,7 @@ impl Bridge {
              [wiseagents]\nrequest_prefix = \"{req}\"\nresponse_prefix = \"{resp}\"\n\n\
              [protocols.civitas]\ninbox = \"{inbox}\"\ningress = \"{ingress}\"\n\n\
              [[agents]]\nname = \"{agent}\"\nprotocol = \"civitas\"\n\n\
-             [delivery]\ndead_letter = \"/queue/{}\"\\n[http]\nlisten = \"\"\n\n[log]\nformat = \"json\"\nlevel = \"info\"\n",
+             [delivery]\ndead_letter = \"/queue/{}\"\n\n[http]\nlisten = \"\"\n\n[log]\nformat = \"json\"\nlevel = \"info\"\n",
             broker.url(),
             unique("dead")
         );
@@ -305,14 +305,15 @@ impl Bridge {
             for line in BufReader::new(logs).lines().map_while(Result::ok) {
                 if line.contains("bridge ready") {
                     let _ = tx.send(());
-                } else if line.contains("\"WARN\"") || line.contains("\"ERROR\"") {
+                } else if !line.contains("\"INFO\"") && !line.contains("\"DEBUG\"") {
                     eprintln!("[bridge] {line}");
                 }
             }
         });
         if rx.recv_timeout(Duration::from_secs(60)).is_err() {
             let _ = child.kill();
-            panic!("the bridge did not become ready within 60 s");
+            let status = child.wait().map(|s| s.to_string()).unwrap_or_default();
+            panic!("the bridge did not become ready within 60 s ({status}; config {})", path.display());
         }
         Bridge { child, _dir: dir }
     }
