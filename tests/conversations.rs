@@ -70,8 +70,9 @@ fn wait_metric(bridge: &BridgeProcess, line: &str) {
 }
 
 /// Rules 1, 2 and 7: a Civitas agent asks a plain Wise Agents agent (which echoes nothing)
-/// thirty things at once with request(): each answer reaches its own `_reply.*` address with
-/// its own correlation id; the unknown context it named is not written.
+/// thirty things at once with request(): each answer reaches the asker's own inbox (not a
+/// queue per `_reply.*` address) with its own `_reply.*` recipient and correlation id; the
+/// unknown context it named is not written.
 async fn concurrent_civitas_asks_reach_their_own_reply_addresses(broker: Broker) {
     let names = Names::new(broker);
     let civ = names.agent("Researcher");
@@ -102,7 +103,8 @@ async fn concurrent_civitas_asks_reach_their_own_reply_addresses(broker: Broker)
         let line = replies.get(cid).unwrap_or_else(|| panic!("no answer for {cid}: {replies:?}"));
         let reply_to = ask["reply_to"].as_str().unwrap();
         assert!(reply_to.starts_with("_reply."));
-        assert_eq!(line["destination"], names.dest(&format!("civitas.in.{reply_to}")), "{line}");
+        // On the asker's inbox, never a queue per ask; the address and correlation name the ask.
+        assert_eq!(line["destination"], names.dest(&format!("civitas.in.{civ}")), "{line}");
         assert_eq!(line["reply"]["recipient"], reply_to);
         assert_eq!(line["reply"]["type"], "reply");
         assert_eq!(line["reply"]["payload"]["message"], format!("answer: {}", ask["text"].as_str().unwrap()));
@@ -390,7 +392,7 @@ mod activemq {
 }
 
 mod rabbitmq {
-    // Reply addresses are new destinations, and the timeout path publishes from the tick.
+    // Reply addresses are not destinations of their own, and the timeout path publishes from the tick.
     on!(RabbitMq:
         concurrent_civitas_asks_reach_their_own_reply_addresses,
         an_unanswered_ask_gets_an_error_answer_and_a_late_one_is_dropped,

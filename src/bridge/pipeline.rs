@@ -525,6 +525,7 @@ fn reply_base(ask: &Envelope, asker: &str) -> Envelope {
     Envelope {
         direction: Direction::Response,
         recipient: Some(ask.reply_to.clone().unwrap_or_else(|| asker.to_owned())),
+        reply_via: crate::envelope::correlation::reply_via(ask),
         route_response_to: ask.route_response_to.clone(),
         context: ask.context.clone(),
         tool_id: ask.tool_id.clone().filter(|t| ReplyRoute::from_token(t).is_none()),
@@ -549,6 +550,7 @@ fn apply_reply_base(env: &mut Envelope, base: Envelope) {
     env.correlation_id = base.correlation_id;
     env.in_reply_to = base.in_reply_to;
     env.reply_to = None;
+    env.reply_via = base.reply_via;
     for (slot, value) in [
         (&mut env.context, base.context),
         (&mut env.route_response_to, base.route_response_to),
@@ -575,6 +577,7 @@ fn apply_route(env: &mut Envelope, route: ReplyRoute) {
     env.correlation_id = route.correlation_id;
     env.in_reply_to = route.request_id;
     env.reply_to = None;
+    env.reply_via = route.asker;
     if route.context.is_some() {
         env.context = route.context;
     }

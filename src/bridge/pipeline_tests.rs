@@ -70,7 +70,11 @@ fn wa_of(out: &Outgoing) -> WiseMessage {
 }
 
 fn civitas_ask(id: &str, cid: &str, reply_to: Option<&str>, text: &str) -> Vec<u8> {
-    json!({"schema_version": 1, "id": id, "type": "message", "sender": "WeatherAgent", "recipient": "Assistant",
+    civitas_ask_from("WeatherAgent", id, cid, reply_to, text)
+}
+
+fn civitas_ask_from(sender: &str, id: &str, cid: &str, reply_to: Option<&str>, text: &str) -> Vec<u8> {
+    json!({"schema_version": 1, "id": id, "type": "message", "sender": sender, "recipient": "Assistant",
         "correlation_id": cid, "reply_to": reply_to, "payload": {"message": text}, "timestamp": 1.0,
         "trace_id": "", "span_id": "", "parent_span_id": null, "attempt": 0, "priority": 0})
     .to_string()
@@ -124,14 +128,50 @@ fn rule1_an_answer_echoing_the_token_matches_its_own_ask_out_of_order() {
 }
 
 #[test]
-fn rule2_a_civitas_reply_address_gets_the_answer() {
+fn rule2_an_answer_to_a_civitas_reply_address_reaches_the_askers_inbox() {
     let p = pipeline();
     let reply_to = "_reply.0193a1b2-0000-7000-8000-00000000abcd";
     sent(&p, &msg(CIV_IN, civitas_ask("m1", "c1", Some(reply_to), "q")));
     let out = sent(&p, &plain_answer("Assistant", "WeatherAgent", "a", "default"));
-    assert_eq!(out.frame.header("destination"), Some(format!("/queue/civitas.{reply_to}").as_str()));
+    assert_eq!(out.frame.header("destination"), Some("/queue/civitas.WeatherAgent"), "never a queue per ask");
     let reply = json_of(&out);
     assert_eq!((reply["recipient"].as_str(), reply["correlation_id"].as_str()), (Some(reply_to), Some("c1")));
+}
+
+#[test]
+fn rule2_the_reply_address_rule_holds_after_a_restart_for_glob_named_askers_and_falls_back_for_strangers() {
+    let glob = |c: &mut Config| {
+        c.agents.push(crate::config::AgentConfig {
+            name: "Civ*".into(),
+            protocol: crate::config::Protocol::Civitas,
+            encoding: None,
+            uuid: None,
+            reply_timeout_ms: None,
+        })
+    };
+    let asked = pipeline_with(glob);
+    let mut tools = Vec::new();
+    for (sender, cid) in [("WeatherAgent", "c1"), ("CivScout", "c2"), ("Stranger", "c3")] {
+        let ask = civitas_ask_from(sender, cid, cid, Some(&format!("_reply.{cid}")), "q");
+        tools.push(wa_of(&sent(&asked, &msg(CIV_IN, ask))).tool_id.unwrap());
+    }
+    // Another bridge instance (or this one restarted) knows only what the token says.
+    let p = pipeline_with(glob);
+    for (tool, (cid, want)) in tools.iter().zip([
+        ("c1", "/queue/civitas.WeatherAgent"),
+        ("c2", "/queue/civitas.CivScout"),
+        ("c3", "/queue/civitas._reply.c3"),
+    ]) {
+        let answer = msg("/queue/response/WeatherAgent", wa(&[("_message", "x"), ("_tool_id", tool)]));
+        let out = sent(&p, &answer);
+        assert_eq!(out.frame.header("destination"), Some(want), "{cid}");
+        let reply = json_of(&out);
+        let wanted = format!("_reply.{cid}");
+        assert_eq!(
+            (reply["recipient"].as_str(), reply["correlation_id"].as_str()),
+            (Some(wanted.as_str()), Some(cid))
+        );
+    }
 }
 
 fn vox_reply(kind: &str, asked: &Value, text: &str) -> Vec<u8> {
@@ -304,7 +344,7 @@ fn rule11_an_unanswered_ask_gets_an_error_answer_in_the_askers_format_and_a_late
         (Some("call_3"), Some("User"))
     );
     assert_eq!(wa_err.context_name.as_deref(), Some("Weather"));
-    let civ = json_of(by_dest("/queue/civitas._reply.x"));
+    let civ = json_of(by_dest("/queue/civitas.WeatherAgent"));
     assert_eq!((civ["type"].as_str(), civ["correlation_id"].as_str()), (Some("reply"), Some("c1")));
     assert_eq!(civ["payload"]["status"], "error");
     let vox = json_of(by_dest("/queue/vox.Ops"));

@@ -28,6 +28,10 @@ pub struct ReplyRoute {
     /// The correlation id the requester itself used, to give back on the reply.
     #[serde(rename = "cid", default, skip_serializing_if = "Option::is_none")]
     pub correlation_id: Option<String>,
+    /// The request's `sender`, when its `reply_to` (the requester above) is another address:
+    /// a Civitas `_reply.*` answer is delivered to this agent's inbox.
+    #[serde(rename = "via", default, skip_serializing_if = "Option::is_none")]
+    pub asker: Option<String>,
 }
 
 impl ReplyRoute {
@@ -41,6 +45,7 @@ impl ReplyRoute {
             tool_id: env.tool_id.clone(),
             route_response_to: env.route_response_to.clone(),
             correlation_id: env.correlation_id.clone(),
+            asker: reply_via(env),
         }
     }
 
@@ -65,7 +70,16 @@ impl ReplyRoute {
         if self.correlation_id.is_some() {
             reply.correlation_id = self.correlation_id;
         }
+        fill(&mut reply.reply_via, self.asker);
     }
+}
+
+/// For a request whose `reply_to` is not its `sender`: the sender, whose inbox an answer to
+/// that address goes to (see [`Envelope::reply_via`]).
+pub fn reply_via(request: &Envelope) -> Option<String> {
+    let sender = request.sender.as_deref().filter(|s| !s.is_empty())?;
+    let reply_to = request.reply_to.as_deref().filter(|r| !r.is_empty())?;
+    (reply_to != sender).then(|| sender.to_owned())
 }
 
 fn fill(slot: &mut Option<String>, value: Option<String>) {

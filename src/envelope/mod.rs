@@ -131,6 +131,11 @@ pub struct Envelope {
     pub in_reply_to: Option<String>,
     /// The agent name (or address) replies go to.
     pub reply_to: Option<String>,
+    /// On an answer to a Civitas ephemeral `_reply.*` address: the agent that asked (the
+    /// ask's `sender`), whose inbox the answer is delivered to when the bridge stands in
+    /// for it (the recipient stays the `_reply.*` address). Bridge-internal: no format
+    /// carries it except inside the reply-route token.
+    pub reply_via: Option<String>,
     pub trace_id: Option<String>,
     pub span_id: Option<String>,
     pub parent_span_id: Option<String>,

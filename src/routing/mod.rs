@@ -155,7 +155,10 @@ impl Router {
     }
 
     /// Where `env` goes: a proxied recipient's inbox in its framework, or a native agent's
-    /// Wise Agents request or response queue (by the envelope's direction).
+    /// Wise Agents request or response queue (by the envelope's direction). An answer to a
+    /// Civitas `_reply.*` address goes to the inbox of the agent that asked
+    /// ([`Envelope::reply_via`]) when that is a proxied Civitas agent, else to the inbox
+    /// template with `{agent}` = the address.
     pub fn target(&self, env: &Envelope) -> Result<Target, RouteError> {
         let name = env.recipient.as_deref().filter(|n| !n.is_empty()).ok_or(RouteError::NoRecipient)?;
         if let Some(p) = self.proxied(name) {
@@ -164,6 +167,10 @@ impl Router {
         if let (Some(inbox), true) = (&self.civitas_inbox, name.starts_with(CIVITAS_REPLY_PREFIX)) {
             if !is_agent_name(name) {
                 return Err(RouteError::BadRecipient(name.to_owned()));
+            }
+            let asker = env.reply_via.as_deref().and_then(|a| self.proxied(a));
+            if let Some(p) = asker.filter(|p| p.framework == Framework::Civitas) {
+                return Ok(Target { framework: p.framework, destination: p.inbox, encoding: p.encoding });
             }
             let destination = inbox.replace("{agent}", name);
             return Ok(Target { framework: Framework::Civitas, destination, encoding: None });

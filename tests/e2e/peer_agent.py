@@ -6,8 +6,9 @@ vox/messaging/models.py's fields as a frozen pydantic model (the package is not 
 
   peer_agent.py civitas-ask NAME RECIPIENT N TEXT...
       N asks at once as Civitas's request() makes them: a new uuid7 correlation_id and
-      reply_to = "_reply.<uuid7>" per ask; waits on each reply address (the Civitas inbox
-      template with {agent} = the address) and prints {"asked": cid, "reply": to_dict()}.
+      reply_to = "_reply.<uuid7>" per ask; waits on NAME's own inbox (the bridge delivers an
+      answer to a _reply.* address to the asker's inbox, as a Civitas transport matches
+      replies by correlation_id) and prints {"destination": ..., "reply": to_dict()}.
   peer_agent.py civitas-serve NAME N MODE
       answers N messages with reply() semantics (type = payload.get("type", "reply"),
       recipient = reply_to or sender, correlation_id and trace copied). MODE: plain,
@@ -99,9 +100,9 @@ def civitas_send(conn, message, dest):
 def civitas_ask(name, recipient, n, texts):
     conn, collector = connect()
     asks = []
+    subscribe(conn, collector, os.environ["CIVITAS_INBOX"].replace("{agent}", name), "1")
     for i in range(n):
         reply_to = f"_reply.{_uuid7()}"
-        subscribe(conn, collector, os.environ["CIVITAS_INBOX"].replace("{agent}", reply_to), str(i))
         payload = {"message": texts[i % len(texts)]}
         if os.environ.get("CIVITAS_CONTEXT"):
             payload["context_name"] = os.environ["CIVITAS_CONTEXT"]

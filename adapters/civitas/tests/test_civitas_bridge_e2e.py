@@ -70,7 +70,8 @@ def test_a_wise_agents_agent_asks_a_civitas_agent_and_gets_the_reply_routed(brok
 def test_a_civitas_agent_asks_a_wise_agents_agent_with_ask_and_send_and_gets_its_answer(broker, tmp_path):
     names = Names(broker)
     researcher, librarian = names.agent("Researcher"), names.agent("Librarian")
-    bridge = start_bridge(broker, names, [(researcher, "civitas", "")], tmp_path, wiseagents=[librarian])
+    bridge = start_bridge(broker, names, [(researcher, "civitas", "")], tmp_path, wiseagents=[librarian],
+                          contexts=["Books"])
     wa = WiseAgent(broker, librarian, answer=lambda req: f"found: {req['_message']}")
     Researcher.librarian = librarian
 

@@ -75,9 +75,12 @@ class Names:
 
 
 def config_toml(broker: Broker, names: Names, agents: list[tuple[str, str, str]], http_port: int,
-                wiseagents: list[str] = ()) -> str:
-    """A bridge configuration; ``agents`` are (name, protocol, extra TOML lines)."""
+                wiseagents: list[str] = (), contexts: list[str] = ()) -> str:
+    """A bridge configuration; ``agents`` are (name, protocol, extra TOML lines); ``contexts``
+    are the Wise Agents contexts other frameworks may name (``wiseagents.contexts``: the
+    bridge writes no other, docs/MAPPING.md)."""
     native = ", ".join(f'"{a}"' for a in wiseagents)
+    known = ", ".join(f'"{c}"' for c in contexts)
     text = f"""[broker]
 url = "stomp://127.0.0.1:{broker.port}"
 login = "{broker.login}"
@@ -91,6 +94,7 @@ request_prefix = "{broker.request_prefix}"
 response_prefix = "{broker.response_prefix}"
 default_context = "default"
 agents = [{native}]
+contexts = [{known}]
 
 [protocols.civitas]
 inbox = "{names.inbox('civitas')}"
@@ -169,8 +173,8 @@ class BridgeProcess:
 
 
 def start_bridge(broker: Broker, names: Names, agents: list[tuple[str, str, str]], tmp: Path,
-                 wiseagents: list[str] = ()) -> BridgeProcess:
-    return BridgeProcess(config_toml(broker, names, agents, free_port(), wiseagents), tmp)
+                 wiseagents: list[str] = (), contexts: list[str] = ()) -> BridgeProcess:
+    return BridgeProcess(config_toml(broker, names, agents, free_port(), wiseagents, contexts), tmp)
 
 
 # -- Wise Agents agents -------------------------------------------------------------------

@@ -83,7 +83,8 @@ def test_a_streamed_answer_comes_back_as_one_response(broker, tmp_path):
 def test_a_penguiflow_node_asks_a_wise_agents_agent_and_uses_its_answer(broker, tmp_path):
     names = Names(broker)
     researcher, librarian = names.agent("Researcher"), names.agent("Librarian")
-    bridge = start_bridge(broker, names, [(researcher, "penguiflow", "")], tmp_path, wiseagents=[librarian])
+    bridge = start_bridge(broker, names, [(researcher, "penguiflow", "")], tmp_path, wiseagents=[librarian],
+                          contexts=["Books"])
     wa = WiseAgent(broker, librarian, answer=lambda req: f"found: {req['_message']}")
 
     async def scenario():

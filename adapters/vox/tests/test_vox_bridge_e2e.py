@@ -91,7 +91,8 @@ def test_a_request_the_guardrail_refuses_is_answered_with_command_error_and_neve
 def test_a_vox_agent_asks_a_wise_agents_agent_and_gets_its_command_result(broker, tmp_path):
     names = Names(broker)
     ops, librarian = names.agent("Ops"), names.agent("Librarian")
-    bridge = start_bridge(broker, names, [(ops, "vox", "")], tmp_path, wiseagents=[librarian])
+    bridge = start_bridge(broker, names, [(ops, "vox", "")], tmp_path, wiseagents=[librarian],
+                          contexts=["Runbooks"])
     wa = WiseAgent(broker, librarian, answer=lambda req: f"found: {req['_message']}")
 
     async def scenario():
