@@ -13,21 +13,33 @@ use stomp_agent_bridge::stomp::{AckMode, Client, Command, Events, Frame, Subscri
 const BROKER: Broker = Broker::ActiveMq;
 
 fn config(names: &Names, civ: &str) -> (String, u16) {
+    config_on(BROKER, names, civ)
+}
+
+fn config_on(broker: Broker, names: &Names, civ: &str) -> (String, u16) {
     let port = free_port();
-    (config_toml(BROKER, names, &[(civ, "civitas", "")], port), port)
+    (config_toml(broker, names, &[(civ, "civitas", "")], port), port)
 }
 
 /// A bridge standing in for one Civitas agent, on names of its own.
 fn start_bridge() -> (Names, String, BridgeProcess) {
-    let names = Names::new(BROKER);
+    start_bridge_on(BROKER)
+}
+
+fn start_bridge_on(broker: Broker) -> (Names, String, BridgeProcess) {
+    let names = Names::new(broker);
     let civ = names.agent("Weather");
-    let (toml, port) = config(&names, &civ);
+    let (toml, port) = config_on(broker, &names, &civ);
     let bridge = BridgeProcess::start(&toml, port, &names.uid);
     (names, civ, bridge)
 }
 
 async fn consume(dest: &str) -> (Client, Events) {
-    let (client, events) = BROKER.connect().await;
+    consume_on(BROKER, dest).await
+}
+
+async fn consume_on(broker: Broker, dest: &str) -> (Client, Events) {
+    let (client, events) = broker.connect().await;
     client.subscribe(Subscription::new(dest, AckMode::Auto)).await.unwrap();
     (client, events)
 }
@@ -154,28 +166,42 @@ async fn count_until_all(inbox: &mut Events, n: usize, mut at: impl FnMut(usize)
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_in_the_middle_of_ten_thousand_messages_loses_none() {
-    const N: usize = 10_000;
-    let (names, civ, bridge) = start_bridge();
-    let config = bridge.config.clone();
-    let (_c, mut inbox) = consume(&names.dest(&format!("civitas.in.{civ}"))).await;
-    let n = N.to_string();
-    let sender = WiseAgent::spawn(BROKER, &names, &["send-many", &names.request(&civ), &n]);
+    let duplicates = kill_9_midway(BROKER, 10_000).await;
+    // ActiveMQ: each batch's SENDs and ACKs are one transaction; a kill republishes nothing.
+    assert_eq!(duplicates, 0, "no duplicates on ActiveMQ");
+}
 
+/// RabbitMQ's confirm mode: nothing lost; a kill between a confirmed SEND and its ACK
+/// publishes that message twice (counted, not judged).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_on_rabbitmq_loses_none() {
+    kill_9_midway(Broker::RabbitMq, 5_000).await;
+}
+
+/// Sends `n` requests, kills the bridge with -9 a third of the way, starts another; returns
+/// the duplicates the consumer saw.
+async fn kill_9_midway(broker: Broker, n: usize) -> usize {
+    let (names, civ, bridge) = start_bridge_on(broker);
+    let config = bridge.config.clone();
+    let (_c, mut inbox) = consume_on(broker, &names.dest(&format!("civitas.in.{civ}"))).await;
+    let sender = WiseAgent::spawn(broker, &names, &["send-many", &names.request(&civ), &n.to_string()]);
     let mut bridge = Some(bridge);
-    let (distinct, deliveries) = count_until_all(&mut inbox, N, |seen| {
-        if seen == N / 3 {
+    let (distinct, deliveries) = count_until_all(&mut inbox, n, |seen| {
+        if seen == n / 3 {
             bridge.take().expect("once").kill9();
             bridge = Some(BridgeProcess::start_with(config.clone(), free_port()));
         }
     })
     .await;
     sender.wait_success();
-    assert_eq!(distinct, N);
+    assert_eq!(distinct, n);
+    let duplicates = deliveries - distinct;
     eprintln!(
-        "kill -9 after {} of {N}: {distinct} distinct delivered, {deliveries} deliveries ({} duplicates)",
-        N / 3,
-        deliveries - distinct
+        "{}: kill -9 after {} of {n}: {distinct} distinct delivered, {deliveries} deliveries ({duplicates} duplicates)",
+        broker.name(),
+        n / 3,
     );
+    duplicates
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -225,7 +251,7 @@ async fn a_passcode_is_never_logged_even_when_the_broker_refuses_it() {
     let stderr = child.stderr.take().unwrap();
     let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stderr));
     let mut seen = Vec::new();
-    while seen.len() < 3 {
+    while seen.len() < 5 {
         let line = lines.next().expect("the bridge keeps logging").unwrap();
         assert!(!line.contains(&secret), "the passcode was logged: {line}");
         if line.contains("cannot connect to the broker") {
@@ -234,7 +260,9 @@ async fn a_passcode_is_never_logged_even_when_the_broker_refuses_it() {
     }
     child.kill().unwrap();
     child.wait().unwrap();
-    assert!(seen[0].contains("refused"), "the refusal is explained: {}", seen[0]);
+    // ActiveMQ sometimes closes a refused login before its ERROR arrives (docs/STOMP.md): the
+    // refusal is explained in at least one of five attempts.
+    assert!(seen.iter().any(|l| l.contains("refused")), "the refusal is explained: {seen:#?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
