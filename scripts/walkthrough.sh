@@ -45,7 +45,11 @@ for pair in civitas_agency.py:WeatherAgent penguiflow_planner.py:Planner vox_ops
   wait $agent 2>/dev/null || true
   rm -f "$out"
 done
+# What the bridge counted (a delivered message is a debug log line, a counter always).
+exec 3<>/dev/tcp/127.0.0.1/9464
+printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3
+grep '^bridge_messages_total' <&3 | sed 's/^/[bridge] /'
+exec 3<&-
 kill -TERM $bridge
 wait $bridge
-grep -E 'message delivered' "$log" | sed 's/^/[bridge] /'
 echo "[walkthrough] done"
