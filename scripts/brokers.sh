@@ -3,8 +3,12 @@
 # Debian's packages, idempotently, as root:
 #   ActiveMQ Classic: STOMP on 127.0.0.1:61613, STOMP+SSL on 127.0.0.1:61614 (login admin/admin)
 #   RabbitMQ + rabbitmq_stomp: STOMP on 127.0.0.1:61623 (login guest/guest, vhost /)
-# Usage: scripts/brokers.sh start|stop|restart|status [activemq|rabbitmq]...
-# A second `start` reuses brokers that already answer.  The CA that signed ActiveMQ's TLS
+# Usage: scripts/brokers.sh start|stop|restart|status [--fresh] [activemq|rabbitmq]...
+# A second `start` reuses brokers that already answer.  With --fresh (scripts/test.sh uses it), a
+# broker that this call starts begins with empty data: the queues earlier test runs left behind
+# (thousands, each with a random name) would otherwise make every later start slower, until
+# RabbitMQ no longer opens its port within the wait.  A broker that already runs is never wiped,
+# and neither is anything when --fresh is not given (scripts/run.sh keeps the broker's messages).  The CA that signed ActiveMQ's TLS
 # certificate is written to $SAB_BROKER_STATE/tls/ca.pem for the TLS tests.
 set -euo pipefail
 
@@ -74,6 +78,7 @@ activemq_start() {
   sed -e "s|@STATE@|$dir|g" -e "s|@TLS@|$state/tls|g" -e "s|@KEYSTORE_PASSWORD@|$keystore_password|g" \
     "$here/brokers/activemq.xml" >"$dir/conf/activemq.xml"
   cp /etc/activemq/instances-available/main/log4j2.properties "$dir/conf/" 2>/dev/null || true
+  if [ "$fresh" = 1 ]; then log "ActiveMQ starts with empty data (--fresh)"; rm -rf "${dir:?}/data"/*; fi
   chown -R activemq:activemq "$dir"
   log "starting ActiveMQ Classic (log: $dir/activemq.log)"
   # Every descriptor redirected: a caller that reads our output must not wait for the broker.
@@ -100,7 +105,13 @@ rabbitmq_start() {
   mkdir -p /etc/rabbitmq
   cmp -s "$here/brokers/rabbitmq.conf" /etc/rabbitmq/rabbitmq.conf || cp "$here/brokers/rabbitmq.conf" /etc/rabbitmq/rabbitmq.conf
   rabbitmq-plugins enable --offline rabbitmq_stomp >/dev/null
+  if [ "$fresh" = 1 ]; then
+    log "RabbitMQ starts with empty data (--fresh)"
+    rm -rf /var/lib/rabbitmq/mnesia/*
+  fi
   log "starting RabbitMQ"
+  # Each durable queue holds file handles while the node recovers it.
+  ulimit -n 65536 2>/dev/null || true
   rabbitmq-server -detached >/dev/null 2>&1 || true
   wait_port 61623 120 RabbitMQ || { tail -n 40 /var/log/rabbitmq/*.log >&2 || true; return 1; }
   log "RabbitMQ is up"
@@ -119,6 +130,8 @@ status() {
 
 action=${1:-}
 shift || true
+fresh=0
+if [ "${1:-}" = --fresh ]; then fresh=1; shift; fi
 brokers=("$@")
 [ ${#brokers[@]} -eq 0 ] && brokers=(activemq rabbitmq)
 for b in "${brokers[@]}"; do
@@ -132,5 +145,5 @@ case "$action" in
     for b in "${brokers[@]}"; do
       case "$b" in activemq) status activemq 61613 ;; rabbitmq) status rabbitmq 61623 ;; esac
     done ;;
-  *) echo "usage: $0 start|stop|restart|status [activemq|rabbitmq]..." >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|restart|status [--fresh] [activemq|rabbitmq]..." >&2; exit 2 ;;
 esac
