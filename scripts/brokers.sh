@@ -82,8 +82,10 @@ activemq_start() {
   chown -R activemq:activemq "$dir"
   log "starting ActiveMQ Classic (log: $dir/activemq.log)"
   # Every descriptor redirected: a caller that reads our output must not wait for the broker.
+  # Our own pid file: the script's default (/run/activemq.pid) is shared with any other
+  # ActiveMQ on the machine, and one still listed there makes `console` refuse to start.
   (cd "$dir" && exec setsid runuser -u activemq -- env ACTIVEMQ_BASE="$dir" ACTIVEMQ_CONF="$dir/conf" \
-    ACTIVEMQ_DATA="$dir/data" ACTIVEMQ_TMP="$dir/tmp" \
+    ACTIVEMQ_DATA="$dir/data" ACTIVEMQ_TMP="$dir/tmp" ACTIVEMQ_PIDFILE="$dir/tmp/activemq.pid" \
     ACTIVEMQ_USER_CLASSPATH=/usr/share/java/xstream.jar:/usr/share/java/jettison.jar:/usr/share/java/xpp3.jar \
     /usr/bin/activemq console "xbean:file:$dir/conf/activemq.xml") >"$dir/activemq.log" 2>&1 </dev/null &
   wait_port 61613 90 ActiveMQ && wait_port 61614 30 ActiveMQ || { tail -n 40 "$dir/activemq.log" >&2; return 1; }
@@ -96,6 +98,14 @@ activemq_stop() {
   [ -n "$pids" ] && kill $pids 2>/dev/null || true
   wait_port_closed 61613 60 || { pids=$(pgrep -f "xbean:file:$state/activemq" || true); [ -n "$pids" ] && kill -9 $pids || true; }
   wait_port_closed 61613 10
+  # The port closes before the JVM has exited; a start in between would find it running.
+  local i
+  for ((i = 0; i < 300; i++)); do
+    pgrep -f "xbean:file:$state/activemq/conf/activemq.xml" >/dev/null || break
+    sleep 0.1
+  done
+  pids=$(pgrep -f "xbean:file:$state/activemq/conf/activemq.xml" || true)
+  [ -n "$pids" ] && kill -9 $pids 2>/dev/null || true
   log "ActiveMQ stopped"
 }
 
