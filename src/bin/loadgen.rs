@@ -13,7 +13,9 @@
 //! then end-to-end latency at half the bridge's peak rate (one hop and bridge), the bridge's
 //! CPU-seconds per 10,000 messages and peak RSS, and its RSS while it drains a backlog of
 //! `--backlog` messages that were waiting before it started. Prints a Markdown table and one
-//! JSON line. docs/PERFORMANCE.md explains the method.
+//! JSON line. docs/PERFORMANCE.md explains the method. `LOADGEN_PERF=FILE` records a `perf`
+//! profile of the bridge during runs 3 and 4; `RUST_LOG=stomp_agent_bridge::bridge::settle=debug`
+//! shows the forwarder's batches (size, and how long their SENDs and COMMIT took).
 
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -293,6 +295,7 @@ impl Bridge {
         let path = dir.join("bridge.toml");
         std::fs::write(&path, config).expect("config");
         let mut child = Process::new(bin)
+            .env_remove("RUST_LOG") // its `bridge ready` line is at info, whatever loadgen logs
             .args(["run", "--config"])
             .arg(&path)
             .stdout(Stdio::null())
@@ -316,6 +319,20 @@ impl Bridge {
             panic!("the bridge did not become ready within 60 s ({status}; config {})", path.display());
         }
         Bridge { child, _dir: dir }
+    }
+
+    /// `perf record` on the bridge until the returned child is interrupted, when `LOADGEN_PERF`
+    /// names an output file (docs/PERFORMANCE.md: how the profiles were taken).
+    fn profile(&self) -> Option<Child> {
+        let out = std::env::var("LOADGEN_PERF").ok()?;
+        let pid = self.child.id().to_string();
+        Process::new("perf")
+            .args(["record", "-F", "997", "-g", "-o", &out, "-p", &pid])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| eprintln!("[loadgen] cannot run perf: {e}"))
+            .ok()
     }
 
     /// CPU seconds used so far (user + system).
@@ -370,6 +387,13 @@ async fn main() {
             std::process::exit(2);
         }
     };
+    // RUST_LOG=stomp_agent_bridge::bridge::settle=debug shows the forwarder's batches.
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let b = args.broker;
     let n = args.messages;
     let (req, resp) = b.prefixes();
@@ -397,12 +421,17 @@ async fn main() {
     let inbox = inbox_pattern.replace("{agent}", &agent);
     let ingress = format!("/queue/{}", unique("civitas.ingress"));
     let bridge = Bridge::start(&args.bridge, b, &agent, &inbox_pattern, &ingress);
+    let perf = bridge.profile();
     let cpu0 = bridge.cpu_secs();
     let (wa_civ, _) = run_path(b, &format!("{req}{agent}"), &inbox, n, None, wise_body).await;
     eprintln!("[loadgen] bridge WA -> Civitas: {wa_civ:.0} msg/s");
     let (civ_wa, _) = run_path(b, &ingress, &format!("{resp}LoadCaller"), n, None, civitas_reply).await;
     eprintln!("[loadgen] bridge Civitas -> WA: {civ_wa:.0} msg/s");
     let cpu_per_10k = (bridge.cpu_secs() - cpu0) / (2.0 * n as f64) * 10_000.0;
+    if let Some(mut perf) = perf {
+        let _ = Process::new("kill").args(["-INT", &perf.id().to_string()]).status();
+        let _ = perf.wait();
+    }
     let (peak_rss, _) = bridge.rss_mib();
 
     let half = wa_civ / 2.0;
