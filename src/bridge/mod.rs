@@ -8,7 +8,8 @@ pub mod pipeline;
 mod run;
 pub mod settle;
 
-pub use run::run;
+pub(crate) use run::connect;
+pub use run::{client_config, run};
 
 use crate::envelope::EnvelopeError;
 use crate::envelope::penguiflow::stream::Abandoned;

@@ -18,7 +18,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-use tracing::{error, info, warn};
+use tracing::{info, warn};
 
 /// Runs the bridge until `shutdown` fires, then stops taking messages, settles those in
 /// flight (bounded by `shutdown_timeout_ms`), unsubscribes and disconnects.
@@ -27,8 +27,32 @@ pub async fn run(
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
 ) -> Result<(), BridgeError> {
+    let mirror = config
+        .mirror
+        .clone()
+        .map(|m| tokio::spawn(crate::mirror::run(config.clone(), m, metrics.clone(), shutdown.clone())));
+    let proxied = proxy(config, metrics, shutdown.clone()).await;
+    if let Some(mirror) = mirror {
+        if proxied.is_err() {
+            shutdown.cancel();
+        }
+        match mirror.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(BridgeError::Config(format!("the mirror stopped: {e}"))),
+            Err(e) => return Err(BridgeError::Config(format!("the mirror failed: {e}"))),
+        }
+    }
+    proxied
+}
+
+/// Proxy mode: the agents the bridge stands in for.
+async fn proxy(
+    config: Config,
+    metrics: Arc<Metrics>,
+    shutdown: CancellationToken,
+) -> Result<(), BridgeError> {
     let pipeline = pipeline(&config);
-    let Some((client, events)) = connect(&config, &metrics, &shutdown).await else {
+    let Some((client, events)) = connect(&client_config(&config)?, &metrics, &shutdown).await else {
         return Ok(());
     };
     let consuming = Consuming::of(&config, pipeline.router.subscriptions().len());
@@ -105,18 +129,11 @@ pub fn client_config(config: &Config) -> Result<ClientConfig, BridgeError> {
 }
 
 /// Connects, retrying with backoff until it works or shutdown is asked for.
-async fn connect(
-    config: &Config,
+pub(crate) async fn connect(
+    client_config: &ClientConfig,
     metrics: &Metrics,
     shutdown: &CancellationToken,
 ) -> Option<(Client, Events)> {
-    let client_config = match client_config(config) {
-        Ok(c) => c,
-        Err(e) => {
-            error!(error = %e, "cannot connect");
-            return None;
-        }
-    };
     for attempt in 0u32.. {
         match Client::connect(client_config.clone()).await {
             Ok(connected) => {
