@@ -11,7 +11,7 @@ use super::translate::Translator;
 use crate::bridge::pipeline::codecs;
 use crate::bridge::{client_config, connect};
 use crate::config::Config;
-use crate::stomp::{Client, Event, Events};
+use crate::stomp::{Client, Event, Events, Item};
 use crate::telemetry::Metrics;
 use bytes::Bytes;
 use std::sync::Arc;
@@ -42,10 +42,13 @@ pub async fn run(
         subscriptions.push(tap_client.subscribe(sub).await?);
         info!(%destination, "mirror: tapping");
     }
+    metrics.mirror.set_ready(true);
+    info!(subscriptions = subscriptions.len(), buffer = mirror.buffer, "mirror ready");
     let (tx, rx) = mpsc::channel(mirror.buffer);
     let translator = Translator::new(codecs(&config), &mirror.topics, CONVERSATIONS);
     let publisher = tokio::spawn(publish(out.clone(), translator, rx, metrics.clone()));
     read(&tap_client, events, &tap, tx, &metrics, &shutdown).await;
+    metrics.mirror.set_ready(false);
     let grace = Duration::from_millis(config.delivery.shutdown_timeout_ms);
     if tokio::time::timeout(grace, publisher).await.is_err() {
         warn!("mirror: copies still buffered at shutdown were not published");
@@ -96,33 +99,47 @@ async fn read(
                 Err(mpsc::error::TrySendError::Closed(_)) => return,
             }
         }
-        // A stale ack (the connection was lost meanwhile) needs nothing: the broker already
-        // forgot the copy, or redelivers it.
-        let _ = client.ack(&message.ack).await;
+        // Queued, not awaited. A stale ack (the connection was lost meanwhile) needs nothing:
+        // the broker already forgot the copy, or redelivers it.
+        let ack = Item::Ack { msg: message.ack, nack: false, transaction: None };
+        let _ = client.enqueue(vec![ack]).await;
     }
 }
 
-/// Writes the copies of each buffered message, in order, until the reader is gone.
+/// Copies published with one write at most (what is buffered, never waited for).
+const BATCH: usize = 256;
+
+/// Writes the copies of what is buffered, in order, a batch at a time, until the reader is
+/// gone. No receipts: a copy is best effort, and waiting would only hold the buffer up.
 async fn publish(
     out: Client,
     mut translator: Translator,
     mut rx: mpsc::Receiver<(Tapped, Bytes)>,
     metrics: Arc<Metrics>,
 ) {
-    while let Some((tapped, body)) = rx.recv().await {
-        let copies = match translator.copies(&tapped, &body) {
-            Ok(c) => c,
-            Err(e) => {
-                Undecodable { queue: &tapped.queue, reason: &e.to_string() }.emit(&metrics.mirror);
-                continue;
+    let mut ready = Vec::with_capacity(BATCH);
+    while rx.recv_many(&mut ready, BATCH).await > 0 {
+        let mut items = Vec::new();
+        let mut outputs = Vec::new();
+        for (tapped, body) in ready.drain(..) {
+            let copies = match translator.copies(&tapped, &body) {
+                Ok(c) => c,
+                Err(e) => {
+                    Undecodable { queue: &tapped.queue, reason: &e.to_string() }.emit(&metrics.mirror);
+                    continue;
+                }
+            };
+            for (output, error) in &copies.failed {
+                warn!(format = output.as_str(), queue = %tapped.queue, %error, "mirror: a copy could not be written");
+                Copied { output: *output, ok: false }.emit(&metrics.mirror);
             }
-        };
-        for (output, error) in &copies.failed {
-            warn!(format = output.as_str(), queue = %tapped.queue, %error, "mirror: a copy could not be written");
-            Copied { output: *output, ok: false }.emit(&metrics.mirror);
+            for (output, frame) in copies.frames {
+                items.push(Item::Frame { frame, receipt: false });
+                outputs.push(output);
+            }
         }
-        for (output, frame) in copies.frames {
-            let ok = out.send(frame).await.is_ok();
+        let ok = out.submit(items).await.is_ok();
+        for output in outputs {
             Copied { output, ok }.emit(&metrics.mirror);
         }
     }

@@ -4,7 +4,7 @@
 use super::translate::Output;
 use crate::envelope::codecs::Framework;
 use std::fmt::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use tracing::{debug, warn};
 
 const FORMATS: [Output; 4] = [
@@ -17,6 +17,7 @@ const FORMATS: [Output; 4] = [
 /// The mirror's counters, rendered under `/metrics` after the proxy's.
 #[derive(Debug, Default)]
 pub struct MirrorMetrics {
+    ready: AtomicBool,
     tapped: AtomicU64,
     dropped: AtomicU64,
     undecodable: AtomicU64,
@@ -29,6 +30,11 @@ fn index(output: Output) -> usize {
 }
 
 impl MirrorMetrics {
+    /// Whether the tap is subscribed (copies are being read).
+    pub fn set_ready(&self, ready: bool) {
+        self.ready.store(ready, Ordering::Relaxed);
+    }
+
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
     }
@@ -39,6 +45,11 @@ impl MirrorMetrics {
 
     /// Prometheus text.
     pub fn render(&self, out: &mut String) {
+        let ready = u8::from(self.ready.load(Ordering::Relaxed));
+        let _ = write!(
+            out,
+            "# HELP bridge_mirror_ready 1 while the mirror's tap is subscribed.\n# TYPE bridge_mirror_ready gauge\nbridge_mirror_ready {ready}\n"
+        );
         for (name, help, counter) in [
             ("bridge_mirror_tapped_total", "Wise Agents messages read from the broker's copy.", &self.tapped),
             (
