@@ -19,6 +19,17 @@ log() { printf '[brokers] %s\n' "$*" >&2; }
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# Closes every descriptor above stderr in the calling (sub)shell. A broker started from
+# `flock /work/brokers.lock scripts/brokers.sh restart` would otherwise inherit the lock's
+# descriptor and hold the lock for as long as it runs, and every later flock would wait forever.
+close_fds() {
+  local fd
+  for fd in /proc/$BASHPID/fd/*; do
+    fd=${fd##*/}
+    if [ "$fd" -gt 2 ] 2>/dev/null; then eval "exec $fd>&-" 2>/dev/null || true; fi
+  done
+}
+
 wait_port() { # port seconds what
   local i
   for ((i = 0; i < $2 * 10; i++)); do
@@ -82,7 +93,7 @@ activemq_start() {
   chown -R activemq:activemq "$dir"
   log "starting ActiveMQ Classic (log: $dir/activemq.log)"
   # Every descriptor redirected: a caller that reads our output must not wait for the broker.
-  (cd "$dir" && exec setsid runuser -u activemq -- env ACTIVEMQ_BASE="$dir" ACTIVEMQ_CONF="$dir/conf" \
+  (close_fds && cd "$dir" && exec setsid runuser -u activemq -- env ACTIVEMQ_BASE="$dir" ACTIVEMQ_CONF="$dir/conf" \
     ACTIVEMQ_DATA="$dir/data" ACTIVEMQ_TMP="$dir/tmp" \
     ACTIVEMQ_USER_CLASSPATH=/usr/share/java/xstream.jar:/usr/share/java/jettison.jar:/usr/share/java/xpp3.jar \
     /usr/bin/activemq console "xbean:file:$dir/conf/activemq.xml") >"$dir/activemq.log" 2>&1 </dev/null &
@@ -112,7 +123,7 @@ rabbitmq_start() {
   log "starting RabbitMQ"
   # Each durable queue holds file handles while the node recovers it.
   ulimit -n 65536 2>/dev/null || true
-  rabbitmq-server -detached >/dev/null 2>&1 || true
+  (close_fds; exec rabbitmq-server -detached) >/dev/null 2>&1 </dev/null || true
   wait_port 61623 120 RabbitMQ || { tail -n 40 /var/log/rabbitmq/*.log >&2 || true; return 1; }
   log "RabbitMQ is up"
 }
