@@ -50,12 +50,20 @@ fn start_mirror(broker: Broker, names: &Names) -> BridgeProcess {
 
 /// RabbitMQ's firehose, on for as long as this lives (the tests turn it on themselves, so that
 /// the broker pays for tracing only while a mirror test runs).
+/// `SAB_RABBITMQ_NODE` names another node (with `SAB_RABBITMQ_PORT`, a private broker).
 struct Firehose;
 
 impl Firehose {
+    fn rabbitmqctl(action: &str) -> std::process::Output {
+        let mut command = Process::new("rabbitmqctl");
+        if let Ok(node) = std::env::var("SAB_RABBITMQ_NODE") {
+            command.args(["-n", &node]);
+        }
+        command.args([action, "-p", "/"]).output().expect("rabbitmqctl runs")
+    }
+
     fn on() -> Firehose {
-        let ok =
-            Process::new("rabbitmqctl").args(["trace_on", "-p", "/"]).output().expect("rabbitmqctl runs");
+        let ok = Self::rabbitmqctl("trace_on");
         assert!(ok.status.success(), "rabbitmqctl trace_on: {}", String::from_utf8_lossy(&ok.stderr));
         Firehose
     }
@@ -63,7 +71,7 @@ impl Firehose {
 
 impl Drop for Firehose {
     fn drop(&mut self) {
-        let _ = Process::new("rabbitmqctl").args(["trace_off", "-p", "/"]).output();
+        let _ = Self::rabbitmqctl("trace_off");
     }
 }
 
