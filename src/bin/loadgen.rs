@@ -2,6 +2,7 @@
 //!
 //!   cargo run --release --bin loadgen -- [--broker activemq|rabbitmq] [--messages N]
 //!                                        [--backlog N] [--bridge PATH]
+//!   (SAB_ACTIVEMQ_PORT / SAB_RABBITMQ_PORT: another instance's STOMP port)
 //!
 //! Against a local broker (`scripts/brokers.sh start`), with persistent Wise Agents YAML bodies:
 //! 1. one hop: producer → queue → consumer, the broker's pass-through;
@@ -37,11 +38,15 @@ enum Broker {
 }
 
 impl Broker {
-    fn url(self) -> &'static str {
-        match self {
-            Broker::ActiveMq => "stomp://127.0.0.1:61613",
-            Broker::RabbitMq => "stomp://127.0.0.1:61623",
-        }
+    /// The broker of `scripts/brokers.sh`, or another instance's port from `SAB_ACTIVEMQ_PORT`
+    /// / `SAB_RABBITMQ_PORT` (as the tests read them).
+    fn url(self) -> String {
+        let (var, port) = match self {
+            Broker::ActiveMq => ("SAB_ACTIVEMQ_PORT", 61613),
+            Broker::RabbitMq => ("SAB_RABBITMQ_PORT", 61623),
+        };
+        let port = std::env::var(var).ok().and_then(|p| p.parse::<u16>().ok()).unwrap_or(port);
+        format!("stomp://127.0.0.1:{port}")
     }
     fn credentials(self) -> (&'static str, &'static str) {
         match self {

@@ -122,6 +122,12 @@ impl MirrorConfig {
                 bad.push((key.to_owned(), "must be at least 1".to_owned()));
             }
         }
+        if self.tap == TapKind::RabbitmqFirehose
+            && ![request_prefix, response_prefix].iter().all(|p| p.starts_with("/queue/"))
+        {
+            let why = "the firehose sees queues: wiseagents.request_prefix and response_prefix must start with /queue/";
+            bad.push(("mirror.tap".to_owned(), why.to_owned()));
+        }
         if self.tap != TapKind::RabbitmqFirehose && !self.destination.starts_with('/') {
             bad.push((
                 "mirror.destination".into(),
@@ -175,5 +181,10 @@ mod tests {
             ["mirror.buffer", "mirror.topics.civitas", "mirror.topics.vox", "mirror.topics.penguiflow"]
         );
         assert_eq!(c.topics.enabled().count(), 3);
+        let firehose: MirrorConfig =
+            serde_json::from_value(serde_json::json!({"tap": "rabbitmq-firehose"})).unwrap();
+        let problems = firehose.problems("/exchange/x/request.", "/queue/response.");
+        assert_eq!(problems.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), ["mirror.tap"]);
+        assert!(firehose.problems("/queue/request.", "/queue/response.").is_empty());
     }
 }
