@@ -1,7 +1,7 @@
 //! loadgen: the whole path measured against the broker's own ceiling, in one run.
 //!
 //!   cargo run --release --bin loadgen -- [--broker activemq|rabbitmq] [--messages N]
-//!                                        [--backlog N] [--bridge PATH]
+//!                                        [--backlog N] [--bridge PATH] [--one-hop-only]
 //!   (SAB_ACTIVEMQ_PORT / SAB_RABBITMQ_PORT: another instance's STOMP port)
 //!
 //! Against a local broker (`scripts/brokers.sh start`), with persistent Wise Agents YAML bodies:
@@ -71,6 +71,9 @@ impl Broker {
 
 struct Args {
     broker: Broker,
+    /// Only the one-hop rate, on a plain queue and on a Wise Agents request queue (which a
+    /// mirror tap copies): the broker-side cost of mirror mode.
+    one_hop_only: bool,
     messages: usize,
     backlog: usize,
     bridge: PathBuf,
@@ -79,6 +82,7 @@ struct Args {
 fn args() -> Result<Args, String> {
     let mut a = Args {
         broker: Broker::ActiveMq,
+        one_hop_only: false,
         messages: 20_000,
         backlog: 100_000,
         bridge: std::env::current_exe()
@@ -100,6 +104,7 @@ fn args() -> Result<Args, String> {
             "--messages" => a.messages = value()?.parse().map_err(|e| format!("--messages: {e}"))?,
             "--backlog" => a.backlog = value()?.parse().map_err(|e| format!("--backlog: {e}"))?,
             "--bridge" => a.bridge = value()?.into(),
+            "--one-hop-only" => a.one_hop_only = true,
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -386,6 +391,16 @@ async fn main() {
     let q = format!("/queue/{}", unique("onehop"));
     let (one_hop, _) = run_path(b, &q, &q, n, None, wise_body).await;
     eprintln!("[loadgen] one hop: {one_hop:.0} msg/s");
+    if args.one_hop_only {
+        let q = format!("{req}LoadOneHop{}", std::process::id());
+        let (tapped, _) = run_path(b, &q, &q, n, None, wise_body).await;
+        eprintln!("[loadgen] one hop on {q}: {tapped:.0} msg/s");
+        println!(
+            "{}",
+            serde_json::json!({"broker": b.name(), "messages": n, "one_hop": one_hop, "one_hop_request_queue": tapped})
+        );
+        return;
+    }
 
     let (q1, q2) = (format!("/queue/{}", unique("hop1")), format!("/queue/{}", unique("hop2")));
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();

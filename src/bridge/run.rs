@@ -18,7 +18,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 
 /// Runs the bridge until `shutdown` fires, then stops taking messages, settles those in
 /// flight (bounded by `shutdown_timeout_ms`), unsubscribes and disconnects.
@@ -27,10 +27,7 @@ pub async fn run(
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
 ) -> Result<(), BridgeError> {
-    let mirror = config
-        .mirror
-        .clone()
-        .map(|m| tokio::spawn(crate::mirror::run(config.clone(), m, metrics.clone(), shutdown.clone())));
+    let mirror = spawn_mirror(&config, &metrics, &shutdown);
     let proxied = proxy(config, metrics, shutdown.clone()).await;
     if let Some(mirror) = mirror {
         if proxied.is_err() {
@@ -43,6 +40,25 @@ pub async fn run(
         }
     }
     proxied
+}
+
+/// Mirror mode, when configured, as its own task. A mirror that cannot run stops the process
+/// (shutdown is cancelled), so that it is noticed rather than missed.
+fn spawn_mirror(
+    config: &Config,
+    metrics: &Arc<Metrics>,
+    shutdown: &CancellationToken,
+) -> Option<tokio::task::JoinHandle<Result<(), crate::mirror::MirrorError>>> {
+    let mirror = config.mirror.clone()?;
+    let (config, metrics, shutdown) = (config.clone(), metrics.clone(), shutdown.clone());
+    Some(tokio::spawn(async move {
+        let ended = crate::mirror::run(config, mirror, metrics, shutdown.clone()).await;
+        if let Err(e) = &ended {
+            error!(error = %e, "the mirror stopped; shutting down");
+            shutdown.cancel();
+        }
+        ended
+    }))
 }
 
 /// Proxy mode: the agents the bridge stands in for.
