@@ -40,9 +40,9 @@ fn all_copies(broker: Broker, names: &Names, format: &str) -> String {
     format!("/topic/mirror.{}.{format}.{rest}", names.uid)
 }
 
-fn start_mirror(broker: Broker, names: &Names) -> BridgeProcess {
+fn start_mirror(broker: Broker, names: &Names, proxied: &[(&str, &str, &str)]) -> BridgeProcess {
     let port = free_port();
-    let toml = config_toml(broker, names, &[], port) + &mirror_toml(broker, names);
+    let toml = config_toml(broker, names, proxied, port) + &mirror_toml(broker, names);
     let bridge = BridgeProcess::start(&toml, port, &names.uid);
     bridge.wait_metric(|line| line == "bridge_mirror_ready 1", 30);
     bridge
@@ -146,7 +146,12 @@ async fn conversation_is_observed_in_every_format(broker: Broker) {
     let expected = conversation_messages(&without_bridge);
     assert_eq!(expected.len(), 4 * N, "{without_bridge}");
 
-    let bridge = start_mirror(broker, &names);
+    // Proxy and mirror in one process: the bridge also stands in for a Civitas agent.
+    let scribe = names.agent("Scribe");
+    let bridge = start_mirror(broker, &names, &[(&scribe, "civitas", "")]);
+    let (inbox_client, mut inbox) = broker.connect().await;
+    let civitas_inbox = names.dest(&format!("civitas.in.{scribe}"));
+    inbox_client.subscribe(Subscription::new(civitas_inbox, AckMode::Auto)).await.unwrap();
     let observers: Vec<(&str, WiseAgent)> = FORMATS
         .iter()
         .map(|&format| {
@@ -187,11 +192,32 @@ async fn conversation_is_observed_in_every_format(broker: Broker) {
     }
     assert_eq!(sorted(seen.iter().map(routing_fields).collect()), expected, "canonical");
     assert_grouped("canonical", &seen);
+
+    // A message to the proxied agent: the proxy delivers it, and the mirror copies it too.
+    let note = WiseMessage { message: "note for the scribe".into(), sender: Some(asker.clone()), ..wise(0) };
+    let frame =
+        Frame::new(Command::Send).with("destination", names.request(&scribe)).with_body(note.to_yaml());
+    canonical.send(frame).await.unwrap();
+    let delivered: Value = serde_json::from_slice(next_message(&mut inbox, 30).await.body()).unwrap();
+    assert_eq!(
+        (delivered["recipient"].as_str(), delivered["payload"]["message"].as_str()),
+        (Some(scribe.as_str()), Some("note for the scribe"))
+    );
+    let copy = loop {
+        let m = next_message(&mut canonical_events, 30).await;
+        if m.destination.ends_with(&scribe) {
+            break serde_json::from_slice::<Value>(m.body()).unwrap();
+        }
+    };
+    assert_eq!(
+        (copy["sender"].as_str(), copy["content"]["text"].as_str()),
+        (Some(asker.as_str()), Some("note for the scribe"))
+    );
     assert!(bridge.terminate(20).success());
 }
 
 /// A Wise Agents request as Wise Agents writes it.
-fn wise_body(i: usize) -> Vec<u8> {
+fn wise(i: usize) -> WiseMessage {
     WiseMessage {
         message: format!("bulk {i}"),
         message_type: Some(Intent::Query),
@@ -201,14 +227,16 @@ fn wise_body(i: usize) -> Vec<u8> {
         context_name: Some("default".into()),
         extra: vec![],
     }
-    .to_yaml()
-    .into_bytes()
+}
+
+fn wise_body(i: usize) -> Vec<u8> {
+    wise(i).to_yaml().into_bytes()
 }
 
 async fn mirror_keeps_up_with_ten_thousand_messages(broker: Broker) {
     const N: usize = 10_000;
     let names = Names::new(broker);
-    let bridge = start_mirror(broker, &names);
+    let bridge = start_mirror(broker, &names, &[]);
     let queue = names.request(&names.agent("Bulk"));
     let (native, mut native_events) = broker.connect().await;
     native.subscribe(Subscription::new(queue.as_str(), AckMode::Auto)).await.unwrap();
