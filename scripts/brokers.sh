@@ -94,7 +94,7 @@ activemq_start() {
   log "starting ActiveMQ Classic (log: $dir/activemq.log)"
   # Every descriptor redirected: a caller that reads our output must not wait for the broker.
   (close_fds && cd "$dir" && exec setsid runuser -u activemq -- env ACTIVEMQ_BASE="$dir" ACTIVEMQ_CONF="$dir/conf" \
-    ACTIVEMQ_DATA="$dir/data" ACTIVEMQ_TMP="$dir/tmp" \
+    ACTIVEMQ_DATA="$dir/data" ACTIVEMQ_TMP="$dir/tmp" ACTIVEMQ_PIDFILE="$dir/activemq.pid" \
     ACTIVEMQ_USER_CLASSPATH=/usr/share/java/xstream.jar:/usr/share/java/jettison.jar:/usr/share/java/xpp3.jar \
     /usr/bin/activemq console "xbean:file:$dir/conf/activemq.xml") >"$dir/activemq.log" 2>&1 </dev/null &
   wait_port 61613 90 ActiveMQ && wait_port 61614 30 ActiveMQ || { tail -n 40 "$dir/activemq.log" >&2; return 1; }
