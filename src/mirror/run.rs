@@ -6,7 +6,7 @@
 use super::MirrorError;
 use super::config::MirrorConfig;
 use super::tap::{Tap, Tapped};
-use super::telemetry::{self, Copied, Dropped, Undecodable};
+use super::telemetry::{self, Copied, Dropped, MirrorMetrics, Undecodable};
 use super::translate::Translator;
 use crate::bridge::pipeline::codecs;
 use crate::bridge::{client_config, connect};
@@ -89,21 +89,27 @@ async fn read(
             }
             None => return,
         };
-        if let Some(tapped) = tap.tapped(&message) {
-            let body = message.frame.body.clone();
-            match tx.try_send((tapped, body)) {
-                Ok(()) => telemetry::Tapped.emit(&metrics.mirror),
-                Err(mpsc::error::TrySendError::Full((t, _))) => {
-                    Dropped { queue: &t.queue }.emit(&metrics.mirror)
-                }
-                Err(mpsc::error::TrySendError::Closed(_)) => return,
-            }
+        if let Some(tapped) = tap.tapped(&message)
+            && !offer(&tx, tapped, message.frame.body.clone(), &metrics.mirror)
+        {
+            return;
         }
         // Queued, not awaited. A stale ack (the connection was lost meanwhile) needs nothing:
         // the broker already forgot the copy, or redelivers it.
         let ack = Item::Ack { msg: message.ack, nack: false, transaction: None };
         let _ = client.enqueue(vec![ack]).await;
     }
+}
+
+/// Queues a copy for publishing without waiting: when the buffer is full the copy is dropped
+/// and counted. False once the publisher is gone.
+fn offer(tx: &mpsc::Sender<(Tapped, Bytes)>, tapped: Tapped, body: Bytes, metrics: &MirrorMetrics) -> bool {
+    match tx.try_send((tapped, body)) {
+        Ok(()) => telemetry::Tapped.emit(metrics),
+        Err(mpsc::error::TrySendError::Full((t, _))) => Dropped { queue: &t.queue }.emit(metrics),
+        Err(mpsc::error::TrySendError::Closed(_)) => return false,
+    }
+    true
 }
 
 /// Copies published with one write at most (what is buffered, never waited for).
@@ -142,5 +148,30 @@ async fn publish(
         for output in outputs {
             Copied { output, ok }.emit(&metrics.mirror);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::envelope::Direction;
+
+    fn tapped() -> Tapped {
+        Tapped { queue: "/queue/request/A".into(), direction: Direction::Request, agent: "A".into() }
+    }
+
+    #[test]
+    fn a_full_buffer_drops_and_counts_without_waiting() {
+        let metrics = MirrorMetrics::default();
+        let (tx, mut rx) = mpsc::channel(1);
+        assert!(offer(&tx, tapped(), Bytes::from_static(b"first"), &metrics));
+        assert!(
+            offer(&tx, tapped(), Bytes::from_static(b"second"), &metrics),
+            "full: dropped, not waited for"
+        );
+        assert_eq!(metrics.dropped(), 1);
+        assert_eq!(rx.try_recv().map(|(_, body)| body).ok(), Some(Bytes::from_static(b"first")));
+        drop(rx);
+        assert!(!offer(&tx, tapped(), Bytes::new(), &metrics), "the publisher is gone");
     }
 }
