@@ -41,8 +41,23 @@ fn all_copies(broker: Broker, names: &Names, format: &str) -> String {
 }
 
 fn start_mirror(broker: Broker, names: &Names, proxied: &[(&str, &str, &str)]) -> BridgeProcess {
+    start_mirror_with(broker, names, proxied, "")
+}
+
+/// With `extra` keys in the `[mirror]` table.
+fn start_mirror_with(
+    broker: Broker,
+    names: &Names,
+    proxied: &[(&str, &str, &str)],
+    extra: &str,
+) -> BridgeProcess {
     let port = free_port();
-    let toml = config_toml(broker, names, proxied, port) + &mirror_toml(broker, names);
+    let mirror = mirror_toml(broker, names).replacen(
+        "\n\n[mirror.topics]",
+        &format!("\n{extra}\n\n[mirror.topics]"),
+        1,
+    );
+    let toml = config_toml(broker, names, proxied, port) + &mirror;
     let bridge = BridgeProcess::start(&toml, port, &names.uid);
     bridge.wait_metric(|line| line == "bridge_mirror_ready 1", 30);
     bridge
@@ -236,7 +251,9 @@ fn wise_body(i: usize) -> Vec<u8> {
 async fn mirror_keeps_up_with_ten_thousand_messages(broker: Broker) {
     const N: usize = 10_000;
     let names = Names::new(broker);
-    let bridge = start_mirror(broker, &names, &[]);
+    // Every mirror on a broker copies all of its traffic, and the other mirror tests send
+    // bursts of their own at the same time: room for all of it, so that none is dropped.
+    let bridge = start_mirror_with(broker, &names, &[], "buffer = 50000");
     let queue = names.request(&names.agent("Bulk"));
     let (native, mut native_events) = broker.connect().await;
     native.subscribe(Subscription::new(queue.as_str(), AckMode::Auto)).await.unwrap();
@@ -286,6 +303,35 @@ async fn mirror_keeps_up_with_ten_thousand_messages(broker: Broker) {
     assert!(bridge.terminate(20).success());
 }
 
+/// A mirror with room for one copy cannot keep up with a burst: it drops copies and counts
+/// them, and the native agent still gets every message, unchanged and in order.
+async fn a_mirror_that_falls_behind_drops_copies_and_never_the_native_traffic(broker: Broker) {
+    const N: usize = 3_000;
+    let names = Names::new(broker);
+    let bridge = start_mirror_with(broker, &names, &[], "buffer = 1");
+    let queue = names.request(&names.agent("Burst"));
+    let (native, mut native_events) = broker.connect().await;
+    native.subscribe(Subscription::new(queue.as_str(), AckMode::Auto)).await.unwrap();
+    let (producer, _events) = broker.connect().await;
+    for i in 0..N {
+        let frame = Frame::new(Command::Send).with("destination", queue.as_str()).with_body(wise_body(i));
+        producer.send(frame).await.unwrap();
+    }
+    for i in 0..N {
+        let m = next_message(&mut native_events, 60).await;
+        assert_eq!(m.body(), &wise_body(i)[..], "the native consumer got message {i} unchanged");
+    }
+    let dropped =
+        bridge.wait_metric(|l| l.starts_with("bridge_mirror_dropped_total ") && !l.ends_with(" 0"), 30);
+    eprintln!("{}: {N} native messages all delivered; mirror with a buffer of 1: {dropped}", broker.name());
+    assert!(bridge.terminate(20).success());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn activemq_a_mirror_that_falls_behind_drops_copies_and_never_the_native_traffic() {
+    a_mirror_that_falls_behind_drops_copies_and_never_the_native_traffic(Broker::ActiveMq).await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn activemq_native_conversation_is_observed_in_every_format() {
     conversation_is_observed_in_every_format(Broker::ActiveMq).await;
@@ -302,4 +348,5 @@ async fn rabbitmq_conversation_is_observed_and_the_mirror_keeps_up() {
     let _firehose = Firehose::on();
     conversation_is_observed_in_every_format(Broker::RabbitMq).await;
     mirror_keeps_up_with_ten_thousand_messages(Broker::RabbitMq).await;
+    a_mirror_that_falls_behind_drops_copies_and_never_the_native_traffic(Broker::RabbitMq).await;
 }
