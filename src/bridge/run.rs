@@ -33,11 +33,7 @@ pub async fn run(
         if proxied.is_err() {
             shutdown.cancel();
         }
-        match mirror.await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(BridgeError::Config(format!("the mirror stopped: {e}"))),
-            Err(e) => return Err(BridgeError::Config(format!("the mirror failed: {e}"))),
-        }
+        mirror.await.map_err(|e| crate::mirror::MirrorError::Task(e.to_string()))??;
     }
     proxied
 }

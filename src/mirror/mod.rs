@@ -21,4 +21,6 @@ pub enum MirrorError {
     Stomp(#[from] SessionError),
     #[error("the configuration cannot be used: {0}")]
     Config(String),
+    #[error("the mirror's task ended abnormally: {0}")]
+    Task(String),
 }
