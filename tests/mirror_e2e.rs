@@ -14,7 +14,7 @@ use std::process::Command as Process;
 use std::time::Instant;
 use stomp_agent_bridge::envelope::Intent;
 use stomp_agent_bridge::envelope::wiseagents::WiseMessage;
-use stomp_agent_bridge::stomp::{AckMode, Command, Frame, Subscription};
+use stomp_agent_bridge::stomp::{AckMode, Client, Command, Events, Frame, Subscription};
 
 const FORMATS: [&str; 3] = ["civitas", "vox", "penguiflow"];
 
@@ -248,6 +248,30 @@ fn wise_body(i: usize) -> Vec<u8> {
     wise(i).to_yaml().into_bytes()
 }
 
+/// A native consumer on `queue` (auto acknowledgement, as Wise Agents subscribes).
+async fn native_consumer(broker: Broker, queue: &str) -> (Client, Events) {
+    let (native, events) = broker.connect().await;
+    native.subscribe(Subscription::new(queue, AckMode::Auto)).await.unwrap();
+    (native, events)
+}
+
+/// Sends `n` Wise Agents requests to `queue` as fast as the connection takes them.
+async fn send_burst(broker: Broker, queue: &str, n: usize) {
+    let (producer, _events) = broker.connect().await;
+    for i in 0..n {
+        let frame = Frame::new(Command::Send).with("destination", queue).with_body(wise_body(i));
+        producer.send(frame).await.unwrap();
+    }
+}
+
+/// Reads `n` messages, each the `i`th body unchanged.
+async fn all_native(events: &mut Events, n: usize) {
+    for i in 0..n {
+        let m = next_message(events, 60).await;
+        assert_eq!(m.body(), &wise_body(i)[..], "the native consumer got message {i} unchanged");
+    }
+}
+
 async fn mirror_keeps_up_with_ten_thousand_messages(broker: Broker) {
     const N: usize = 10_000;
     let names = Names::new(broker);
@@ -255,20 +279,15 @@ async fn mirror_keeps_up_with_ten_thousand_messages(broker: Broker) {
     // bursts of their own at the same time: room for all of it, so that none is dropped.
     let bridge = start_mirror_with(broker, &names, &[], "buffer = 50000");
     let queue = names.request(&names.agent("Bulk"));
-    let (native, mut native_events) = broker.connect().await;
-    native.subscribe(Subscription::new(queue.as_str(), AckMode::Auto)).await.unwrap();
+    let (_native, mut native_events) = native_consumer(broker, &queue).await;
     let (observer, mut copies) = broker.connect().await;
     let sub = Subscription::new(all_copies(broker, &names, "civitas"), AckMode::Auto);
     observer.subscribe(sub).await.unwrap();
 
-    let (producer, _events) = broker.connect().await;
     let started = Instant::now();
     // Both read at once: a consumer that stops reading is a slow consumer to the broker.
     let natives = tokio::spawn(async move {
-        for i in 0..N {
-            let m = next_message(&mut native_events, 60).await;
-            assert_eq!(m.body(), &wise_body(i)[..], "the native consumer got message {i} unchanged");
-        }
+        all_native(&mut native_events, N).await;
         started.elapsed()
     });
     let ours = queue.rsplit(['/', '.']).next().unwrap_or_default().to_owned();
@@ -283,10 +302,7 @@ async fn mirror_keeps_up_with_ten_thousand_messages(broker: Broker) {
         }
         started.elapsed()
     });
-    for i in 0..N {
-        let frame = Frame::new(Command::Send).with("destination", queue.as_str()).with_body(wise_body(i));
-        producer.send(frame).await.unwrap();
-    }
+    send_burst(broker, &queue, N).await;
     let sent = started.elapsed();
     let native_done = natives.await.expect("every native message");
     let mirror_done = mirrored.await.expect("every copy");
@@ -310,17 +326,9 @@ async fn a_mirror_that_falls_behind_drops_copies_and_never_the_native_traffic(br
     let names = Names::new(broker);
     let bridge = start_mirror_with(broker, &names, &[], "buffer = 1");
     let queue = names.request(&names.agent("Burst"));
-    let (native, mut native_events) = broker.connect().await;
-    native.subscribe(Subscription::new(queue.as_str(), AckMode::Auto)).await.unwrap();
-    let (producer, _events) = broker.connect().await;
-    for i in 0..N {
-        let frame = Frame::new(Command::Send).with("destination", queue.as_str()).with_body(wise_body(i));
-        producer.send(frame).await.unwrap();
-    }
-    for i in 0..N {
-        let m = next_message(&mut native_events, 60).await;
-        assert_eq!(m.body(), &wise_body(i)[..], "the native consumer got message {i} unchanged");
-    }
+    let (_native, mut native_events) = native_consumer(broker, &queue).await;
+    send_burst(broker, &queue, N).await;
+    all_native(&mut native_events, N).await;
     let dropped =
         bridge.wait_metric(|l| l.starts_with("bridge_mirror_dropped_total ") && !l.ends_with(" 0"), 30);
     eprintln!("{}: {N} native messages all delivered; mirror with a buffer of 1: {dropped}", broker.name());
