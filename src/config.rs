@@ -25,6 +25,9 @@ pub struct Config {
     pub http: HttpConfig,
     #[serde(default)]
     pub log: LogConfig,
+    /// Mirror mode (off unless the table is present): docs/OPERATING.md, "Mirror mode".
+    #[serde(default)]
+    pub mirror: Option<crate::mirror::config::MirrorConfig>,
 }
 
 /// How to reach the broker.
@@ -467,6 +470,12 @@ impl Config {
         }
         self.validate_protocols(&mut bad);
         self.validate_agents(&mut bad);
+        if let Some(mirror) = &self.mirror {
+            let wa = &self.wiseagents;
+            for (key, why) in mirror.problems(&wa.request_prefix, &wa.response_prefix) {
+                bad(&key, why);
+            }
+        }
         for (key, value) in [
             ("delivery.in_flight", self.delivery.in_flight),
             ("delivery.batch_max", self.delivery.batch_max),

@@ -9,6 +9,7 @@ pub mod bridge;
 pub mod config;
 pub mod envelope;
 pub mod http;
+pub mod mirror;
 pub mod routing;
 pub mod stomp;
 pub mod telemetry;

@@ -40,6 +40,8 @@ pub struct Metrics {
     receipts: AtomicU64,
     reply_timeouts: AtomicU64,
     pending_asks: AtomicI64,
+    /// Mirror mode's counters.
+    pub mirror: crate::mirror::telemetry::MirrorMetrics,
 }
 
 impl Metrics {
@@ -230,6 +232,7 @@ impl Metrics {
         let _ = writeln!(out, "bridge_latency_seconds_bucket{{le=\"+Inf\"}} {count}");
         let sum = self.latency_sum_micros.load(Ordering::Relaxed) as f64 / 1e6;
         let _ = write!(out, "bridge_latency_seconds_sum {sum}\nbridge_latency_seconds_count {count}\n");
+        self.mirror.render(&mut out);
         out
     }
 }

@@ -1,7 +1,8 @@
 //! loadgen: the whole path measured against the broker's own ceiling, in one run.
 //!
 //!   cargo run --release --bin loadgen -- [--broker activemq|rabbitmq] [--messages N]
-//!                                        [--backlog N] [--bridge PATH]
+//!                                        [--backlog N] [--bridge PATH] [--one-hop-only]
+//!   (SAB_ACTIVEMQ_PORT / SAB_RABBITMQ_PORT: another instance's STOMP port)
 //!
 //! Against a local broker (`scripts/brokers.sh start`), with persistent Wise Agents YAML bodies:
 //! 1. one hop: producer → queue → consumer, the broker's pass-through;
@@ -39,11 +40,15 @@ enum Broker {
 }
 
 impl Broker {
-    fn url(self) -> &'static str {
-        match self {
-            Broker::ActiveMq => "stomp://127.0.0.1:61613",
-            Broker::RabbitMq => "stomp://127.0.0.1:61623",
-        }
+    /// The broker of `scripts/brokers.sh`, or another instance's port from `SAB_ACTIVEMQ_PORT`
+    /// / `SAB_RABBITMQ_PORT` (as the tests read them).
+    fn url(self) -> String {
+        let (var, port) = match self {
+            Broker::ActiveMq => ("SAB_ACTIVEMQ_PORT", 61613),
+            Broker::RabbitMq => ("SAB_RABBITMQ_PORT", 61623),
+        };
+        let port = std::env::var(var).ok().and_then(|p| p.parse::<u16>().ok()).unwrap_or(port);
+        format!("stomp://127.0.0.1:{port}")
     }
     fn credentials(self) -> (&'static str, &'static str) {
         match self {
@@ -68,6 +73,9 @@ impl Broker {
 
 struct Args {
     broker: Broker,
+    /// Only the one-hop rate, on a plain queue and on a Wise Agents request queue (which a
+    /// mirror tap copies): the broker-side cost of mirror mode.
+    one_hop_only: bool,
     messages: usize,
     backlog: usize,
     bridge: PathBuf,
@@ -76,6 +84,7 @@ struct Args {
 fn args() -> Result<Args, String> {
     let mut a = Args {
         broker: Broker::ActiveMq,
+        one_hop_only: false,
         messages: 20_000,
         backlog: 100_000,
         bridge: std::env::current_exe()
@@ -97,6 +106,7 @@ fn args() -> Result<Args, String> {
             "--messages" => a.messages = value()?.parse().map_err(|e| format!("--messages: {e}"))?,
             "--backlog" => a.backlog = value()?.parse().map_err(|e| format!("--backlog: {e}"))?,
             "--bridge" => a.bridge = value()?.into(),
+            "--one-hop-only" => a.one_hop_only = true,
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -405,6 +415,16 @@ async fn main() {
     let q = format!("/queue/{}", unique("onehop"));
     let (one_hop, _) = run_path(b, &q, &q, n, None, wise_body).await;
     eprintln!("[loadgen] one hop: {one_hop:.0} msg/s");
+    if args.one_hop_only {
+        let q = format!("{req}LoadOneHop{}", std::process::id());
+        let (tapped, _) = run_path(b, &q, &q, n, None, wise_body).await;
+        eprintln!("[loadgen] one hop on {q}: {tapped:.0} msg/s");
+        println!(
+            "{}",
+            serde_json::json!({"broker": b.name(), "messages": n, "one_hop": one_hop, "one_hop_request_queue": tapped})
+        );
+        return;
+    }
 
     let (q1, q2) = (format!("/queue/{}", unique("hop1")), format!("/queue/{}", unique("hop2")));
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();

@@ -8,7 +8,8 @@ pub mod pipeline;
 mod run;
 pub mod settle;
 
-pub use run::run;
+pub(crate) use run::connect;
+pub use run::{client_config, run};
 
 use crate::envelope::EnvelopeError;
 use crate::envelope::penguiflow::stream::Abandoned;
@@ -40,6 +41,8 @@ pub enum BridgeError {
     Config(String),
     #[error("the broker refused what this message caused {attempts} times: {reason}")]
     Refused { attempts: u32, reason: String },
+    #[error("the mirror stopped: {0}")]
+    Mirror(#[from] crate::mirror::MirrorError),
 }
 
 impl BridgeError {
@@ -58,6 +61,7 @@ impl BridgeError {
             BridgeError::Stomp(_) | BridgeError::Refused { .. } => "broker",
             BridgeError::Config(_) => "config",
             BridgeError::Expired { .. } => "expired",
+            BridgeError::Mirror(_) => "mirror",
         }
     }
 }

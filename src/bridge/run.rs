@@ -27,8 +27,44 @@ pub async fn run(
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
 ) -> Result<(), BridgeError> {
+    let mirror = spawn_mirror(&config, &metrics, &shutdown);
+    let proxied = proxy(config, metrics, shutdown.clone()).await;
+    if let Some(mirror) = mirror {
+        if proxied.is_err() {
+            shutdown.cancel();
+        }
+        mirror.await.map_err(|e| crate::mirror::MirrorError::Task(e.to_string()))??;
+    }
+    proxied
+}
+
+/// Mirror mode, when configured, as its own task. A mirror that cannot run stops the process
+/// (shutdown is cancelled), so that it is noticed rather than missed.
+fn spawn_mirror(
+    config: &Config,
+    metrics: &Arc<Metrics>,
+    shutdown: &CancellationToken,
+) -> Option<tokio::task::JoinHandle<Result<(), crate::mirror::MirrorError>>> {
+    let mirror = config.mirror.clone()?;
+    let (config, metrics, shutdown) = (config.clone(), metrics.clone(), shutdown.clone());
+    Some(tokio::spawn(async move {
+        let ended = crate::mirror::run(config, mirror, metrics, shutdown.clone()).await;
+        if let Err(e) = &ended {
+            error!(error = %e, "the mirror stopped; shutting down");
+            shutdown.cancel();
+        }
+        ended
+    }))
+}
+
+/// Proxy mode: the agents the bridge stands in for.
+async fn proxy(
+    config: Config,
+    metrics: Arc<Metrics>,
+    shutdown: CancellationToken,
+) -> Result<(), BridgeError> {
     let pipeline = pipeline(&config);
-    let Some((client, events)) = connect(&config, &metrics, &shutdown).await else {
+    let Some((client, events)) = connect(&client_config(&config)?, &metrics, &shutdown).await else {
         return Ok(());
     };
     let consuming = Consuming::of(&config, pipeline.router.subscriptions().len());
@@ -105,18 +141,11 @@ pub fn client_config(config: &Config) -> Result<ClientConfig, BridgeError> {
 }
 
 /// Connects, retrying with backoff until it works or shutdown is asked for.
-async fn connect(
-    config: &Config,
+pub(crate) async fn connect(
+    client_config: &ClientConfig,
     metrics: &Metrics,
     shutdown: &CancellationToken,
 ) -> Option<(Client, Events)> {
-    let client_config = match client_config(config) {
-        Ok(c) => c,
-        Err(e) => {
-            error!(error = %e, "cannot connect");
-            return None;
-        }
-    };
     for attempt in 0u32.. {
         match Client::connect(client_config.clone()).await {
             Ok(connected) => {

@@ -19,11 +19,14 @@ pub enum Broker {
 }
 
 impl Broker {
+    /// The STOMP port; `SAB_ACTIVEMQ_PORT` / `SAB_RABBITMQ_PORT` point the tests at another
+    /// instance (a private broker while the shared ones are busy).
     pub fn port(self) -> u16 {
-        match self {
-            Broker::ActiveMq => 61613,
-            Broker::RabbitMq => 61623,
-        }
+        let (var, default) = match self {
+            Broker::ActiveMq => ("SAB_ACTIVEMQ_PORT", 61613),
+            Broker::RabbitMq => ("SAB_RABBITMQ_PORT", 61623),
+        };
+        std::env::var(var).ok().and_then(|p| p.parse().ok()).unwrap_or(default)
     }
 
     pub fn credentials(self) -> (&'static str, &'static str) {

@@ -19,6 +19,11 @@ vox/messaging/models.py's fields as a frozen pydantic model (the package is not 
       then command_result.
   peer_agent.py penguiflow-serve NAME N KIND
       answers with message.model_copy(update={"payload": ...}); KIND: text, dict, budget.
+  peer_agent.py observe FORMAT DEST N SECONDS SUFFIX
+      a mirror observer: reads N copies on DEST (a wildcard topic) whose destination ends with
+      SUFFIX (the agents of one test: every mirror on a broker copies all its traffic) with FORMAT's own parser
+      (civitas, vox or penguiflow) and prints, for each, the fields an observer groups a
+      conversation by, as that parser read them.
   peer_agent.py penguiflow-ask NAME RECIPIENT TEXT
       one PenguiFlow message (tenant, deadline_s, caller meta) to RECIPIENT; prints the answer.
 
@@ -217,6 +222,44 @@ def penguiflow_ask(name, recipient, text):
     conn.disconnect()
 
 
+def observed(kind, body):
+    """What an observer reads from a mirror copy, through the framework's own parser."""
+    raw = body if isinstance(body, bytes) else body.encode()
+    if kind == "civitas":
+        m = JsonSerializer().deserialize(raw)
+        p = m.payload
+        return {"sender": m.sender, "recipient": m.recipient, "message": p.get("message"), "type": m.type,
+                "correlation_id": m.correlation_id, "trace_id": m.trace_id, **{k: p.get(k) for k in ROUTING}}
+    if kind == "vox":
+        m = VOXMessage.model_validate_json(raw)
+        d = m.details
+        return {"sender": d.get("sender"), "recipient": d.get("recipient"), "message": d.get("message"),
+                "type": m.type, "source": str(m.source), "target": str(m.target), **{k: d.get(k) for k in ROUTING}}
+    m = PenguiMessage.model_validate_json(raw)
+    text = m.payload["text"] if isinstance(m.payload, dict) and "text" in m.payload else m.payload
+    if isinstance(m.payload, dict) and "text" in m.payload:
+        FinalAnswer.model_validate(m.payload)
+    return {"sender": m.meta.get("sender"), "recipient": m.meta.get("recipient"), "message": text,
+            "trace_id": m.trace_id, **{k: m.meta.get(k) for k in ROUTING}}
+
+
+ROUTING = ["tool_id", "route_response_to", "context_name", "conversation"]
+
+
+def observe(kind, dest, n, seconds, suffix):
+    conn, collector = connect()
+    subscribe(conn, collector, dest, "1")
+    ready(dest)
+    deadline = time.time() + seconds
+    for _ in range(n):
+        frame = collector.frames.get(timeout=max(0.1, deadline - time.time()))
+        while not frame.headers["destination"].endswith(suffix):
+            frame = collector.frames.get(timeout=max(0.1, deadline - time.time()))
+        seen = observed(kind, frame.body)
+        out(dict(seen, destination=frame.headers["destination"], header_conversation=frame.headers.get("bridge-conversation")))
+    conn.disconnect()
+
+
 if __name__ == "__main__":
     mode, args = sys.argv[1], sys.argv[2:]
     if mode == "civitas-ask":
@@ -227,6 +270,8 @@ if __name__ == "__main__":
         vox_serve(args[0], args[1], int(args[2]))
     elif mode == "penguiflow-serve":
         penguiflow_serve(args[0], int(args[1]), args[2])
+    elif mode == "observe":
+        observe(args[0], args[1], int(args[2]), float(args[3]), args[4])
     elif mode == "penguiflow-ask":
         penguiflow_ask(args[0], args[1], args[2])
     else:

@@ -12,6 +12,11 @@ destination (stomp.py adds content-length), YAML bodies read with PyYAML's full 
                                        (core.py handle_response, default path): a new
                                        WiseAgentMessage(message, sender, context_name) to
                                        /queue/response/<_sender>, nothing echoed, in order
+  wa_agent.py converse ASKER HELPER N SECONDS   two native agents talk, N conversations one
+                                       after another: ASKER asks HELPER; HELPER calls a tool on
+                                       ASKER (_tool_id, _route_response_to = ASKER), ASKER answers
+                                       it, HELPER sends its final answer to ASKER. Prints every
+                                       frame each agent received (headers and body) as JSON
   wa_agent.py coordinate AGENT TARGET CONTEXT SECONDS   a phased coordinator: sends one request
                                        in CONTEXT and, like coordinator_wise_agents.py's
                                        process_response, fails unless the answer is ACK
@@ -126,6 +131,69 @@ def plain(agent, n, seconds):
     conn.disconnect()
 
 
+class ConversingAgent(stomp.ConnectionListener):
+    """One side of `converse`: records every frame, and answers as its role says."""
+
+    def __init__(self, name, role, finished):
+        self.name, self.role, self.finished = name, role, finished
+        self.received, self.calls, self.receipts = [], 0, queue.Queue()
+        self.conn = connect(self)
+        for sid, prefix in (("1", request_prefix()), ("2", response_prefix())):
+            self.conn.subscribe(prefix + name, id=sid, ack="auto", headers={"receipt": f"sub-{sid}"})
+        for _ in range(2):  # both subscriptions in place before anyone is told we listen
+            self.receipts.get(timeout=10)
+
+    def on_receipt(self, frame):
+        self.receipts.put(frame.headers.get("receipt-id"))
+
+    def send(self, prefix, to, **fields):
+        message = {k: None for k in KEYS}
+        message.update(fields, _sender=self.name)
+        self.conn.send(prefix + to, dump(message))
+
+    def on_message(self, frame):
+        self.received.append({"headers": dict(frame.headers), "body": frame.body})
+        msg = read(frame)
+        is_request = frame.headers["destination"] == request_prefix() + self.name
+        ctx = msg["_context_name"]
+        if self.role == "helper" and is_request:  # a question: call a tool on the asker
+            self.calls += 1
+            self.send(request_prefix(), msg["_sender"], _message=json.dumps({"about": msg["_message"]}),
+                      _message_type="QUERY", _tool_id=f"call_{self.calls}",
+                      _route_response_to=msg["_route_response_to"] or msg["_sender"], _context_name=ctx)
+        elif self.role == "helper":  # the tool's answer: the final answer goes to _route_response_to
+            self.send(response_prefix(), msg["_route_response_to"], _message="final: " + msg["_message"],
+                      _message_type="RESPONSE", _context_name=ctx, _route_response_to=msg["_route_response_to"])
+        elif is_request:  # the asker as a tool agent: echo _tool_id, _route_response_to, _context_name
+            self.send(response_prefix(), msg["_sender"], _message="tool result for " + msg["_message"],
+                      _message_type="RESPONSE", _tool_id=msg["_tool_id"],
+                      _route_response_to=msg["_route_response_to"], _context_name=ctx)
+        else:
+            self.finished.put(msg)
+
+
+def request_prefix():
+    return os.environ.get("WA_REQUEST_PREFIX", "/queue/request/")
+
+
+def response_prefix():
+    return os.environ.get("WA_RESPONSE_PREFIX", "/queue/response/")
+
+
+def converse(asker_name, helper_name, n, seconds):
+    finished = queue.Queue()
+    asker = ConversingAgent(asker_name, "asker", finished)
+    helper = ConversingAgent(helper_name, "helper", finished)
+    print(json.dumps({"subscribed": [asker_name, helper_name]}), flush=True)
+    for i in range(n):
+        asker.send(request_prefix(), helper_name, _message=f"question {i}", _message_type="QUERY",
+                   _context_name="default")
+        finished.get(timeout=seconds)
+    print(json.dumps({"received": {asker_name: asker.received, helper_name: helper.received}}), flush=True)
+    asker.conn.disconnect()
+    helper.conn.disconnect()
+
+
 def coordinate(agent, target, context, seconds):
     collector = Collector()
     conn = connect(collector)
@@ -153,6 +221,8 @@ if __name__ == "__main__":
         serve(args[0], int(args[1]), float(args[2]))
     elif mode == "plain":
         plain(args[0], int(args[1]), float(args[2]))
+    elif mode == "converse":
+        converse(args[0], args[1], int(args[2]), float(args[3]))
     elif mode == "coordinate":
         coordinate(args[0], args[1], args[2], float(args[3]))
     else:

@@ -1,0 +1,82 @@
+//! The canonical envelope as JSON: the mirror's one-format copy for tools that want the
+//! bridge's own reading of a message rather than one framework's.
+
+use crate::envelope::{Content, Direction, Envelope};
+use serde_json::{Map, Value, json};
+
+/// `env` as a JSON object; absent fields are left out, `extra` kept as it is.
+pub fn to_json(env: &Envelope, conversation: &str, queue: &str) -> Value {
+    let text = |v: &Option<String>| v.clone().map(Value::String);
+    let mut map = Map::new();
+    let fields = [
+        ("conversation", Some(Value::String(conversation.to_owned()))),
+        ("queue", Some(Value::String(queue.to_owned()))),
+        (
+            "direction",
+            Some(json!(match env.direction {
+                Direction::Request => "request",
+                Direction::Response => "response",
+            })),
+        ),
+        ("intent", env.intent.map(|i| json!(i.as_str()))),
+        ("sender", text(&env.sender)),
+        ("recipient", text(&env.recipient)),
+        ("route_response_to", text(&env.route_response_to)),
+        ("context_name", text(&env.context)),
+        ("tool_id", text(&env.tool_id)),
+        (
+            "content",
+            Some(match &env.content {
+                Content::Text(t) => json!({"text": t}),
+                Content::Json(v) => json!({"json": v}),
+            }),
+        ),
+        ("id", text(&env.id)),
+        ("correlation_id", text(&env.correlation_id)),
+        ("in_reply_to", text(&env.in_reply_to)),
+        ("reply_to", text(&env.reply_to)),
+        ("trace_id", text(&env.trace_id)),
+        ("timestamp", env.timestamp.map(|t| json!(t))),
+        ("deadline", env.deadline.map(|t| json!(t))),
+        ("tenant", text(&env.tenant)),
+    ];
+    for (key, value) in fields {
+        if let Some(v) = value {
+            map.insert(key.to_owned(), v);
+        }
+    }
+    if !env.extra.is_empty() {
+        map.insert(
+            "extra".into(),
+            Value::Object(env.extra.iter().map(|(k, v)| (k.clone(), v.clone())).collect()),
+        );
+    }
+    Value::Object(map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::envelope::Intent;
+
+    #[test]
+    fn carries_routing_fields_and_leaves_absent_ones_out() {
+        let env = Envelope {
+            intent: Some(Intent::Response),
+            direction: Direction::Response,
+            sender: Some("Tool".into()),
+            recipient: Some("Asker".into()),
+            route_response_to: Some("Asker".into()),
+            tool_id: Some("call_1".into()),
+            context: Some("default".into()),
+            content: Content::Text("sunny".into()),
+            ..Envelope::default()
+        };
+        let v = to_json(&env, "abc", "/queue/response/Asker");
+        assert_eq!(v["direction"], "response");
+        assert_eq!(v["content"]["text"], "sunny");
+        assert_eq!((v["tool_id"].as_str(), v["context_name"].as_str()), (Some("call_1"), Some("default")));
+        assert_eq!(v["conversation"], "abc");
+        assert!(v.get("correlation_id").is_none() && v.get("extra").is_none());
+    }
+}

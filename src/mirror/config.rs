@@ -1,0 +1,190 @@
+//! `[mirror]`: which copy of the Wise Agents traffic the bridge reads, and where each format
+//! of it goes. Checked once at start, with the rest of the configuration.
+
+use serde::Deserialize;
+
+/// Mirror mode: every message on the Wise Agents request and response queues, read from a
+/// copy the broker makes (the queues themselves are never consumed), published again in
+/// each format on per-protocol topics.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MirrorConfig {
+    /// How the broker makes the copy: `activemq` (a composite queue forwarding to
+    /// `destination`, the queue in `original-destination`), `rabbitmq-firehose` (the
+    /// `amq.rabbitmq.trace` exchange, `deliver.` routing keys), or `artemis` (a
+    /// non-exclusive divert to `destination`, the address in `_AMQ_ORIG_ADDRESS`).
+    #[serde(default = "default_tap")]
+    pub tap: TapKind,
+    /// Where the broker puts the copy (`activemq`, `artemis`).
+    #[serde(default = "default_destination")]
+    pub destination: String,
+    /// Tapped messages held between reading and publishing; past it, a tapped message is
+    /// dropped and counted (`bridge_mirror_dropped_total`).
+    #[serde(default = "default_buffer")]
+    pub buffer: usize,
+    /// Messages the broker hands the tap before any is acknowledged.
+    #[serde(default = "default_prefetch")]
+    pub prefetch: usize,
+    /// RabbitMQ: the longest the firehose queue may grow (`x-max-length`; the oldest is
+    /// dropped past it), so that a stopped mirror costs the broker a bounded amount.
+    #[serde(default = "default_max_backlog")]
+    pub max_backlog: usize,
+    /// Where each format is published; `{direction}` is `request` or `response`, `{agent}`
+    /// the agent whose queue the message was on. An empty pattern publishes no such copy.
+    #[serde(default)]
+    pub topics: MirrorTopics,
+}
+
+/// Where the broker's copy of the Wise Agents queues comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TapKind {
+    Activemq,
+    RabbitmqFirehose,
+    Artemis,
+}
+
+/// One destination pattern per format.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MirrorTopics {
+    #[serde(default = "default_civitas")]
+    pub civitas: String,
+    #[serde(default = "default_vox")]
+    pub vox: String,
+    #[serde(default = "default_penguiflow")]
+    pub penguiflow: String,
+    /// The canonical envelope as JSON, for tools that want one format.
+    #[serde(default = "default_canonical")]
+    pub canonical: String,
+}
+
+impl Default for MirrorTopics {
+    fn default() -> Self {
+        MirrorTopics {
+            civitas: default_civitas(),
+            vox: default_vox(),
+            penguiflow: default_penguiflow(),
+            canonical: default_canonical(),
+        }
+    }
+}
+
+impl MirrorTopics {
+    /// `(format name, pattern)` of every copy that is published.
+    pub fn enabled(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        [
+            ("civitas", self.civitas.as_str()),
+            ("vox", self.vox.as_str()),
+            ("penguiflow", self.penguiflow.as_str()),
+            ("canonical", self.canonical.as_str()),
+        ]
+        .into_iter()
+        .filter(|(_, p)| !p.is_empty())
+    }
+}
+
+const fn default_tap() -> TapKind {
+    TapKind::Activemq
+}
+fn default_destination() -> String {
+    "/topic/mirror.wiseagents".into()
+}
+const fn default_buffer() -> usize {
+    10_000
+}
+const fn default_prefetch() -> usize {
+    1000
+}
+const fn default_max_backlog() -> usize {
+    100_000
+}
+fn default_civitas() -> String {
+    "/topic/mirror.civitas.{direction}.{agent}".into()
+}
+fn default_vox() -> String {
+    "/topic/mirror.vox.{direction}.{agent}".into()
+}
+fn default_penguiflow() -> String {
+    "/topic/mirror.penguiflow.{direction}.{agent}".into()
+}
+fn default_canonical() -> String {
+    "/topic/mirror.canonical.{direction}.{agent}".into()
+}
+
+impl MirrorConfig {
+    /// Problems `types` cannot catch, each with its key: patterns that are not topics-like
+    /// destinations, or that the bridge would read back (the tap, a Wise Agents queue).
+    pub fn problems(&self, request_prefix: &str, response_prefix: &str) -> Vec<(String, String)> {
+        let mut bad = Vec::new();
+        for (key, value) in [("mirror.buffer", self.buffer), ("mirror.prefetch", self.prefetch)] {
+            if value == 0 {
+                bad.push((key.to_owned(), "must be at least 1".to_owned()));
+            }
+        }
+        if self.tap == TapKind::RabbitmqFirehose
+            && ![request_prefix, response_prefix].iter().all(|p| p.starts_with("/queue/"))
+        {
+            let why = "the firehose sees queues: wiseagents.request_prefix and response_prefix must start with /queue/";
+            bad.push(("mirror.tap".to_owned(), why.to_owned()));
+        }
+        if self.tap != TapKind::RabbitmqFirehose && !self.destination.starts_with('/') {
+            bad.push((
+                "mirror.destination".into(),
+                format!("{:?} is not a STOMP destination", self.destination),
+            ));
+        }
+        for (name, pattern) in self.topics.enabled() {
+            let key = format!("mirror.topics.{name}");
+            if !pattern.starts_with('/') {
+                bad.push((key, format!("{pattern:?} is not a STOMP destination")));
+            } else if [request_prefix, response_prefix].iter().any(|p| pattern.starts_with(p))
+                || pattern == self.destination
+            {
+                bad.push((
+                    key,
+                    format!("{pattern:?} is read by the bridge: mirror output must never come back"),
+                ));
+            } else if ["/topic/", "/queue/"]
+                .iter()
+                .any(|k| pattern.strip_prefix(k).is_some_and(|n| n.contains('/')))
+            {
+                bad.push((key, format!("{pattern:?}: use . separators (RabbitMQ refuses / in names)")));
+            }
+        }
+        bad
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_dotted_topics_and_pass() {
+        let c: MirrorConfig = serde_json::from_str("{}").unwrap();
+        assert_eq!(c.tap, TapKind::Activemq);
+        assert_eq!(c.topics.enabled().count(), 4);
+        assert!(c.problems("/queue/request/", "/queue/response/").is_empty());
+    }
+
+    #[test]
+    fn output_the_bridge_would_read_back_is_refused() {
+        let c: MirrorConfig = serde_json::from_value(serde_json::json!({"buffer": 0, "topics": {
+            "civitas": "/queue/request/x.{agent}", "vox": "mirror",
+            "penguiflow": "/topic/mirror.wiseagents", "canonical": ""}}))
+        .unwrap();
+        let keys: Vec<String> =
+            c.problems("/queue/request/", "/queue/response/").into_iter().map(|(k, _)| k).collect();
+        assert_eq!(
+            keys,
+            ["mirror.buffer", "mirror.topics.civitas", "mirror.topics.vox", "mirror.topics.penguiflow"]
+        );
+        assert_eq!(c.topics.enabled().count(), 3);
+        let firehose: MirrorConfig =
+            serde_json::from_value(serde_json::json!({"tap": "rabbitmq-firehose"})).unwrap();
+        let problems = firehose.problems("/exchange/x/request.", "/queue/response.");
+        assert_eq!(problems.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), ["mirror.tap"]);
+        assert!(firehose.problems("/queue/request.", "/queue/response.").is_empty());
+    }
+}

@@ -1,0 +1,177 @@
+//! The mirror's I/O: one connection reads the tap, another publishes the copies, with a
+//! bounded buffer between them. The reader never waits for the publisher: when the buffer is
+//! full a copy is dropped and counted, so a mirror that falls behind costs the native agents
+//! nothing (their queues are never read here, and the broker's copy is bounded too).
+
+use super::MirrorError;
+use super::config::MirrorConfig;
+use super::tap::{Tap, Tapped};
+use super::telemetry::{self, Copied, Dropped, MirrorMetrics, Undecodable};
+use super::translate::Translator;
+use crate::bridge::pipeline::codecs;
+use crate::bridge::{client_config, connect};
+use crate::config::Config;
+use crate::stomp::{Client, Event, Events, Item};
+use crate::telemetry::Metrics;
+use bytes::Bytes;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+/// Open conversations remembered for the `conversation` key.
+const CONVERSATIONS: usize = 100_000;
+
+/// Runs the mirror until `shutdown`, then publishes what is buffered (within the delivery
+/// shutdown timeout) and disconnects.
+pub async fn run(
+    config: Config,
+    mirror: MirrorConfig,
+    metrics: Arc<Metrics>,
+    shutdown: CancellationToken,
+) -> Result<(), MirrorError> {
+    let client = client_config(&config).map_err(|e| MirrorError::Config(e.to_string()))?;
+    let Some((tap_client, events)) = connect(&client, &metrics, &shutdown).await else { return Ok(()) };
+    let Some((out, _)) = connect(&client, &metrics, &shutdown).await else { return Ok(()) };
+    let wa = &config.wiseagents;
+    let tap = Tap::new(&mirror, &wa.request_prefix, &wa.response_prefix);
+    let mut subscriptions = Vec::new();
+    for sub in tap.subscriptions() {
+        let destination = sub.destination.clone();
+        subscriptions.push(tap_client.subscribe(sub).await?);
+        info!(%destination, "mirror: tapping");
+    }
+    metrics.mirror.set_ready(true);
+    info!(subscriptions = subscriptions.len(), buffer = mirror.buffer, "mirror ready");
+    let (tx, rx) = mpsc::channel(mirror.buffer);
+    let translator = Translator::new(codecs(&config), &mirror.topics, CONVERSATIONS);
+    let publisher = tokio::spawn(publish(out.clone(), translator, rx, metrics.clone()));
+    read(&tap_client, events, &tap, tx, &metrics, &shutdown).await;
+    metrics.mirror.set_ready(false);
+    let grace = Duration::from_millis(config.delivery.shutdown_timeout_ms);
+    if tokio::time::timeout(grace, publisher).await.is_err() {
+        warn!("mirror: copies still buffered at shutdown were not published");
+    }
+    for id in subscriptions {
+        let _ = tap_client.unsubscribe(&id).await;
+    }
+    let _ = tap_client.disconnect().await;
+    let _ = out.disconnect().await;
+    info!("mirror stopped");
+    Ok(())
+}
+
+/// Reads the tap until shutdown: each copy is queued for publishing or, the buffer full,
+/// dropped and counted; either way it is acknowledged at once.
+async fn read(
+    client: &Client,
+    mut events: Events,
+    tap: &Tap,
+    tx: mpsc::Sender<(Tapped, Bytes)>,
+    metrics: &Metrics,
+    shutdown: &CancellationToken,
+) {
+    loop {
+        let event = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            event = events.recv() => event,
+        };
+        let message = match event {
+            Some(Event::Message(m)) => m,
+            Some(Event::Reconnected { .. }) => {
+                info!("mirror: tap reconnected (copies sent meanwhile are not seen)");
+                continue;
+            }
+            Some(other) => {
+                warn!(event = ?other, "mirror: tap connection event");
+                continue;
+            }
+            None => return,
+        };
+        if let Some(tapped) = tap.tapped(&message)
+            && !offer(&tx, tapped, message.frame.body.clone(), &metrics.mirror)
+        {
+            return;
+        }
+        // Queued, not awaited. A stale ack (the connection was lost meanwhile) needs nothing:
+        // the broker already forgot the copy, or redelivers it.
+        let ack = Item::Ack { msg: message.ack, nack: false, transaction: None };
+        let _ = client.enqueue(vec![ack]).await;
+    }
+}
+
+/// Queues a copy for publishing without waiting: when the buffer is full the copy is dropped
+/// and counted. False once the publisher is gone.
+fn offer(tx: &mpsc::Sender<(Tapped, Bytes)>, tapped: Tapped, body: Bytes, metrics: &MirrorMetrics) -> bool {
+    match tx.try_send((tapped, body)) {
+        Ok(()) => telemetry::Tapped.emit(metrics),
+        Err(mpsc::error::TrySendError::Full((t, _))) => Dropped { queue: &t.queue }.emit(metrics),
+        Err(mpsc::error::TrySendError::Closed(_)) => return false,
+    }
+    true
+}
+
+/// Copies published with one write at most (what is buffered, never waited for).
+const BATCH: usize = 256;
+
+/// Writes the copies of what is buffered, in order, a batch at a time, until the reader is
+/// gone. No receipts: a copy is best effort, and waiting would only hold the buffer up.
+async fn publish(
+    out: Client,
+    mut translator: Translator,
+    mut rx: mpsc::Receiver<(Tapped, Bytes)>,
+    metrics: Arc<Metrics>,
+) {
+    let mut ready = Vec::with_capacity(BATCH);
+    while rx.recv_many(&mut ready, BATCH).await > 0 {
+        let mut items = Vec::new();
+        let mut outputs = Vec::new();
+        for (tapped, body) in ready.drain(..) {
+            let copies = match translator.copies(&tapped, &body) {
+                Ok(c) => c,
+                Err(e) => {
+                    Undecodable { queue: &tapped.queue, reason: &e.to_string() }.emit(&metrics.mirror);
+                    continue;
+                }
+            };
+            for (output, error) in &copies.failed {
+                warn!(format = output.as_str(), queue = %tapped.queue, %error, "mirror: a copy could not be written");
+                Copied { output: *output, ok: false }.emit(&metrics.mirror);
+            }
+            for (output, frame) in copies.frames {
+                items.push(Item::Frame { frame, receipt: false });
+                outputs.push(output);
+            }
+        }
+        let ok = out.submit(items).await.is_ok();
+        for output in outputs {
+            Copied { output, ok }.emit(&metrics.mirror);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::envelope::Direction;
+
+    fn tapped() -> Tapped {
+        Tapped { queue: "/queue/request/A".into(), direction: Direction::Request, agent: "A".into() }
+    }
+
+    #[test]
+    fn a_full_buffer_drops_and_counts_without_waiting() {
+        let metrics = MirrorMetrics::default();
+        let (tx, mut rx) = mpsc::channel(1);
+        assert!(offer(&tx, tapped(), Bytes::from_static(b"first"), &metrics));
+        assert!(
+            offer(&tx, tapped(), Bytes::from_static(b"second"), &metrics),
+            "full: dropped, not waited for"
+        );
+        assert_eq!(metrics.dropped(), 1);
+        assert_eq!(rx.try_recv().map(|(_, body)| body).ok(), Some(Bytes::from_static(b"first")));
+        drop(rx);
+        assert!(!offer(&tx, tapped(), Bytes::new(), &metrics), "the publisher is gone");
+    }
+}

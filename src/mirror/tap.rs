@@ -1,0 +1,147 @@
+//! Where the broker's copy of the Wise Agents queues is read, and which queue a copied
+//! message was on. Pure: the subscriptions to make and the reading of one message.
+
+use super::config::{MirrorConfig, TapKind};
+use crate::envelope::Direction;
+use crate::stomp::{AckMode, Message, Subscription};
+
+/// RabbitMQ's firehose exchange as a STOMP destination.
+const FIREHOSE: &str = "/exchange/amq.rabbitmq.trace/";
+
+/// A tapped message's place in Wise Agents' naming.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tapped {
+    /// The Wise Agents queue it was sent to, as a STOMP destination.
+    pub queue: String,
+    pub direction: Direction,
+    /// The agent whose queue it was.
+    pub agent: String,
+}
+
+/// The tap: how to subscribe, and how to read where a copy came from.
+#[derive(Debug, Clone)]
+pub struct Tap {
+    kind: TapKind,
+    destination: String,
+    prefetch: usize,
+    max_backlog: usize,
+    request_prefix: String,
+    response_prefix: String,
+}
+
+impl Tap {
+    pub fn new(config: &MirrorConfig, request_prefix: &str, response_prefix: &str) -> Self {
+        Tap {
+            kind: config.tap,
+            destination: config.destination.clone(),
+            prefetch: config.prefetch,
+            max_backlog: config.max_backlog,
+            request_prefix: request_prefix.to_owned(),
+            response_prefix: response_prefix.to_owned(),
+        }
+    }
+
+    /// The subscriptions that read the copy: client acknowledgement with a bounded prefetch,
+    /// so that the broker holds (and on overflow drops) what the bridge has not taken yet.
+    pub fn subscriptions(&self) -> Vec<Subscription> {
+        let bounded = |destination: &str| {
+            Subscription::new(destination, AckMode::ClientIndividual)
+                .with("activemq.prefetchSize", self.prefetch.to_string())
+                .with("prefetch-count", self.prefetch.to_string())
+        };
+        match self.kind {
+            TapKind::Activemq | TapKind::Artemis => vec![bounded(&self.destination)],
+            TapKind::RabbitmqFirehose => [&self.request_prefix, &self.response_prefix]
+                .iter()
+                .filter_map(|p| p.strip_prefix("/queue/"))
+                .map(|queue| {
+                    bounded(&format!("{FIREHOSE}deliver.{queue}#"))
+                        .with("x-max-length", self.max_backlog.to_string())
+                })
+                .collect(),
+        }
+    }
+
+    /// Which Wise Agents queue a copy was on, or `None` for anything else.
+    pub fn tapped(&self, msg: &Message) -> Option<Tapped> {
+        let queue = match self.kind {
+            TapKind::Activemq => msg.header("original-destination")?.to_owned(),
+            TapKind::Artemis => format!("/queue/{}", msg.header("_AMQ_ORIG_ADDRESS")?),
+            TapKind::RabbitmqFirehose => {
+                let key = msg.destination.strip_prefix(FIREHOSE)?.strip_prefix("deliver.")?;
+                format!("/queue/{key}")
+            }
+        };
+        self.classify(queue)
+    }
+
+    /// A queue under the request or response prefix (ActiveMQ's path-separator plugin
+    /// writes `request/A` as `request.A`; both are read).
+    fn classify(&self, queue: String) -> Option<Tapped> {
+        let dotted = |p: &str| p.strip_suffix('/').map(|p| format!("{p}."));
+        let under = |prefix: &str| {
+            queue
+                .strip_prefix(prefix)
+                .or_else(|| {
+                    dotted(prefix).and_then(|d| queue.strip_prefix(d.as_str()).map(|_| &queue[d.len()..]))
+                })
+                .filter(|agent| !agent.is_empty())
+                .map(str::to_owned)
+        };
+        let (direction, agent) = match under(&self.request_prefix) {
+            Some(agent) => (Direction::Request, agent),
+            None => (Direction::Response, under(&self.response_prefix)?),
+        };
+        Some(Tapped { queue, direction, agent })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stomp::{AckRef, Command, Frame};
+
+    fn tap(kind: &str, request: &str, response: &str) -> Tap {
+        let config: MirrorConfig = serde_json::from_value(serde_json::json!({"tap": kind})).unwrap();
+        Tap::new(&config, request, response)
+    }
+
+    fn message(destination: &str, headers: &[(&str, &str)]) -> Message {
+        let mut frame = Frame::new(Command::Message).with("destination", destination);
+        for (k, v) in headers {
+            frame = frame.with(*k, *v);
+        }
+        let ack = AckRef { epoch: 0, subscription: "1".into(), message_id: "m1".into(), ack_id: None };
+        Message { ack, destination: destination.into(), frame }
+    }
+
+    #[test]
+    fn activemq_copies_name_their_queue_in_original_destination() {
+        let t = tap("activemq", "/queue/request/", "/queue/response/");
+        let m = message("/topic/mirror.wiseagents", &[("original-destination", "/queue/response/Asker")]);
+        let tapped = t.tapped(&m).unwrap();
+        assert_eq!((tapped.direction, tapped.agent.as_str()), (Direction::Response, "Asker"));
+        let dotted = message("/topic/mirror.wiseagents", &[("original-destination", "/queue/request.Tool")]);
+        assert_eq!(t.tapped(&dotted).unwrap().agent, "Tool");
+        let other = message("/topic/mirror.wiseagents", &[("original-destination", "/queue/civitas.X")]);
+        assert_eq!(t.tapped(&other), None);
+        assert_eq!(t.tapped(&message("/topic/mirror.wiseagents", &[])), None);
+    }
+
+    #[test]
+    fn rabbitmq_copies_name_their_queue_in_the_deliver_routing_key() {
+        let t = tap("rabbitmq-firehose", "/queue/request.", "/queue/response.");
+        let subs: Vec<String> = t.subscriptions().iter().map(|s| s.destination.clone()).collect();
+        assert_eq!(
+            subs,
+            [
+                "/exchange/amq.rabbitmq.trace/deliver.request.#",
+                "/exchange/amq.rabbitmq.trace/deliver.response.#"
+            ]
+        );
+        let m = message("/exchange/amq.rabbitmq.trace/deliver.request.Tool", &[]);
+        let tapped = t.tapped(&m).unwrap();
+        assert_eq!((tapped.queue.as_str(), tapped.direction), ("/queue/request.Tool", Direction::Request));
+        assert_eq!(t.tapped(&message("/exchange/amq.rabbitmq.trace/publish.", &[])), None);
+    }
+}

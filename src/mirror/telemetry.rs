@@ -1,0 +1,155 @@
+//! What the mirror lets an operator observe: each event one type whose `emit` counts it and,
+//! when it is rare, logs it, so that logs and metrics never disagree.
+
+use super::translate::Output;
+use crate::envelope::codecs::Framework;
+use std::fmt::Write;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use tracing::{debug, warn};
+
+const FORMATS: [Output; 4] = [
+    Output::Framework(Framework::Civitas),
+    Output::Framework(Framework::Vox),
+    Output::Framework(Framework::PenguiFlow),
+    Output::Canonical,
+];
+
+/// The mirror's counters, rendered under `/metrics` after the proxy's.
+#[derive(Debug, Default)]
+pub struct MirrorMetrics {
+    ready: AtomicBool,
+    tapped: AtomicU64,
+    dropped: AtomicU64,
+    undecodable: AtomicU64,
+    published: [AtomicU64; FORMATS.len()],
+    failed: [AtomicU64; FORMATS.len()],
+}
+
+fn index(output: Output) -> usize {
+    FORMATS.iter().position(|f| *f == output).unwrap_or(0)
+}
+
+impl MirrorMetrics {
+    /// Whether the tap is subscribed (copies are being read).
+    pub fn set_ready(&self, ready: bool) {
+        self.ready.store(ready, Ordering::Relaxed);
+    }
+
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    pub fn published(&self, output: Output) -> u64 {
+        self.published[index(output)].load(Ordering::Relaxed)
+    }
+
+    /// Prometheus text.
+    pub fn render(&self, out: &mut String) {
+        let ready = u8::from(self.ready.load(Ordering::Relaxed));
+        let _ = write!(
+            out,
+            "# HELP bridge_mirror_ready 1 while the mirror's tap is subscribed.\n# TYPE bridge_mirror_ready gauge\nbridge_mirror_ready {ready}\n"
+        );
+        for (name, help, counter) in [
+            ("bridge_mirror_tapped_total", "Wise Agents messages read from the broker's copy.", &self.tapped),
+            (
+                "bridge_mirror_dropped_total",
+                "Tapped messages dropped because the mirror's buffer was full (the mirror fell behind).",
+                &self.dropped,
+            ),
+            (
+                "bridge_mirror_undecodable_total",
+                "Tapped messages that were not Wise Agents messages: not copied.",
+                &self.undecodable,
+            ),
+        ] {
+            let n = counter.load(Ordering::Relaxed);
+            let _ = write!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {n}\n");
+        }
+        for (name, help, counters) in [
+            ("bridge_mirror_published_total", "Copies published, by format.", &self.published),
+            ("bridge_mirror_failed_total", "Copies that could not be written, by format.", &self.failed),
+        ] {
+            let _ = write!(out, "# HELP {name} {help}\n# TYPE {name} counter\n");
+            for (format, n) in FORMATS.iter().zip(counters) {
+                let _ =
+                    writeln!(out, "{name}{{format=\"{}\"}} {}", format.as_str(), n.load(Ordering::Relaxed));
+            }
+        }
+    }
+}
+
+/// A message read from the tap and queued for copying.
+pub struct Tapped;
+
+impl Tapped {
+    pub fn emit(&self, metrics: &MirrorMetrics) {
+        metrics.tapped.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A tapped message dropped: the buffer was full. Logged on the first and every 1000th.
+pub struct Dropped<'a> {
+    pub queue: &'a str,
+}
+
+impl Dropped<'_> {
+    pub fn emit(&self, metrics: &MirrorMetrics) {
+        metrics.tapped.fetch_add(1, Ordering::Relaxed);
+        let n = metrics.dropped.fetch_add(1, Ordering::Relaxed);
+        if n % 1000 == 0 {
+            warn!(
+                outcome = "mirror_dropped",
+                queue = self.queue,
+                dropped = n + 1,
+                "the mirror is behind: a copy was dropped"
+            );
+        }
+    }
+}
+
+/// A tapped body that is not a Wise Agents message.
+pub struct Undecodable<'a> {
+    pub queue: &'a str,
+    pub reason: &'a str,
+}
+
+impl Undecodable<'_> {
+    pub fn emit(&self, metrics: &MirrorMetrics) {
+        metrics.undecodable.fetch_add(1, Ordering::Relaxed);
+        debug!(outcome = "mirror_undecodable", queue = self.queue, reason = self.reason, "not copied");
+    }
+}
+
+/// A copy published (handed to the connection), or one that could not be written.
+pub struct Copied {
+    pub output: Output,
+    pub ok: bool,
+}
+
+impl Copied {
+    pub fn emit(&self, metrics: &MirrorMetrics) {
+        let counters = if self.ok { &metrics.published } else { &metrics.failed };
+        counters[index(self.output)].fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_count_and_render_by_format() {
+        let m = MirrorMetrics::default();
+        Dropped { queue: "/queue/request/A" }.emit(&m);
+        Copied { output: Output::Canonical, ok: true }.emit(&m);
+        Copied { output: Output::Framework(Framework::Vox), ok: false }.emit(&m);
+        let mut text = String::new();
+        m.render(&mut text);
+        assert!(text.contains("bridge_mirror_dropped_total 1\n"), "{text}");
+        assert!(text.contains("bridge_mirror_tapped_total 1\n"), "{text}");
+        assert!(text.contains("bridge_mirror_published_total{format=\"canonical\"} 1\n"), "{text}");
+        assert!(text.contains("bridge_mirror_failed_total{format=\"vox\"} 1\n"), "{text}");
+        assert_eq!((m.dropped(), m.published(Output::Canonical)), (1, 1));
+    }
+}
