@@ -398,6 +398,14 @@ pub struct ConfigError {
 impl Config {
     /// Reads `path`, applies `BRIDGE__…` environment overrides, and validates.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        Self::load_with_env(path, None)
+    }
+
+    /// [`Config::load`] with the given variables in place of the process environment.
+    pub fn load_with_env(
+        path: &Path,
+        env: Option<config::Map<String, String>>,
+    ) -> Result<Config, ConfigError> {
         let file = path.display().to_string();
         let raw = config::Config::builder()
             .add_source(config::File::from(path).format(config::FileFormat::Toml))
@@ -405,7 +413,10 @@ impl Config {
                 config::Environment::with_prefix("BRIDGE")
                     .prefix_separator("__")
                     .separator("__")
-                    .try_parsing(true),
+                    // Every value stays the text it was (`007` is not 7): serde converts a string
+                    // to a number or a boolean only where a field has that type.
+                    .try_parsing(false)
+                    .source(env),
             )
             .build()
             .and_then(|c| c.try_deserialize::<Config>())
@@ -641,6 +652,27 @@ mod tests {
             assert!(all.contains(key), "{key} missing in {all}");
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn environment_strings_keep_their_exact_text_and_numbers_still_parse() {
+        let env = [
+            ("BRIDGE__BROKER__PASSCODE", "007"),
+            ("BRIDGE__BROKER__LOGIN", "1e3"),
+            ("BRIDGE__BROKER__VHOST", "TRUE"),
+            ("BRIDGE__WISEAGENTS__DEFAULT_CONTEXT", "0x1F"),
+            ("BRIDGE__DELIVERY__IN_FLIGHT", "64"),
+            ("BRIDGE__DELIVERY__EXCLUSIVE", "true"),
+            ("BRIDGE__PROTOCOLS__PENGUIFLOW__RESPONSE_AS_FINAL_ANSWER", "false"),
+        ];
+        let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let config = Config::load_with_env(&example(), Some(env)).unwrap();
+        assert_eq!(config.broker.passcode.as_deref(), Some("007"));
+        assert_eq!(config.broker.login.as_deref(), Some("1e3"));
+        assert_eq!(config.broker.vhost, "TRUE");
+        assert_eq!(config.wiseagents.default_context, "0x1F");
+        assert_eq!((config.delivery.in_flight, config.delivery.exclusive), (64, true));
+        assert!(!config.protocols.penguiflow.unwrap().response_as_final_answer);
     }
 
     #[test]
