@@ -296,25 +296,42 @@ mod tests {
     }
 
     #[test]
+    fn one_unanswered_ask_pins_nothing_behind_it() {
+        let mut t = CorrelationTable::new(10, Duration::from_secs(3600));
+        let now = Instant::now();
+        t.insert(ask("stuck", "A", "B"), now);
+        for i in 0..10_000 {
+            t.insert(ask(&format!("q{i}"), "A", "C"), now);
+            assert!(t.answer_by_id(&format!("q{i}"), false, now).is_some());
+        }
+        assert_eq!((t.len(), t.evicted()), (1, 0), "answered asks leave no slot behind");
+        assert_eq!(id_of(t.answer_in_order("A", "B", now)).as_deref(), Some("stuck"));
+    }
+
+    #[test]
     fn a_million_asks_stay_within_the_bound() {
-        let mut t = CorrelationTable::new(1000, Duration::from_secs(5));
+        // 50,000 asks a second for an hour's TTL would be 180 million: the bound is the capacity.
+        let mut t = CorrelationTable::new(1000, Duration::from_secs(3600));
         let start = Instant::now();
         for i in 0..1_000_000u64 {
             let now = start + Duration::from_micros(i * 20);
-            // A third are answered at once, a third never, a third by order.
-            t.insert(ask(&i.to_string(), "A", &format!("B{}", i % 7)), now);
-            match i % 3 {
+            let mut a = ask(&i.to_string(), "A", &format!("B{}", i % 7));
+            a.reply_deadline =
+                (i % 2 == 0).then(|| now + Duration::from_millis(if i % 8 == 0 { 5 } else { 1_800_000 }));
+            t.insert(a, now);
+            match i % 4 {
                 0 => assert!(t.answer_by_id(&i.to_string(), false, now).is_some()),
-                1 => {
-                    t.answer_in_order("A", &format!("B{}", i % 7), now);
-                }
+                1 => t.insert(ask(&(i - 1).to_string(), "A", "B0"), now),
+                2 => drop(t.time_out(now)),
                 _ => {}
             }
             assert!(t.slots.len() <= 1000);
         }
-        assert!(t.by_id.len() <= 1000 && t.by_id.len() == t.slots.len());
-        assert!(t.by_pair.values().map(BTreeSet::len).sum::<usize>() == t.slots.len());
-        assert!(t.by_pair.len() <= 7);
-        assert!(t.deadlines.is_empty());
+        assert_eq!(t.len(), 1000);
+        assert!(t.evicted() > 100_000, "{}", t.evicted());
+        assert_eq!(t.by_id.len(), t.slots.len());
+        assert_eq!(t.by_pair.values().map(BTreeSet::len).sum::<usize>(), t.slots.len());
+        let deadlines = t.slots.values().filter(|s| s.ask.reply_deadline.is_some()).count();
+        assert!(t.deadlines.len() <= deadlines, "{} > {deadlines}", t.deadlines.len());
     }
 }
