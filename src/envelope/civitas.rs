@@ -4,8 +4,8 @@
 
 use super::correlation::ReplyRoute;
 use super::{
-    Content, Direction, Envelope, EnvelopeError, Intent, now_unix, payload_map, take_content, take_intent,
-    take_text,
+    Content, Direction, Envelope, EnvelopeError, Intent, checked_time, now_unix, payload_map, take_content,
+    take_intent, take_text,
 };
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
@@ -156,6 +156,9 @@ pub fn to_envelope(msg: CivitasMessage) -> Result<Envelope, EnvelopeError> {
     // A reply is known by its correlation (the bridge's token), whatever its type: Civitas's
     // reply() takes the type from `payload["type"]` when there is one.
     let bridge_reply = msg.correlation_id.as_deref().and_then(ReplyRoute::from_token).is_some();
+    let timestamp = checked_time("timestamp", msg.timestamp)?;
+    // `ttl` is relative to the message's own timestamp; the envelope's deadline is absolute.
+    let deadline = msg.ttl.map(|ttl| checked_time("ttl", timestamp + ttl)).transpose()?;
     let direction =
         if msg.kind == "reply" || bridge_reply { Direction::Response } else { Direction::Request };
     let mut payload = msg.payload;
@@ -188,10 +191,9 @@ pub fn to_envelope(msg: CivitasMessage) -> Result<Envelope, EnvelopeError> {
         trace_id: non_empty(msg.trace_id),
         span_id: non_empty(msg.span_id),
         parent_span_id: msg.parent_span_id,
-        timestamp: Some(msg.timestamp),
+        timestamp: Some(timestamp),
         attempt: Some(msg.attempt),
-        // `ttl` is relative to the message's own timestamp; the envelope's deadline is absolute.
-        deadline: msg.ttl.map(|ttl| msg.timestamp + ttl),
+        deadline,
         ..Envelope::default()
     };
     // Civitas's priority is a lane (> 0: the system lane, run even while the agent is

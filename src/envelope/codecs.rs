@@ -137,7 +137,7 @@ impl Codecs {
                 }
             }
             Framework::Vox => {
-                Encoded { body: vox::from_envelope(env, &self.vox).encode()?, content_type: JSON }
+                Encoded { body: vox::from_envelope(env, &self.vox)?.encode()?, content_type: JSON }
             }
             Framework::PenguiFlow => Encoded {
                 body: penguiflow::from_envelope(env, &self.penguiflow).encode()?,

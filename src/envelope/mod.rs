@@ -291,6 +291,20 @@ pub fn new_uuid4() -> uuid::Uuid {
 }
 
 /// Now, as Unix seconds.
+/// The Unix seconds a time from a message may be: the range of Python's `datetime` (years 1
+/// to 9999), which pydantic and VOX write; beyond it, or not finite, a time is refused.
+const UNIX_TIME_RANGE: std::ops::RangeInclusive<f64> = -62_135_596_800.0..=253_402_300_799.0;
+
+/// `secs` if it is a time a message can carry; else an error naming `field`.
+pub(crate) fn checked_time(field: &str, secs: f64) -> Result<f64, EnvelopeError> {
+    match UNIX_TIME_RANGE.contains(&secs) {
+        true => Ok(secs),
+        false => {
+            Err(EnvelopeError::invalid(field, format!("{secs} is not a Unix time of the years 1 to 9999")))
+        }
+    }
+}
+
 pub(crate) fn now_unix() -> f64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
@@ -336,6 +350,51 @@ mod tests {
         assert_eq!(other.trace_id.as_deref(), Some("kept"), "the message's own trace id wins");
         apply_traceparent(&mut other, "garbage");
         assert_eq!(traceparent(&other), None, "no header from ids that do not fit");
+    }
+
+    fn to(
+        from: codecs::Framework,
+        to: codecs::Framework,
+        body: &[u8],
+    ) -> Result<codecs::Encoded, EnvelopeError> {
+        let origin = codecs::Origin { direction: Direction::Request, recipient: "Ops", content_type: None };
+        codecs::Codecs::default().translate(from, to, body, origin)
+    }
+
+    #[test]
+    fn times_at_the_extremes_are_refused_with_the_field_named_never_wrapped() {
+        use codecs::Framework::{Civitas, PenguiFlow, Vox, WiseAgents};
+        let civitas = |fields: &str| format!(r#"{{"sender": "A", "recipient": "Ops", {fields}}}"#);
+        let penguiflow = |fields: &str| {
+            format!(
+                r#"{{"payload": "x", "headers": {{"tenant": "t"}}, "trace_id": "995ab2f90da84424bdda4810c6221488", {fields}}}"#
+            )
+        };
+        let cases = [
+            (Civitas, civitas(r#""timestamp": 1e300"#), "timestamp"),
+            (Civitas, civitas(r#""timestamp": -1.7976931348623157e308"#), "timestamp"),
+            (Civitas, civitas(r#""timestamp": 1.0, "ttl": 1e308"#), "ttl"),
+            (PenguiFlow, penguiflow(r#""ts": 1e19"#), "ts"),
+            (PenguiFlow, penguiflow(r#""ts": 1.0, "deadline_s": 1e300"#), "deadline_s"),
+        ];
+        for (from, body, field) in cases {
+            for target in [Vox, Civitas, PenguiFlow, WiseAgents] {
+                let err = to(from, target, body.as_bytes()).expect_err(&body);
+                assert_eq!(err.kind(), "invalid_field", "{body}: {err}");
+                assert!(err.to_string().contains(field), "{body}: {err}");
+            }
+        }
+        #[derive(serde::Serialize)]
+        struct Msgpack {
+            recipient: &'static str,
+            timestamp: f64,
+        }
+        let body = rmp_serde::to_vec_named(&Msgpack { recipient: "Ops", timestamp: -1e300 }).unwrap();
+        assert_eq!(to(Civitas, Vox, &body).unwrap_err().kind(), "invalid_field", "msgpack");
+        // The latest and earliest times Python's datetime holds still pass.
+        for ts in ["253402300799.0", "-62135596800.0"] {
+            assert!(to(PenguiFlow, Vox, penguiflow(&format!(r#""ts": {ts}"#)).as_bytes()).is_ok(), "{ts}");
+        }
     }
 
     #[test]

@@ -152,9 +152,9 @@ pub fn to_envelope(msg: VoxMessage, opts: &VoxOptions) -> Result<Envelope, Envel
 
 /// The VOX message for an envelope; `reply_to` is the `message_id` of the request a
 /// response answers.
-pub fn from_envelope(env: &Envelope, opts: &VoxOptions) -> VoxMessage {
+pub fn from_envelope(env: &Envelope, opts: &VoxOptions) -> Result<VoxMessage, EnvelopeError> {
     let name = |n: &Option<String>| n.as_deref().map_or(Uuid::nil(), |n| opts.registry.uuid_of(n));
-    VoxMessage {
+    Ok(VoxMessage {
         message_id: env
             .id
             .as_deref()
@@ -164,13 +164,13 @@ pub fn from_envelope(env: &Envelope, opts: &VoxOptions) -> VoxMessage {
             Some(Value::String(s)) => s.clone(),
             _ => opts.message_source.clone(),
         },
-        emitted_at: format_time(env.timestamp.unwrap_or_else(now_unix)),
+        emitted_at: format_time(env.timestamp.unwrap_or_else(now_unix))?,
         source: name(&env.sender),
         target: name(&env.recipient),
         kind: vox_type(env),
         details: details(env),
         reply_to: env.in_reply_to.as_deref().and_then(|id| Uuid::parse_str(id).ok()),
-    }
+    })
 }
 
 /// Like Civitas's payload, plus the `sender` and `recipient` names; nulls left out.
@@ -185,13 +185,16 @@ fn details(env: &Envelope) -> Map<String, Value> {
     payload_map(env, "vox.details.", &fields)
 }
 
-/// RFC 3339 in UTC with microseconds, as pydantic writes an aware datetime.
-fn format_time(unix: f64) -> String {
-    let nanos = (unix * 1e6).round() as i128 * 1000;
-    OffsetDateTime::from_unix_timestamp_nanos(nanos)
-        .ok()
+/// RFC 3339 in UTC with microseconds, as pydantic writes an aware datetime; a time beyond
+/// what it can write is an error (never a wrapped or made-up time).
+fn format_time(unix: f64) -> Result<String, EnvelopeError> {
+    let unix = super::checked_time("timestamp", unix)?;
+    // In range, the microseconds fit an i64 exactly enough and the nanoseconds an i128.
+    let nanos = i128::from((unix * 1e6).round() as i64).checked_mul(1000);
+    nanos
+        .and_then(|n| OffsetDateTime::from_unix_timestamp_nanos(n).ok())
         .and_then(|t| t.format(&Rfc3339).ok())
-        .unwrap_or_else(|| "1970-01-01T00:00:00Z".to_owned())
+        .ok_or_else(|| EnvelopeError::invalid("timestamp", format!("{unix} cannot be written as a time")))
 }
 
 /// RFC 3339; a time without an offset (a naive pydantic datetime) is taken as UTC.

@@ -215,7 +215,10 @@ fn parse_head(head: &[u8], limits: Limits) -> Result<State, FrameError> {
     }
     let len = content_length(&frame)?;
     if let Some(n) = len.filter(|&n| n.saturating_add(head.len()) > limits.max_frame_bytes) {
-        return Err(FrameError::FrameTooLarge { size: n + head.len(), limit: limits.max_frame_bytes });
+        return Err(FrameError::FrameTooLarge {
+            size: n.saturating_add(head.len()),
+            limit: limits.max_frame_bytes,
+        });
     }
     Ok(State::Body { frame, head_len: head.len(), len, scanned: 0 })
 }

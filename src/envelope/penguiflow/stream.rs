@@ -98,6 +98,10 @@ impl<T> StreamAssembler<T> {
             tokens: Vec::new(),
         });
         partial.tokens.push(token);
+        if chunk.done && chunk.seq.checked_add(1).is_none() {
+            // Its stream would need 2^64 chunks: it can never be whole.
+            return Err(self.abandon(&id, format!("seq {} cannot end a stream", chunk.seq)));
+        }
         if chunk.done {
             partial.last_seq = Some(chunk.seq);
         }
@@ -115,7 +119,8 @@ impl<T> StreamAssembler<T> {
     fn complete(&mut self, id: &str) -> Option<Fed<T>> {
         let partial = self.streams.get(id)?;
         let last = partial.last_seq?;
-        if partial.texts.len() as u64 != last + 1 || partial.texts.keys().next_back() != Some(&last) {
+        let chunks = u64::try_from(partial.texts.len()).ok();
+        if chunks != last.checked_add(1) || partial.texts.keys().next_back() != Some(&last) {
             return None;
         }
         let partial = self.streams.remove(id)?;
@@ -196,6 +201,17 @@ mod tests {
         let abandoned = a.feed(m, c, 1, Instant::now()).expect_err("over the bound");
         assert_eq!(abandoned.tokens, [0, 1]);
         assert_eq!(abandoned.error.kind(), "stream");
+        assert_eq!(a.buffered_bytes(), 0);
+    }
+
+    #[test]
+    fn a_last_seq_at_the_end_of_u64_is_refused_with_the_streams_tokens() {
+        let mut a = StreamAssembler::new(1024, Duration::from_secs(60));
+        assert!(matches!(feed(&mut a, 0, "a", false), Fed::Pending));
+        let (m, c) = chunk(u64::MAX, "z", true);
+        let abandoned = a.feed(m, c, 9, Instant::now()).expect_err("a stream that can never be whole");
+        assert_eq!(abandoned.tokens, [0, 9]);
+        assert!(abandoned.error.to_string().contains("18446744073709551615"), "{}", abandoned.error);
         assert_eq!(a.buffered_bytes(), 0);
     }
 
