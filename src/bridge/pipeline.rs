@@ -503,6 +503,14 @@ impl Pipeline {
         Some(ask_id)
     }
 
+    /// A queue discovered for an agent a glob names: the agent's VOX UUID resolves back to
+    /// its name from now on (before any message to it).
+    pub fn meet(&self, destination: &str) {
+        if let Some(Source::WiseAgents { agent, .. }) = self.router.classify(destination) {
+            self.codecs.vox.registry.uuid_of(&agent);
+        }
+    }
+
     /// Takes back an ask whose frame was never published (its batch was rolled back: the
     /// broker redelivers the request, which is asked again). Without this, a stale ask would
     /// stand first in its pair's queue and take the next plain answer.

@@ -207,6 +207,7 @@ impl Discover for Discovering {
         }
         match client.subscribe(self.consuming.subscription(&destination)).await {
             Ok(id) => {
+                pipeline.meet(&destination);
                 info!(%destination, "discovered and subscribed");
                 self.subscriptions.push(id);
             }

@@ -4,9 +4,12 @@
 use super::{
     Direction, Envelope, EnvelopeError, Intent, now_unix, payload_map, take_content, take_intent, take_text,
 };
+use crate::config::{glob_matches, is_glob};
+use crate::routing::is_agent_name;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
@@ -39,37 +42,77 @@ impl VoxMessage {
 
 /// Agent names ↔ UUIDs: a UUID configured for an agent, otherwise UUIDv5 of its name under
 /// the namespace. Names known to the registry resolve back; a reply names its recipient
-/// through the request it answers.
+/// through the request it answers. An agent named by a glob (`Vox*`) is known once the bridge
+/// has met its name (a queue discovered, a message to it): a glob is never a name itself.
 #[derive(Debug, Clone)]
 pub struct Registry {
     namespace: Uuid,
     by_name: HashMap<String, Uuid>,
     by_uuid: HashMap<Uuid, String>,
+    globs: Vec<String>,
+    /// Names met that a glob matches, by UUID; shared by the clones, bounded.
+    met: Arc<Mutex<HashMap<Uuid, String>>>,
 }
+
+/// Names matched by a glob remembered at most (a name past this still maps to its UUID, but
+/// its UUID no longer resolves back).
+pub const MAX_MET_NAMES: usize = 10_000;
 
 impl Registry {
     pub fn new(namespace: Uuid) -> Self {
-        Registry { namespace, by_name: HashMap::new(), by_uuid: HashMap::new() }
+        Registry {
+            namespace,
+            by_name: HashMap::new(),
+            by_uuid: HashMap::new(),
+            globs: Vec::new(),
+            met: Arc::default(),
+        }
     }
 
-    /// Makes `name` known, with its configured UUID or the derived one.
+    /// Makes `name` known, with its configured UUID or the derived one; a glob is kept as
+    /// one, to recognise the names it matches.
     pub fn add(&mut self, name: &str, uuid: Option<Uuid>) {
+        if is_glob(name) {
+            self.globs.push(name.to_owned());
+            return;
+        }
         let uuid = uuid.unwrap_or_else(|| Uuid::new_v5(&self.namespace, name.as_bytes()));
         self.by_name.insert(name.to_owned(), uuid);
         self.by_uuid.insert(uuid, name.to_owned());
     }
 
+    /// The UUID of `name` (a UUID written as a name is itself); a name a glob matches is
+    /// remembered, so that its UUID resolves back.
     pub fn uuid_of(&self, name: &str) -> Uuid {
-        match self.by_name.get(name) {
-            Some(uuid) => *uuid,
-            None => Uuid::parse_str(name).unwrap_or_else(|_| Uuid::new_v5(&self.namespace, name.as_bytes())),
+        if let Some(uuid) = self.by_name.get(name) {
+            return *uuid;
+        }
+        if let Ok(uuid) = Uuid::parse_str(name) {
+            return uuid;
+        }
+        let uuid = Uuid::new_v5(&self.namespace, name.as_bytes());
+        self.meet(name, uuid);
+        uuid
+    }
+
+    /// Remembers a name some glob matches.
+    fn meet(&self, name: &str, uuid: Uuid) {
+        if !is_agent_name(name) || !self.globs.iter().any(|g| glob_matches(g, name)) {
+            return;
+        }
+        let mut met = self.met.lock().unwrap_or_else(|e| e.into_inner());
+        if met.len() < MAX_MET_NAMES || met.contains_key(&uuid) {
+            met.insert(uuid, name.to_owned());
         }
     }
 
-    /// The agent's name; none for a UUID no configured agent has (a native agent that
-    /// VOX agents address must be listed in `[wiseagents] agents`).
+    /// The agent's name; none for a UUID no configured or met agent has (a native agent
+    /// that VOX agents address must be listed in `[wiseagents] agents`).
     pub fn name_of(&self, uuid: &Uuid) -> Option<String> {
-        self.by_uuid.get(uuid).cloned()
+        self.by_uuid
+            .get(uuid)
+            .cloned()
+            .or_else(|| self.met.lock().unwrap_or_else(|e| e.into_inner()).get(uuid).cloned())
     }
 }
 

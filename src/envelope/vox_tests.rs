@@ -97,3 +97,19 @@ fn naive_and_offset_times_are_read_and_garbage_is_refused() {
     }
     assert_eq!(format_time(253_402_300_799.0).unwrap(), "9999-12-31T23:59:59Z");
 }
+
+#[test]
+fn a_glob_is_no_name_and_the_names_it_matches_resolve_back_within_a_bound() {
+    let mut r = Registry::new(Uuid::nil());
+    r.add("Civ*", None);
+    assert_eq!(r.name_of(&Uuid::new_v5(&Uuid::nil(), b"Civ*")), None);
+    let scout = r.uuid_of("CivScout");
+    assert_eq!(r.name_of(&scout).as_deref(), Some("CivScout"));
+    let stranger = r.uuid_of("Stranger");
+    assert_eq!(r.name_of(&stranger), None, "no glob matches it");
+    for i in 0..MAX_MET_NAMES + 5 {
+        r.uuid_of(&format!("Civ{i}"));
+    }
+    assert_eq!(r.met.lock().unwrap().len(), MAX_MET_NAMES);
+    assert_eq!(r.name_of(&scout).as_deref(), Some("CivScout"), "met first, kept");
+}
