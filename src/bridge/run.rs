@@ -205,17 +205,26 @@ impl Discover for Discovering {
         if !self.known.insert(destination.clone()) {
             return;
         }
-        match client.subscribe(self.consuming.subscription(&destination)).await {
-            Ok(id) => {
-                pipeline.meet(&destination);
-                info!(%destination, "discovered and subscribed");
-                self.subscriptions.push(id);
-            }
-            Err(e) => {
+        let (id, confirmed) = client.try_subscribe(self.consuming.subscription(&destination)).await;
+        match confirmed {
+            Ok(()) => info!(%destination, "discovered and subscribed"),
+            // Never written, or refused by name: there is no subscription; a later
+            // announcement may try again.
+            Err(e @ (SessionError::NotConnected | SessionError::Shutdown | SessionError::Rejected(_))) => {
                 warn!(%destination, error = %e, "cannot subscribe to a discovered queue");
+                let _ = client.unsubscribe(&id).await;
                 self.known.remove(&destination);
+                return;
+            }
+            // A receipt late or lost with its connection: the SUBSCRIBE was written (or is
+            // restored on the next connection), and a broker that refused it would have sent an
+            // ERROR naming it (STOMP 1.2). It stands: subscribing again would consume twice.
+            Err(e) => {
+                warn!(%destination, error = %e, "no receipt for a discovered queue's SUBSCRIBE; it stands")
             }
         }
+        pipeline.meet(&destination);
+        self.subscriptions.push(id);
     }
 }
 
