@@ -3,6 +3,7 @@
 
 use crate::envelope::civitas::Encoding;
 use crate::envelope::codecs::Framework;
+use crate::stomp::Secret;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use uuid::Uuid;
@@ -35,9 +36,14 @@ pub struct BrokerConfig {
     pub url: String,
     #[serde(default)]
     pub login: Option<String>,
-    /// Never logged. Prefer the environment variable `BRIDGE__BROKER__PASSCODE`.
+    /// Never logged or shown. Prefer `passcode_file` or the environment variable
+    /// `BRIDGE__BROKER__PASSCODE` to writing it here.
     #[serde(default)]
-    pub passcode: Option<String>,
+    pub passcode: Option<Secret>,
+    /// A file holding the passcode (a container secret such as `/run/secrets/broker`), one
+    /// trailing line end dropped; relative to the configuration file. Not with `passcode`.
+    #[serde(default)]
+    pub passcode_file: Option<PathBuf>,
     /// The CONNECT `host` header: the virtual host (RabbitMQ: `/` or its vhost name).
     #[serde(default = "default_vhost")]
     pub vhost: String,
@@ -421,8 +427,33 @@ impl Config {
             .build()
             .and_then(|c| c.try_deserialize::<Config>())
             .map_err(|e| ConfigError { problems: vec![format!("{file}: {e}")] })?;
-        raw.validate(&file)?;
-        Ok(raw)
+        let mut raw = raw;
+        let read = raw.read_passcode_file(path).map_err(|why| format!("{file}: broker.passcode_file: {why}"));
+        match (read, raw.validate(&file)) {
+            (Ok(()), Ok(())) => Ok(raw),
+            (read, valid) => {
+                let problems = read.err().into_iter().chain(valid.err().into_iter().flat_map(|e| e.problems));
+                Err(ConfigError { problems: problems.collect() })
+            }
+        }
+    }
+
+    /// Puts the text of `broker.passcode_file` (relative to the configuration file at
+    /// `path`) in `broker.passcode`, without one trailing line end.
+    fn read_passcode_file(&mut self, path: &Path) -> Result<(), String> {
+        let Some(file) = &self.broker.passcode_file else { return Ok(()) };
+        if self.broker.passcode.is_some() {
+            return Err("set broker.passcode or broker.passcode_file, not both".into());
+        }
+        let file = path.parent().unwrap_or(Path::new(".")).join(file);
+        let text =
+            std::fs::read_to_string(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+        let text = text.strip_suffix('\n').map_or(text.as_str(), |t| t.strip_suffix('\r').unwrap_or(t));
+        if text.is_empty() {
+            return Err(format!("{} is empty", file.display()));
+        }
+        self.broker.passcode = Some(Secret::new(text));
+        Ok(())
     }
 
     /// Checks what types alone cannot; every problem is reported, not just the first.
@@ -667,7 +698,7 @@ mod tests {
         ];
         let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         let config = Config::load_with_env(&example(), Some(env)).unwrap();
-        assert_eq!(config.broker.passcode.as_deref(), Some("007"));
+        assert_eq!(config.broker.passcode.as_ref().map(Secret::expose), Some("007"));
         assert_eq!(config.broker.login.as_deref(), Some("1e3"));
         assert_eq!(config.broker.vhost, "TRUE");
         assert_eq!(config.wiseagents.default_context, "0x1F");

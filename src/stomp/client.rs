@@ -4,6 +4,7 @@
 
 use super::codec::{FrameError, Heartbeat, Inbound as Wire, Limits, StompCodec};
 use super::frame::{Command, Frame};
+use super::secret::Secret;
 use super::session::{
     self, AckRef, BrokerError, ConnectOptions, Inbound, Message, Negotiated, Session, SessionError,
     Subscription,
@@ -43,7 +44,7 @@ pub struct ClientConfig {
 
 impl ClientConfig {
     /// Defaults for everything but the address and credentials.
-    pub fn new(url: BrokerUrl, login: Option<String>, passcode: Option<String>) -> Self {
+    pub fn new(url: BrokerUrl, login: Option<String>, passcode: Option<Secret>) -> Self {
         ClientConfig {
             url,
             connect: ConnectOptions {

@@ -3,6 +3,7 @@
 
 use super::codec::FrameError;
 use super::frame::{Command, Frame};
+use super::secret::Secret;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::time::Duration;
@@ -97,7 +98,7 @@ pub enum Version {
 #[derive(Debug, Clone)]
 pub struct ConnectOptions {
     pub login: Option<String>,
-    pub passcode: Option<String>,
+    pub passcode: Option<Secret>,
     /// The `host` header: the virtual host (RabbitMQ needs `/` or its vhost name).
     pub vhost: String,
     /// How often we offer to send heart-beats, and how often we want them (0 = never).
@@ -115,7 +116,7 @@ pub fn connect_frame(opts: &ConnectOptions) -> Frame {
         frame.headers.push(("login".into(), login.clone()));
     }
     if let Some(passcode) = &opts.passcode {
-        frame.headers.push(("passcode".into(), passcode.clone()));
+        frame.headers.push(("passcode".into(), passcode.expose().to_owned()));
     }
     frame
 }

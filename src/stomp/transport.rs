@@ -26,6 +26,11 @@ impl FromStr for BrokerUrl {
     /// Ports default to 61613 (`stomp://`) and 61614 (`stomp+ssl://`), ActiveMQ's and
     /// Artemis's conventions. IPv6 hosts are written in brackets: `stomp://[::1]:61613`.
     fn from_str(url: &str) -> Result<Self, SessionError> {
+        // Credentials written into a URL are refused, and the error does not repeat them.
+        if let Some((_, after)) = url.rsplit_once('@') {
+            let reason = "credentials do not belong in the URL: use broker.login and broker.passcode";
+            return Err(SessionError::Url { url: format!("…@{after}"), reason });
+        }
         let bad = |reason| SessionError::Url { url: url.to_owned(), reason };
         let (tls, rest) = if let Some(rest) = url.strip_prefix("stomp://") {
             (false, rest)
