@@ -57,7 +57,7 @@ fn wise_cases(out: &mut Vec<String>) {
 }
 
 fn other_cases(out: &mut Vec<String>) {
-    let mut registry = Registry::new(uuid::Uuid::new_v4());
+    let mut registry = Registry::new(uuid::Uuid::now_v7());
     registry.add("Ops", None);
     let vox_opts = VoxOptions { registry, message_source: "wiseagents".into() };
     let pf_opts = penguiflow::PenguiOptions::default();
