@@ -304,4 +304,5 @@ fn content(payload: Payload) -> Result<(Content, Vec<Value>), EnvelopeError> {
 }
 
 #[cfg(test)]
+#[path = "mod_tests.rs"]
 mod tests;
