@@ -246,6 +246,11 @@ pub struct DeliveryConfig {
     /// format, and a late answer is dropped; 0: never (the default).
     #[serde(default)]
     pub reply_timeout_ms: u64,
+    /// The largest body the bridge publishes: a translation that comes out larger (JSON
+    /// escaping can make a body six times its YAML) is dead-lettered with kind `too_large`
+    /// instead of being refused by the broker. The default is what the bridge reads itself.
+    #[serde(default = "default_max_body_bytes")]
+    pub max_body_bytes: usize,
 }
 
 /// The HTTP endpoint for `/metrics`, `/healthz` and `/readyz`.
@@ -332,6 +337,9 @@ const fn default_receipt_timeout_ms() -> u64 {
 const fn default_max_hops() -> u32 {
     8
 }
+const fn default_max_body_bytes() -> usize {
+    crate::stomp::Limits::DEFAULT_MAX_FRAME_BYTES
+}
 const fn default_correlation_capacity() -> usize {
     100_000
 }
@@ -378,6 +386,7 @@ impl Default for DeliveryConfig {
             correlation_capacity: default_correlation_capacity(),
             correlation_ttl_ms: default_correlation_ttl_ms(),
             reply_timeout_ms: 0,
+            max_body_bytes: default_max_body_bytes(),
         }
     }
 }
@@ -514,6 +523,7 @@ impl Config {
             ("delivery.batch_max", self.delivery.batch_max),
             ("delivery.batches_in_flight", self.delivery.batches_in_flight),
             ("delivery.max_attempts", self.delivery.max_attempts as usize),
+            ("delivery.max_body_bytes", self.delivery.max_body_bytes),
         ] {
             if value == 0 {
                 bad(key, "must be at least 1".into());

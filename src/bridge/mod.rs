@@ -40,6 +40,8 @@ pub enum BridgeError {
     Config(String),
     #[error("the broker refused what this message caused {attempts} times: {reason}")]
     Refused { attempts: u32, reason: String },
+    #[error("translated, the body is {size} bytes, over delivery.max_body_bytes ({limit})")]
+    TooLarge { size: usize, limit: usize },
 }
 
 impl BridgeError {
@@ -58,6 +60,7 @@ impl BridgeError {
             BridgeError::Stomp(_) | BridgeError::Refused { .. } => "broker",
             BridgeError::Config(_) => "config",
             BridgeError::Expired { .. } => "expired",
+            BridgeError::TooLarge { .. } => "too_large",
         }
     }
 }

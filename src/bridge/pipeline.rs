@@ -131,6 +131,8 @@ pub struct Pipeline {
     pub codecs: Codecs,
     pub router: Router,
     max_hops: u32,
+    /// The largest body published (`delivery.max_body_bytes`).
+    max_body: usize,
     table: Mutex<CorrelationTable>,
     streams: Mutex<StreamAssembler<HeldChunk>>,
     /// Civitas `stream_reply()` answers, reassembled the same way (keyed `civitas:<cid>`).
@@ -165,6 +167,7 @@ impl Pipeline {
             codecs,
             router,
             max_hops,
+            max_body: usize::MAX,
             table: Mutex::new(table),
             civitas_streams: Mutex::new(streams.empty_like()),
             streams: Mutex::new(streams),
@@ -176,6 +179,12 @@ impl Pipeline {
     /// no ACK contexts, no timeout).
     pub fn with_conversations(mut self, conversations: Conversations) -> Self {
         self.conversations = conversations;
+        self
+    }
+
+    /// With a bound on the bodies published (by default: none).
+    pub fn with_max_body(mut self, max_body: usize) -> Self {
+        self.max_body = max_body;
         self
     }
 
@@ -269,6 +278,9 @@ impl Pipeline {
         also_ack: Vec<AckRef>,
     ) -> Result<Outgoing, BridgeError> {
         let encoded = self.codecs.encode(target.framework, env, target.encoding)?;
+        if encoded.body.len() > self.max_body {
+            return Err(BridgeError::TooLarge { size: encoded.body.len(), limit: self.max_body });
+        }
         let mut frame = Frame::new(Command::Send)
             .with("destination", target.destination.clone())
             .with("persistent", "true")
@@ -376,9 +388,7 @@ impl Pipeline {
         &self,
         msg: &Message,
     ) -> Result<Option<(Framework, Envelope, Vec<AckRef>)>, BridgeError> {
-        let encoding = Encoding::detect(msg.header("content-type"), msg.body()).ok_or_else(|| {
-            crate::envelope::EnvelopeError::invalid("body", "neither a JSON object nor a msgpack map")
-        })?;
+        let encoding = Encoding::of(msg.header("content-type"), msg.body())?;
         let others =
             |tokens: Vec<HeldChunk>| tokens.into_iter().map(|t| t.ack).filter(|a| *a != msg.ack).collect();
         let mut streams = self.civitas_streams.lock().unwrap_or_else(|e| e.into_inner());

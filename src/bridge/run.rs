@@ -75,6 +75,7 @@ fn pipeline(config: &Config) -> Pipeline {
         StreamAssembler::new(max_bytes, max_wait),
     )
     .with_conversations(Conversations::of(config))
+    .with_max_body(d.max_body_bytes)
 }
 
 /// The STOMP client settings for the configured broker.

@@ -30,14 +30,35 @@ impl Encoding {
     /// By `content-type` when it names one; otherwise by the first byte: a JSON object
     /// starts with `{` or white space, a msgpack map with 0x80–0x8f, 0xde or 0xdf.
     pub fn detect(content_type: Option<&str>, body: &[u8]) -> Option<Encoding> {
-        let mime = content_type.map(|c| c.split(';').next().unwrap_or("").trim().to_ascii_lowercase());
-        match mime.as_deref() {
-            Some("application/json") => return Some(Encoding::Json),
-            Some("application/msgpack" | "application/x-msgpack" | "application/vnd.msgpack") => {
-                return Some(Encoding::Msgpack);
-            }
-            _ => {}
+        Self::claimed(content_type).or_else(|| Self::sniff(body))
+    }
+
+    /// What a body is, refusing one whose `content-type` names the other encoding than its
+    /// first byte shows, or that is neither.
+    pub fn of(content_type: Option<&str>, body: &[u8]) -> Result<Encoding, EnvelopeError> {
+        match (Self::claimed(content_type), Self::sniff(body)) {
+            (Some(claimed), Some(found)) if claimed != found => Err(EnvelopeError::ContentType {
+                claimed: claimed.content_type(),
+                found: found.content_type(),
+            }),
+            (claimed, found) => claimed
+                .or(found)
+                .ok_or_else(|| EnvelopeError::invalid("body", "neither a JSON object nor a msgpack map")),
         }
+    }
+
+    fn claimed(content_type: Option<&str>) -> Option<Encoding> {
+        let mime = content_type.map(|c| c.split(';').next().unwrap_or("").trim().to_ascii_lowercase());
+        match mime.as_deref()? {
+            "application/json" => Some(Encoding::Json),
+            "application/msgpack" | "application/x-msgpack" | "application/vnd.msgpack" => {
+                Some(Encoding::Msgpack)
+            }
+            _ => None,
+        }
+    }
+
+    fn sniff(body: &[u8]) -> Option<Encoding> {
         match body.first()? {
             b'{' | b' ' | b'\t' | b'\r' | b'\n' => Some(Encoding::Json),
             0x80..=0x8f | 0xde | 0xdf => Some(Encoding::Msgpack),

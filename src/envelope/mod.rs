@@ -185,6 +185,8 @@ pub enum EnvelopeError {
     Signed,
     #[error("stream {stream_id}: {reason}")]
     Stream { stream_id: String, reason: String },
+    #[error("the content-type says {claimed}, but the body is {found}")]
+    ContentType { claimed: &'static str, found: &'static str },
 }
 
 impl EnvelopeError {
@@ -203,6 +205,7 @@ impl EnvelopeError {
             EnvelopeError::ReservedType(_) => "reserved_type",
             EnvelopeError::Stream { .. } => "stream",
             EnvelopeError::Signed => "signed",
+            EnvelopeError::ContentType { .. } => "content_type",
         }
     }
 
