@@ -3,10 +3,8 @@
 
 mod common;
 
-use common::fake::{Conn, start};
-use std::time::Duration;
+use common::fake::{Conn, start, stop};
 use stomp_agent_bridge::stomp::{Command, Frame};
-use tokio::time::timeout;
 
 const ADVISORY: &str = "/topic/ActiveMQ.Advisory.Queue";
 
@@ -61,19 +59,13 @@ async fn a_discovered_queue_whose_receipt_is_late_is_subscribed_once_and_unsubsc
     announce(&mut conn, &advisory_id, 3, "request/CivOther").await;
     assert_eq!(subscribed(&mut conn, true).await.0, "/queue/request/CivOther", "CivScout once only");
 
-    shutdown.cancel();
-    let mut unsubscribed = Vec::new();
-    while let Some(f) = conn.next().await {
-        if matches!(f.command, Command::Unsubscribe | Command::Disconnect) {
-            conn.receipt(&f).await;
-        }
-        match f.command {
-            Command::Unsubscribe => unsubscribed.push(f.header("id").unwrap_or_default().to_owned()),
-            Command::Disconnect => break,
-            other => panic!("{other:?} while stopping"),
-        }
-    }
-    timeout(Duration::from_secs(10), bridge).await.expect("the bridge stops").unwrap();
-    assert!(unsubscribed.contains(&late_id), "the late subscription {late_id} in {unsubscribed:?}");
+    let stopping = stop(conn, shutdown, bridge).await;
+    let unsubscribed: Vec<&str> = stopping
+        .iter()
+        .filter(|f| f.command == Command::Unsubscribe)
+        .map(|f| f.header("id").unwrap_or_default())
+        .collect();
+    assert_eq!(stopping.len(), unsubscribed.len() + 1, "UNSUBSCRIBEs, then DISCONNECT: {stopping:?}");
+    assert!(unsubscribed.contains(&late_id.as_str()), "the late subscription {late_id} in {unsubscribed:?}");
     assert_eq!(unsubscribed.len(), 4, "ingress, advisory, CivScout, CivOther: {unsubscribed:?}");
 }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::fake::{Conn, start, wait_for};
+use common::fake::{Conn, start, stop, wait_for};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use stomp_agent_bridge::stomp::{Command, Frame};
@@ -164,14 +164,5 @@ async fn hostile_bodies_are_dead_lettered_with_their_reason_counted_and_the_stre
     for (kind, n) in counts {
         wait_for(&metrics, &format!("bridge_dead_letters_total{{kind=\"{kind}\"}} {n}")).await;
     }
-    shutdown.cancel();
-    while let Some(f) = conn.next().await {
-        if f.header("receipt").is_some() {
-            conn.receipt(&f).await;
-        }
-        if f.command == Command::Disconnect {
-            break;
-        }
-    }
-    bridge.await.unwrap();
+    stop(conn, shutdown, bridge).await;
 }

@@ -4,58 +4,20 @@
 
 mod common;
 
-use common::fake::{Conn, start as start_bridge, wait_for};
+use common::fake::{Conn, start as start_bridge, stop, wait_for, weather_config};
 use std::sync::Arc;
-use std::time::Duration;
 use stomp_agent_bridge::stomp::{Command, Frame};
 use stomp_agent_bridge::telemetry::Metrics;
 use tokio::net::TcpListener;
-use tokio::time::timeout;
 use tokio_util::sync::CancellationToken;
 
-const REQUEST: &str = "/queue/request/Weather";
 const DEAD: &str = "/queue/fake.dead";
 
-/// What these tests ask of the fake broker.
-impl Conn {
-    /// Confirms the bridge's SUBSCRIBEs (there are three: ingress, request, response) and
-    /// returns the subscription id of the request queue.
-    async fn subscriptions(&mut self) -> String {
-        let mut request = None;
-        for _ in 0..3 {
-            let sub = self.expect(Command::Subscribe).await;
-            if sub.header("destination") == Some(REQUEST) {
-                request = sub.header("id").map(str::to_owned);
-            }
-            if sub.header("receipt").is_some() {
-                self.receipt(&sub).await;
-            }
-        }
-        request.expect("the request queue is subscribed")
-    }
-
-    /// Delivers the one request the tests use.
-    async fn deliver(&mut self, subscription: &str, ack: &str) {
-        let body = "!wiseagents.WiseAgentMessage\n_context_name: default\n_message: Weather in Paris?\n\
-                    _message_type: QUERY\n_route_response_to: Asker\n_sender: Asker\n_tool_id: call_1\n";
-        let msg = Frame::new(Command::Message)
-            .with("subscription", subscription)
-            .with("message-id", "ID:fake-1")
-            .with("ack", ack)
-            .with("destination", REQUEST)
-            .with_body(body);
-        self.send(msg).await;
-    }
-}
-
 fn config(port: u16) -> String {
-    format!(
-        "[broker]\nurl = \"stomp://127.0.0.1:{port}\"\nheartbeat_ms = [0, 0]\nreconnect_max_ms = 200\n\n\
-         [protocols.civitas]\ninbox = \"/queue/fake.civ.{{agent}}\"\ningress = \"/queue/fake.civ.ingress\"\n\n\
-         [[agents]]\nname = \"Weather\"\nprotocol = \"civitas\"\n\n\
-         [delivery]\ndead_letter = \"{DEAD}\"\nreceipt_timeout_ms = 400\nmax_attempts = 2\nmode = \"transaction\"\n\n\
-         [http]\nlisten = \"\"\n"
-    )
+    let delivery = format!(
+        "dead_letter = \"{DEAD}\"\nreceipt_timeout_ms = 400\nmax_attempts = 2\nmode = \"transaction\""
+    );
+    weather_config(port, "[0, 0]", &delivery)
 }
 
 async fn start() -> (TcpListener, Arc<Metrics>, CancellationToken, tokio::task::JoinHandle<()>) {
@@ -78,19 +40,6 @@ async fn transaction(conn: &mut Conn, confirm_send: bool) -> (Frame, Option<(Fra
     let commit = conn.expect(Command::Commit).await;
     assert_eq!(commit.header("transaction"), Some(tx.as_str()));
     (send, Some((ack, commit)))
-}
-
-async fn stop(mut conn: Conn, shutdown: CancellationToken, bridge: tokio::task::JoinHandle<()>) {
-    shutdown.cancel();
-    while let Some(f) = conn.next().await {
-        if f.command == Command::Disconnect || f.command == Command::Unsubscribe {
-            conn.receipt(&f).await;
-        }
-        if f.command == Command::Disconnect {
-            break;
-        }
-    }
-    timeout(Duration::from_secs(10), bridge).await.expect("the bridge stops").unwrap();
 }
 
 #[tokio::test]
