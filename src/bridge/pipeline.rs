@@ -175,6 +175,18 @@ impl Pipeline {
         }
     }
 
+    /// The pipeline the configuration describes.
+    pub fn of(config: &crate::config::Config) -> Self {
+        let d = &config.delivery;
+        let table =
+            CorrelationTable::new(d.correlation_capacity, Duration::from_millis(d.correlation_ttl_ms));
+        let (max_bytes, max_wait) = stream_bounds(config);
+        let streams = StreamAssembler::new(max_bytes, max_wait);
+        Pipeline::new(codecs(config), Router::new(config), d.max_hops, table, streams)
+            .with_conversations(Conversations::of(config))
+            .with_max_body(d.max_body_bytes)
+    }
+
     /// With contexts and reply timeouts (by default: none known but the default context,
     /// no ACK contexts, no timeout).
     pub fn with_conversations(mut self, conversations: Conversations) -> Self {

@@ -3,12 +3,10 @@
 
 use super::BridgeError;
 use super::engine::{Discover, Engine};
-use super::pipeline::{Conversations, Pipeline, codecs, stream_bounds};
+use super::pipeline::Pipeline;
 use super::settle::{Mode, Settler};
 use crate::config::{Config, Discovery};
-use crate::envelope::penguiflow::stream::StreamAssembler;
 use crate::routing::Router;
-use crate::routing::table::CorrelationTable;
 use crate::stomp::{
     AckMode, Backoff, Client, ClientConfig, ConnectOptions, Events, Message, SessionError, Subscription,
     TlsOptions,
@@ -27,7 +25,7 @@ pub async fn run(
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
 ) -> Result<(), BridgeError> {
-    let pipeline = pipeline(&config);
+    let pipeline = Pipeline::of(&config);
     let Some((client, events)) = connect(&config, &metrics, &shutdown).await else {
         return Ok(());
     };
@@ -61,21 +59,6 @@ pub async fn run(
     engine.finish(Duration::from_millis(config.delivery.shutdown_timeout_ms)).await;
     stop(&client, &metrics, &discovery.subscriptions).await;
     Ok(())
-}
-
-fn pipeline(config: &Config) -> Pipeline {
-    let d = &config.delivery;
-    let table = CorrelationTable::new(d.correlation_capacity, Duration::from_millis(d.correlation_ttl_ms));
-    let (max_bytes, max_wait) = stream_bounds(config);
-    Pipeline::new(
-        codecs(config),
-        Router::new(config),
-        d.max_hops,
-        table,
-        StreamAssembler::new(max_bytes, max_wait),
-    )
-    .with_conversations(Conversations::of(config))
-    .with_max_body(d.max_body_bytes)
 }
 
 /// The STOMP client settings for the configured broker.
