@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+scripts/check-msrv.sh
 scripts/brokers.sh start --fresh
 scripts/python-env.sh
 command -v cargo-nextest >/dev/null || cargo install cargo-nextest --locked

@@ -3,6 +3,7 @@
 
 use crate::envelope::civitas::Encoding;
 use crate::envelope::codecs::Framework;
+use crate::stomp::Secret;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use uuid::Uuid;
@@ -38,9 +39,14 @@ pub struct BrokerConfig {
     pub url: String,
     #[serde(default)]
     pub login: Option<String>,
-    /// Never logged. Prefer the environment variable `BRIDGE__BROKER__PASSCODE`.
+    /// Never logged or shown. Prefer `passcode_file` or the environment variable
+    /// `BRIDGE__BROKER__PASSCODE` to writing it here.
     #[serde(default)]
-    pub passcode: Option<String>,
+    pub passcode: Option<Secret>,
+    /// A file holding the passcode (a container secret such as `/run/secrets/broker`), one
+    /// trailing line end dropped; relative to the configuration file. Not with `passcode`.
+    #[serde(default)]
+    pub passcode_file: Option<PathBuf>,
     /// The CONNECT `host` header: the virtual host (RabbitMQ: `/` or its vhost name).
     #[serde(default = "default_vhost")]
     pub vhost: String,
@@ -243,6 +249,11 @@ pub struct DeliveryConfig {
     /// format, and a late answer is dropped; 0: never (the default).
     #[serde(default)]
     pub reply_timeout_ms: u64,
+    /// The largest body the bridge publishes: a translation that comes out larger (JSON
+    /// escaping can make a body six times its YAML) is dead-lettered with kind `too_large`
+    /// instead of being refused by the broker. The default is what the bridge reads itself.
+    #[serde(default = "default_max_body_bytes")]
+    pub max_body_bytes: usize,
 }
 
 /// The HTTP endpoint for `/metrics`, `/healthz` and `/readyz`.
@@ -329,6 +340,9 @@ const fn default_receipt_timeout_ms() -> u64 {
 const fn default_max_hops() -> u32 {
     8
 }
+const fn default_max_body_bytes() -> usize {
+    crate::stomp::Limits::DEFAULT_MAX_FRAME_BYTES
+}
 const fn default_correlation_capacity() -> usize {
     100_000
 }
@@ -375,6 +389,7 @@ impl Default for DeliveryConfig {
             correlation_capacity: default_correlation_capacity(),
             correlation_ttl_ms: default_correlation_ttl_ms(),
             reply_timeout_ms: 0,
+            max_body_bytes: default_max_body_bytes(),
         }
     }
 }
@@ -401,6 +416,14 @@ pub struct ConfigError {
 impl Config {
     /// Reads `path`, applies `BRIDGE__…` environment overrides, and validates.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        Self::load_with_env(path, None)
+    }
+
+    /// [`Config::load`] with the given variables in place of the process environment.
+    pub fn load_with_env(
+        path: &Path,
+        env: Option<config::Map<String, String>>,
+    ) -> Result<Config, ConfigError> {
         let file = path.display().to_string();
         let raw = config::Config::builder()
             .add_source(config::File::from(path).format(config::FileFormat::Toml))
@@ -408,13 +431,41 @@ impl Config {
                 config::Environment::with_prefix("BRIDGE")
                     .prefix_separator("__")
                     .separator("__")
-                    .try_parsing(true),
+                    // Every value stays the text it was (`007` is not 7): serde converts a string
+                    // to a number or a boolean only where a field has that type.
+                    .try_parsing(false)
+                    .source(env),
             )
             .build()
             .and_then(|c| c.try_deserialize::<Config>())
             .map_err(|e| ConfigError { problems: vec![format!("{file}: {e}")] })?;
-        raw.validate(&file)?;
-        Ok(raw)
+        let mut raw = raw;
+        let read = raw.read_passcode_file(path).map_err(|why| format!("{file}: broker.passcode_file: {why}"));
+        match (read, raw.validate(&file)) {
+            (Ok(()), Ok(())) => Ok(raw),
+            (read, valid) => {
+                let problems = read.err().into_iter().chain(valid.err().into_iter().flat_map(|e| e.problems));
+                Err(ConfigError { problems: problems.collect() })
+            }
+        }
+    }
+
+    /// Puts the text of `broker.passcode_file` (relative to the configuration file at
+    /// `path`) in `broker.passcode`, without one trailing line end.
+    fn read_passcode_file(&mut self, path: &Path) -> Result<(), String> {
+        let Some(file) = &self.broker.passcode_file else { return Ok(()) };
+        if self.broker.passcode.is_some() {
+            return Err("set broker.passcode or broker.passcode_file, not both".into());
+        }
+        let file = path.parent().unwrap_or(Path::new(".")).join(file);
+        let text =
+            std::fs::read_to_string(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+        let text = text.strip_suffix('\n').map_or(text.as_str(), |t| t.strip_suffix('\r').unwrap_or(t));
+        if text.is_empty() {
+            return Err(format!("{} is empty", file.display()));
+        }
+        self.broker.passcode = Some(Secret::new(text));
+        Ok(())
     }
 
     /// Checks what types alone cannot; every problem is reported, not just the first.
@@ -481,6 +532,7 @@ impl Config {
             ("delivery.batch_max", self.delivery.batch_max),
             ("delivery.batches_in_flight", self.delivery.batches_in_flight),
             ("delivery.max_attempts", self.delivery.max_attempts as usize),
+            ("delivery.max_body_bytes", self.delivery.max_body_bytes),
         ] {
             if value == 0 {
                 bad(key, "must be at least 1".into());
@@ -592,85 +644,5 @@ pub fn glob_matches(glob: &str, name: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn example() -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("config/bridge.toml")
-    }
-
-    #[test]
-    fn globs_match_runs_and_single_characters() {
-        assert!(glob_matches("Civ*", "Civitas") && glob_matches("Civ*", "Civ") && glob_matches("*", "x"));
-        assert!(
-            glob_matches("A?c*d", "Abcxxd") && !glob_matches("A?c", "Ac") && !glob_matches("Civ*", "Vox")
-        );
-        assert!(glob_matches("a*b*c", "aXbYbZc") && !glob_matches("a*b*c", "aXbYbZ"));
-    }
-
-    #[test]
-    fn the_example_config_loads_and_validates() {
-        let config = Config::load(&example()).unwrap();
-        assert_eq!(config.broker.url, "stomp://127.0.0.1:61613");
-        assert_eq!(config.agents.len(), 4);
-        assert_eq!(config.protocols.civitas.as_ref().unwrap().encoding, Encoding::Json);
-        assert_eq!(config.agents[1].encoding, Some(Encoding::Msgpack));
-        assert_eq!(config.delivery.in_flight, 1024);
-    }
-
-    #[test]
-    fn every_example_config_validates() {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("config");
-        let mut checked = 0;
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().is_some_and(|e| e == "toml") {
-                Config::load(&path).unwrap_or_else(|e| panic!("{e}"));
-                checked += 1;
-            }
-        }
-        assert!(checked >= 4, "{checked}");
-    }
-
-    #[test]
-    fn unknown_keys_and_bad_values_name_key_and_file() {
-        let dir = std::env::temp_dir().join(format!("sab-config-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("bad.toml");
-        std::fs::write(&path, "[broker]\nurl = \"stomp://x:1\"\nbogus = 1\n").unwrap();
-        let err = Config::load(&path).unwrap_err().to_string();
-        assert!(err.contains("bogus") && err.contains("bad.toml"), "{err}");
-
-        let text = "[broker]\nurl = \"tcp://x\"\n[wiseagents]\ndiscovery = \"none\"\n[[agents]]\nname = \"A/B*\"\nprotocol = \"vox\"\n[http]\nlisten = \"nowhere\"\n";
-        std::fs::write(&path, text).unwrap();
-        let err = Config::load(&path).unwrap_err();
-        let all = err.to_string();
-        assert_eq!(err.problems.len(), 5, "{all}");
-        for key in ["broker.url", "agents[0].name", "agents[0].protocol", "http.listen"] {
-            assert!(all.contains(key), "{key} missing in {all}");
-        }
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn conversation_keys_are_read_and_checked() {
-        let mut config = Config::load(&example()).unwrap();
-        assert_eq!((config.delivery.reply_timeout_ms, config.wiseagents.contexts.len()), (0, 0));
-        config.wiseagents.contexts = vec!["Trips.*".into(), "two words".into()];
-        config.wiseagents.ack_contexts = vec![String::new()];
-        config.delivery.reply_timeout_ms = config.delivery.correlation_ttl_ms;
-        config.agents[0].reply_timeout_ms = Some(5000);
-        config.agents[1].reply_timeout_ms = Some(u64::MAX);
-        let err = config.validate("x.toml").unwrap_err();
-        let all = err.to_string();
-        for key in [
-            "wiseagents.contexts[1]",
-            "wiseagents.ack_contexts[0]",
-            "delivery.reply_timeout_ms",
-            "agents[1].reply_timeout_ms",
-        ] {
-            assert!(all.contains(key), "{key} missing in {all}");
-        }
-        assert_eq!(err.problems.len(), 4, "{all}");
-    }
-}
+#[path = "config_tests.rs"]
+mod tests;

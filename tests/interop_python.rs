@@ -57,7 +57,7 @@ fn wise_cases(out: &mut Vec<String>) {
 }
 
 fn other_cases(out: &mut Vec<String>) {
-    let mut registry = Registry::new(uuid::Uuid::new_v4());
+    let mut registry = Registry::new(uuid::Uuid::now_v7());
     registry.add("Ops", None);
     let vox_opts = VoxOptions { registry, message_source: "wiseagents".into() };
     let pf_opts = penguiflow::PenguiOptions::default();
@@ -69,7 +69,7 @@ fn other_cases(out: &mut Vec<String>) {
         let c_expect = serde_json::to_value(&c).unwrap();
         out.push(case(n, "civitas", "json", &c.encode(Encoding::Json).unwrap(), c_expect.clone()));
         out.push(case(n, "civitas", "msgpack", &c.encode(Encoding::Msgpack).unwrap(), c_expect));
-        let v = vox::from_envelope(&env, &vox_opts);
+        let v = vox::from_envelope(&env, &vox_opts).expect("vox");
         let mut v_expect = serde_json::to_value(&v).unwrap();
         v_expect["emitted_at_unix"] = json!(env.timestamp.unwrap_or_else(|| parse_unix(&v.emitted_at)));
         v_expect.as_object_mut().unwrap().remove("emitted_at");

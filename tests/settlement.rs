@@ -2,116 +2,26 @@
 //! misbehaves on cue (a COMMIT never confirmed, a SEND refused with an ERROR) while the real
 //! delivery engine runs in-process. Real-broker paths are in tests/bridge_delivery.rs.
 
-use futures_util::{SinkExt, StreamExt};
+mod common;
+
+use common::fake::{Conn, start as start_bridge, stop, wait_for, weather_config};
 use std::sync::Arc;
-use std::time::Duration;
-use stomp_agent_bridge::config::Config;
-use stomp_agent_bridge::stomp::codec::Inbound;
-use stomp_agent_bridge::stomp::{Command, Frame, Limits, StompCodec};
+use stomp_agent_bridge::stomp::{Command, Frame};
 use stomp_agent_bridge::telemetry::Metrics;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::time::timeout;
-use tokio_util::codec::Framed;
+use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-const REQUEST: &str = "/queue/request/Weather";
 const DEAD: &str = "/queue/fake.dead";
 
-/// One connection of the fake broker, seen from the broker's side.
-struct Conn(Framed<TcpStream, StompCodec>);
-
-impl Conn {
-    async fn accept(listener: &TcpListener) -> Conn {
-        let (stream, _) =
-            timeout(Duration::from_secs(10), listener.accept()).await.expect("the bridge connects").unwrap();
-        let mut conn = Conn(Framed::new(stream, StompCodec::new(Limits::default())));
-        let connect = conn.next().await.expect("CONNECT");
-        assert!(matches!(connect.command, Command::Connect | Command::Stomp), "{connect:?}");
-        conn.send(Frame::new(Command::Connected).with("version", "1.2").with("heart-beat", "0,0")).await;
-        conn
-    }
-
-    /// The next frame the bridge sends (heart-beats skipped); `None` once it closed.
-    async fn next(&mut self) -> Option<Frame> {
-        loop {
-            match timeout(Duration::from_secs(10), self.0.next()).await.expect("the bridge went silent") {
-                Some(Ok(Inbound::Frame(f))) => return Some(f),
-                Some(Ok(Inbound::Heartbeat)) => continue,
-                Some(Err(_)) | None => return None,
-            }
-        }
-    }
-
-    async fn expect(&mut self, command: Command) -> Frame {
-        let f = self.next().await.unwrap_or_else(|| panic!("closed while {command:?} was expected"));
-        assert_eq!(f.command, command, "{f:?}");
-        f
-    }
-
-    async fn send(&mut self, frame: Frame) {
-        self.0.send(frame).await.expect("write to the bridge");
-    }
-
-    async fn receipt(&mut self, of: &Frame) {
-        let id = of.header("receipt").expect("a receipt was asked for").to_owned();
-        self.send(Frame::new(Command::Receipt).with("receipt-id", id)).await;
-    }
-
-    /// Confirms the bridge's SUBSCRIBEs (there are three: ingress, request, response) and
-    /// returns the subscription id of the request queue.
-    async fn subscriptions(&mut self) -> String {
-        let mut request = None;
-        for _ in 0..3 {
-            let sub = self.expect(Command::Subscribe).await;
-            if sub.header("destination") == Some(REQUEST) {
-                request = sub.header("id").map(str::to_owned);
-            }
-            if sub.header("receipt").is_some() {
-                self.receipt(&sub).await;
-            }
-        }
-        request.expect("the request queue is subscribed")
-    }
-
-    /// Delivers the one request the tests use.
-    async fn deliver(&mut self, subscription: &str, ack: &str) {
-        let body = "!wiseagents.WiseAgentMessage\n_context_name: default\n_message: Weather in Paris?\n\
-                    _message_type: QUERY\n_route_response_to: Asker\n_sender: Asker\n_tool_id: call_1\n";
-        let msg = Frame::new(Command::Message)
-            .with("subscription", subscription)
-            .with("message-id", "ID:fake-1")
-            .with("ack", ack)
-            .with("destination", REQUEST)
-            .with_body(body);
-        self.send(msg).await;
-    }
-}
-
-fn config(port: u16) -> Config {
-    let toml = format!(
-        "[broker]\nurl = \"stomp://127.0.0.1:{port}\"\nheartbeat_ms = [0, 0]\nreconnect_max_ms = 200\n\n\
-         [protocols.civitas]\ninbox = \"/queue/fake.civ.{{agent}}\"\ningress = \"/queue/fake.civ.ingress\"\n\n\
-         [[agents]]\nname = \"Weather\"\nprotocol = \"civitas\"\n\n\
-         [delivery]\ndead_letter = \"{DEAD}\"\nreceipt_timeout_ms = 400\nmax_attempts = 2\nmode = \"transaction\"\n\n\
-         [http]\nlisten = \"\"\n"
+fn config(port: u16) -> String {
+    let delivery = format!(
+        "dead_letter = \"{DEAD}\"\nreceipt_timeout_ms = 400\nmax_attempts = 2\nmode = \"transaction\""
     );
-    let dir = std::env::temp_dir().join(format!("sab-settle-{}-{port}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("bridge.toml");
-    std::fs::write(&path, toml).unwrap();
-    Config::load(&path).unwrap()
+    weather_config(port, "[0, 0]", &delivery)
 }
 
 async fn start() -> (TcpListener, Arc<Metrics>, CancellationToken, tokio::task::JoinHandle<()>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let config = config(listener.local_addr().unwrap().port());
-    let metrics = Arc::new(Metrics::default());
-    let shutdown = CancellationToken::new();
-    let (m, s) = (metrics.clone(), shutdown.clone());
-    let bridge = tokio::spawn(async move {
-        stomp_agent_bridge::bridge::run(config, m, s).await.expect("the bridge runs");
-    });
-    (listener, metrics, shutdown, bridge)
+    start_bridge("settle", config).await
 }
 
 /// The bridge's transaction for one message: BEGIN, the SEND (the receipt barrier), then the
@@ -130,19 +40,6 @@ async fn transaction(conn: &mut Conn, confirm_send: bool) -> (Frame, Option<(Fra
     let commit = conn.expect(Command::Commit).await;
     assert_eq!(commit.header("transaction"), Some(tx.as_str()));
     (send, Some((ack, commit)))
-}
-
-async fn stop(mut conn: Conn, shutdown: CancellationToken, bridge: tokio::task::JoinHandle<()>) {
-    shutdown.cancel();
-    while let Some(f) = conn.next().await {
-        if f.command == Command::Disconnect || f.command == Command::Unsubscribe {
-            conn.receipt(&f).await;
-        }
-        if f.command == Command::Disconnect {
-            break;
-        }
-    }
-    timeout(Duration::from_secs(10), bridge).await.expect("the bridge stops").unwrap();
 }
 
 #[tokio::test]
@@ -205,16 +102,4 @@ async fn a_send_the_broker_refuses_is_tried_alone_then_dead_lettered_with_the_br
     conn.receipt(&commit).await;
     wait_for(&metrics, "bridge_dead_letters_total{kind=\"broker\"} 1").await;
     stop(conn, shutdown, bridge).await;
-}
-
-/// Waits until the metrics text contains `needle` (counters move once the broker confirmed).
-async fn wait_for(metrics: &Metrics, needle: &str) -> String {
-    for _ in 0..500 {
-        let text = metrics.render();
-        if text.contains(needle) {
-            return text;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("no {needle:?} in:\n{}", metrics.render());
 }

@@ -43,6 +43,8 @@ pub enum BridgeError {
     Refused { attempts: u32, reason: String },
     #[error("the mirror stopped: {0}")]
     Mirror(#[from] crate::mirror::MirrorError),
+    #[error("translated, the body is {size} bytes, over delivery.max_body_bytes ({limit})")]
+    TooLarge { size: usize, limit: usize },
 }
 
 impl BridgeError {
@@ -62,6 +64,7 @@ impl BridgeError {
             BridgeError::Config(_) => "config",
             BridgeError::Expired { .. } => "expired",
             BridgeError::Mirror(_) => "mirror",
+            BridgeError::TooLarge { .. } => "too_large",
         }
     }
 }

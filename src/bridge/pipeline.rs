@@ -131,6 +131,8 @@ pub struct Pipeline {
     pub codecs: Codecs,
     pub router: Router,
     max_hops: u32,
+    /// The largest body published (`delivery.max_body_bytes`).
+    max_body: usize,
     table: Mutex<CorrelationTable>,
     streams: Mutex<StreamAssembler<HeldChunk>>,
     /// Civitas `stream_reply()` answers, reassembled the same way (keyed `civitas:<cid>`).
@@ -165,6 +167,7 @@ impl Pipeline {
             codecs,
             router,
             max_hops,
+            max_body: usize::MAX,
             table: Mutex::new(table),
             civitas_streams: Mutex::new(streams.empty_like()),
             streams: Mutex::new(streams),
@@ -172,10 +175,28 @@ impl Pipeline {
         }
     }
 
+    /// The pipeline the configuration describes.
+    pub fn of(config: &crate::config::Config) -> Self {
+        let d = &config.delivery;
+        let table =
+            CorrelationTable::new(d.correlation_capacity, Duration::from_millis(d.correlation_ttl_ms));
+        let (max_bytes, max_wait) = stream_bounds(config);
+        let streams = StreamAssembler::new(max_bytes, max_wait);
+        Pipeline::new(codecs(config), Router::new(config), d.max_hops, table, streams)
+            .with_conversations(Conversations::of(config))
+            .with_max_body(d.max_body_bytes)
+    }
+
     /// With contexts and reply timeouts (by default: none known but the default context,
     /// no ACK contexts, no timeout).
     pub fn with_conversations(mut self, conversations: Conversations) -> Self {
         self.conversations = conversations;
+        self
+    }
+
+    /// With a bound on the bodies published (by default: none).
+    pub fn with_max_body(mut self, max_body: usize) -> Self {
+        self.max_body = max_body;
         self
     }
 
@@ -269,6 +290,9 @@ impl Pipeline {
         also_ack: Vec<AckRef>,
     ) -> Result<Outgoing, BridgeError> {
         let encoded = self.codecs.encode(target.framework, env, target.encoding)?;
+        if encoded.body.len() > self.max_body {
+            return Err(BridgeError::TooLarge { size: encoded.body.len(), limit: self.max_body });
+        }
         let mut frame = Frame::new(Command::Send)
             .with("destination", target.destination.clone())
             .with("persistent", "true")
@@ -376,9 +400,7 @@ impl Pipeline {
         &self,
         msg: &Message,
     ) -> Result<Option<(Framework, Envelope, Vec<AckRef>)>, BridgeError> {
-        let encoding = Encoding::detect(msg.header("content-type"), msg.body()).ok_or_else(|| {
-            crate::envelope::EnvelopeError::invalid("body", "neither a JSON object nor a msgpack map")
-        })?;
+        let encoding = Encoding::of(msg.header("content-type"), msg.body())?;
         let others =
             |tokens: Vec<HeldChunk>| tokens.into_iter().map(|t| t.ack).filter(|a| *a != msg.ack).collect();
         let mut streams = self.civitas_streams.lock().unwrap_or_else(|e| e.into_inner());
@@ -501,6 +523,14 @@ impl Pipeline {
         let ask = PendingAsk { id: ask_id.clone(), asker, answerer, reply, reply_deadline, timed_out: false };
         self.table.lock().unwrap_or_else(|e| e.into_inner()).insert(ask, now);
         Some(ask_id)
+    }
+
+    /// A queue discovered for an agent a glob names: the agent's VOX UUID resolves back to
+    /// its name from now on (before any message to it).
+    pub fn meet(&self, destination: &str) {
+        if let Some(Source::WiseAgents { agent, .. }) = self.router.classify(destination) {
+            self.codecs.vox.registry.uuid_of(&agent);
+        }
     }
 
     /// Takes back an ask whose frame was never published (its batch was rolled back: the

@@ -464,3 +464,48 @@ fn rule11_an_agent_overrides_the_reply_timeout() {
     assert_eq!(after(3600), 0, "Ops has none");
     assert_eq!(p.pending_asks(), 1);
 }
+
+/// The UUIDv5 of `name` under config/bridge.toml's VOX namespace.
+fn vox_uuid(name: &str) -> uuid::Uuid {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/bridge.toml");
+    let namespace = Config::load(&path).unwrap().protocols.vox.unwrap().namespace;
+    uuid::Uuid::new_v5(&namespace, name.as_bytes())
+}
+
+fn vox_glob(c: &mut Config) {
+    c.agents.push(crate::config::AgentConfig {
+        name: "Vox*".into(),
+        protocol: crate::config::Protocol::Vox,
+        encoding: None,
+        uuid: None,
+        reply_timeout_ms: None,
+    });
+}
+
+#[test]
+fn a_vox_agent_named_by_a_glob_resolves_back_to_its_name_and_the_glob_is_no_agent() {
+    let p = pipeline_with(vox_glob);
+    let asked = json_of(&sent(&p, &wa_ask("VoxScout", None, "default")));
+    // VoxScout now speaks first, naming itself only by its UUID.
+    let own = json!({"message_id": new_uuid7().to_string(), "message_source": "ops",
+        "emitted_at": "2026-11-30T10:00:00+00:00", "source": asked["target"], "target": asked["source"],
+        "type": "command_request", "details": {"message": "hello"}, "reply_to": null});
+    let out = sent(&p, &msg(VOX_IN, own.to_string()));
+    assert_eq!(out.frame.header("destination"), Some("/queue/request/Assistant"));
+    assert_eq!(wa_of(&out).sender.as_deref(), Some("VoxScout"));
+    // The glob itself is not an agent: its UUIDv5 names no one.
+    let mut to_glob = own.clone();
+    to_glob["source"] = asked["source"].clone();
+    to_glob["target"] = json!(vox_uuid("Vox*").to_string());
+    let err = p.process(&msg(VOX_IN, to_glob.to_string())).expect_err("no agent is called Vox*");
+    assert_eq!(err.kind(), "no_recipient", "{err}");
+}
+
+#[test]
+fn a_discovered_vox_queue_makes_its_agent_known_before_any_message_to_it() {
+    let p = pipeline_with(vox_glob);
+    let uuid = vox_uuid("VoxLate");
+    assert_eq!(p.codecs.vox.registry.name_of(&uuid), None, "not met yet");
+    p.meet("/queue/request/VoxLate");
+    assert_eq!(p.codecs.vox.registry.name_of(&uuid).as_deref(), Some("VoxLate"));
+}

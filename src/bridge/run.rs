@@ -3,12 +3,10 @@
 
 use super::BridgeError;
 use super::engine::{Discover, Engine};
-use super::pipeline::{Conversations, Pipeline, codecs, stream_bounds};
+use super::pipeline::Pipeline;
 use super::settle::{Mode, Settler};
 use crate::config::{Config, Discovery};
-use crate::envelope::penguiflow::stream::StreamAssembler;
 use crate::routing::Router;
-use crate::routing::table::CorrelationTable;
 use crate::stomp::{
     AckMode, Backoff, Client, ClientConfig, ConnectOptions, Events, Message, SessionError, Subscription,
     TlsOptions,
@@ -63,7 +61,7 @@ async fn proxy(
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
 ) -> Result<(), BridgeError> {
-    let pipeline = pipeline(&config);
+    let pipeline = Pipeline::of(&config);
     let Some((client, events)) = connect(&client_config(&config)?, &metrics, &shutdown).await else {
         return Ok(());
     };
@@ -97,20 +95,6 @@ async fn proxy(
     engine.finish(Duration::from_millis(config.delivery.shutdown_timeout_ms)).await;
     stop(&client, &metrics, &discovery.subscriptions).await;
     Ok(())
-}
-
-fn pipeline(config: &Config) -> Pipeline {
-    let d = &config.delivery;
-    let table = CorrelationTable::new(d.correlation_capacity, Duration::from_millis(d.correlation_ttl_ms));
-    let (max_bytes, max_wait) = stream_bounds(config);
-    Pipeline::new(
-        codecs(config),
-        Router::new(config),
-        d.max_hops,
-        table,
-        StreamAssembler::new(max_bytes, max_wait),
-    )
-    .with_conversations(Conversations::of(config))
 }
 
 /// The STOMP client settings for the configured broker.
@@ -234,16 +218,26 @@ impl Discover for Discovering {
         if !self.known.insert(destination.clone()) {
             return;
         }
-        match client.subscribe(self.consuming.subscription(&destination)).await {
-            Ok(id) => {
-                info!(%destination, "discovered and subscribed");
-                self.subscriptions.push(id);
-            }
-            Err(e) => {
+        let (id, confirmed) = client.try_subscribe(self.consuming.subscription(&destination)).await;
+        match confirmed {
+            Ok(()) => info!(%destination, "discovered and subscribed"),
+            // Never written, or refused by name: there is no subscription; a later
+            // announcement may try again.
+            Err(e @ (SessionError::NotConnected | SessionError::Shutdown | SessionError::Rejected(_))) => {
                 warn!(%destination, error = %e, "cannot subscribe to a discovered queue");
+                let _ = client.unsubscribe(&id).await;
                 self.known.remove(&destination);
+                return;
+            }
+            // A receipt late or lost with its connection: the SUBSCRIBE was written (or is
+            // restored on the next connection), and a broker that refused it would have sent an
+            // ERROR naming it (STOMP 1.2). It stands: subscribing again would consume twice.
+            Err(e) => {
+                warn!(%destination, error = %e, "no receipt for a discovered queue's SUBSCRIBE; it stands")
             }
         }
+        pipeline.meet(&destination);
+        self.subscriptions.push(id);
     }
 }
 

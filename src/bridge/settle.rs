@@ -322,32 +322,5 @@ pub fn route_of(outcome: &Outcome) -> &str {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn auto_mode_confirms_on_rabbitmq_and_transacts_elsewhere() {
-        assert_eq!(Mode::choose(DeliveryMode::Auto, Some("RabbitMQ/3.10.8")), Mode::Confirm);
-        assert_eq!(Mode::choose(DeliveryMode::Auto, Some("ActiveMQ/5.17.2")), Mode::Transaction);
-        assert_eq!(Mode::choose(DeliveryMode::Auto, None), Mode::Transaction);
-        assert_eq!(Mode::choose(DeliveryMode::Confirm, Some("ActiveMQ/5.17.2")), Mode::Confirm);
-    }
-
-    #[test]
-    fn attempts_count_per_message_and_forget_the_oldest() {
-        let mut a = Attempts::default();
-        let k = Attempts::key("/queue/a", b"x");
-        assert_ne!(k, Attempts::key("/queue/b", b"x"));
-        assert!(!a.is_suspect(k));
-        a.refused(k, "no".into());
-        a.refused(k, "still no".into());
-        assert_eq!(a.get(k), Some(&(2, "still no".to_owned())));
-        a.settled(k);
-        assert!(!a.is_suspect(k));
-        for i in 0..(ATTEMPTS_REMEMBERED as u64 + 10) {
-            a.refused(i, String::new());
-        }
-        assert!(a.seen.len() <= ATTEMPTS_REMEMBERED && a.order.len() <= ATTEMPTS_REMEMBERED);
-        assert!(!a.is_suspect(0) && a.is_suspect(ATTEMPTS_REMEMBERED as u64 + 9));
-    }
-}
+#[path = "settle_tests.rs"]
+mod tests;

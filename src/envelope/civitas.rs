@@ -4,8 +4,8 @@
 
 use super::correlation::ReplyRoute;
 use super::{
-    Content, Direction, Envelope, EnvelopeError, Intent, now_unix, payload_map, take_content, take_intent,
-    take_text,
+    Content, Direction, Envelope, EnvelopeError, Intent, checked_time, now_unix, payload_map, take_content,
+    take_intent, take_text,
 };
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
@@ -30,14 +30,35 @@ impl Encoding {
     /// By `content-type` when it names one; otherwise by the first byte: a JSON object
     /// starts with `{` or white space, a msgpack map with 0x80–0x8f, 0xde or 0xdf.
     pub fn detect(content_type: Option<&str>, body: &[u8]) -> Option<Encoding> {
-        let mime = content_type.map(|c| c.split(';').next().unwrap_or("").trim().to_ascii_lowercase());
-        match mime.as_deref() {
-            Some("application/json") => return Some(Encoding::Json),
-            Some("application/msgpack" | "application/x-msgpack" | "application/vnd.msgpack") => {
-                return Some(Encoding::Msgpack);
-            }
-            _ => {}
+        Self::claimed(content_type).or_else(|| Self::sniff(body))
+    }
+
+    /// What a body is, refusing one whose `content-type` names the other encoding than its
+    /// first byte shows, or that is neither.
+    pub fn of(content_type: Option<&str>, body: &[u8]) -> Result<Encoding, EnvelopeError> {
+        match (Self::claimed(content_type), Self::sniff(body)) {
+            (Some(claimed), Some(found)) if claimed != found => Err(EnvelopeError::ContentType {
+                claimed: claimed.content_type(),
+                found: found.content_type(),
+            }),
+            (claimed, found) => claimed
+                .or(found)
+                .ok_or_else(|| EnvelopeError::invalid("body", "neither a JSON object nor a msgpack map")),
         }
+    }
+
+    fn claimed(content_type: Option<&str>) -> Option<Encoding> {
+        let mime = content_type.map(|c| c.split(';').next().unwrap_or("").trim().to_ascii_lowercase());
+        match mime.as_deref()? {
+            "application/json" => Some(Encoding::Json),
+            "application/msgpack" | "application/x-msgpack" | "application/vnd.msgpack" => {
+                Some(Encoding::Msgpack)
+            }
+            _ => None,
+        }
+    }
+
+    fn sniff(body: &[u8]) -> Option<Encoding> {
         match body.first()? {
             b'{' | b' ' | b'\t' | b'\r' | b'\n' => Some(Encoding::Json),
             0x80..=0x8f | 0xde | 0xdf => Some(Encoding::Msgpack),
@@ -156,6 +177,9 @@ pub fn to_envelope(msg: CivitasMessage) -> Result<Envelope, EnvelopeError> {
     // A reply is known by its correlation (the bridge's token), whatever its type: Civitas's
     // reply() takes the type from `payload["type"]` when there is one.
     let bridge_reply = msg.correlation_id.as_deref().and_then(ReplyRoute::from_token).is_some();
+    let timestamp = checked_time("timestamp", msg.timestamp)?;
+    // `ttl` is relative to the message's own timestamp; the envelope's deadline is absolute.
+    let deadline = msg.ttl.map(|ttl| checked_time("ttl", timestamp + ttl)).transpose()?;
     let direction =
         if msg.kind == "reply" || bridge_reply { Direction::Response } else { Direction::Request };
     let mut payload = msg.payload;
@@ -188,10 +212,9 @@ pub fn to_envelope(msg: CivitasMessage) -> Result<Envelope, EnvelopeError> {
         trace_id: non_empty(msg.trace_id),
         span_id: non_empty(msg.span_id),
         parent_span_id: msg.parent_span_id,
-        timestamp: Some(msg.timestamp),
+        timestamp: Some(timestamp),
         attempt: Some(msg.attempt),
-        // `ttl` is relative to the message's own timestamp; the envelope's deadline is absolute.
-        deadline: msg.ttl.map(|ttl| msg.timestamp + ttl),
+        deadline,
         ..Envelope::default()
     };
     // Civitas's priority is a lane (> 0: the system lane, run even while the agent is

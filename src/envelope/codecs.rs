@@ -105,9 +105,7 @@ impl Codecs {
                 Ok(wiseagents::to_envelope(WiseMessage::parse(body)?, origin.direction, origin.recipient))
             }
             Framework::Civitas => {
-                let encoding = Encoding::detect(origin.content_type, body).ok_or_else(|| {
-                    EnvelopeError::invalid("body", "neither a JSON object nor a msgpack map")
-                })?;
+                let encoding = Encoding::of(origin.content_type, body)?;
                 civitas::to_envelope(CivitasMessage::decode(body, encoding)?)
             }
             Framework::Vox => vox::to_envelope(VoxMessage::decode(body)?, &self.vox),
@@ -137,7 +135,7 @@ impl Codecs {
                 }
             }
             Framework::Vox => {
-                Encoded { body: vox::from_envelope(env, &self.vox).encode()?, content_type: JSON }
+                Encoded { body: vox::from_envelope(env, &self.vox)?.encode()?, content_type: JSON }
             }
             Framework::PenguiFlow => Encoded {
                 body: penguiflow::from_envelope(env, &self.penguiflow).encode()?,

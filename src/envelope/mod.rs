@@ -185,6 +185,8 @@ pub enum EnvelopeError {
     Signed,
     #[error("stream {stream_id}: {reason}")]
     Stream { stream_id: String, reason: String },
+    #[error("the content-type says {claimed}, but the body is {found}")]
+    ContentType { claimed: &'static str, found: &'static str },
 }
 
 impl EnvelopeError {
@@ -203,6 +205,7 @@ impl EnvelopeError {
             EnvelopeError::ReservedType(_) => "reserved_type",
             EnvelopeError::Stream { .. } => "stream",
             EnvelopeError::Signed => "signed",
+            EnvelopeError::ContentType { .. } => "content_type",
         }
     }
 
@@ -291,6 +294,20 @@ pub fn new_uuid4() -> uuid::Uuid {
 }
 
 /// Now, as Unix seconds.
+/// The Unix seconds a time from a message may be: the range of Python's `datetime` (years 1
+/// to 9999), which pydantic and VOX write; beyond it, or not finite, a time is refused.
+const UNIX_TIME_RANGE: std::ops::RangeInclusive<f64> = -62_135_596_800.0..=253_402_300_799.0;
+
+/// `secs` if it is a time a message can carry; else an error naming `field`.
+pub(crate) fn checked_time(field: &str, secs: f64) -> Result<f64, EnvelopeError> {
+    match UNIX_TIME_RANGE.contains(&secs) {
+        true => Ok(secs),
+        false => {
+            Err(EnvelopeError::invalid(field, format!("{secs} is not a Unix time of the years 1 to 9999")))
+        }
+    }
+}
+
 pub(crate) fn now_unix() -> f64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
@@ -318,34 +335,5 @@ pub(crate) fn is_hex(s: &str, len: usize) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_traceparent_header_round_trips_through_the_envelope() {
-        let mut env = Envelope::default();
-        apply_traceparent(&mut env, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
-        assert_eq!(env.trace_id.as_deref(), Some("4bf92f3577b34da6a3ce929d0e0e4736"));
-        assert_eq!(env.span_id.as_deref(), Some("00f067aa0ba902b7"));
-        assert_eq!(
-            traceparent(&env).as_deref(),
-            Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
-        );
-        let mut other = Envelope { trace_id: Some("kept".into()), ..Default::default() };
-        apply_traceparent(&mut other, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
-        assert_eq!(other.trace_id.as_deref(), Some("kept"), "the message's own trace id wins");
-        apply_traceparent(&mut other, "garbage");
-        assert_eq!(traceparent(&other), None, "no header from ids that do not fit");
-    }
-
-    #[test]
-    fn a_civitas_trace_id_becomes_penguiflows_and_a_traceparent() {
-        let body = br#"{"trace_id": "4bf92f3577b34da6a3ce929d0e0e4736", "span_id": "00f067aa0ba902b7", "recipient": "P"}"#;
-        let env =
-            civitas::to_envelope(civitas::CivitasMessage::decode(body, civitas::Encoding::Json).unwrap())
-                .unwrap();
-        let pf = penguiflow::from_envelope(&env, &penguiflow::PenguiOptions::default());
-        assert_eq!(pf.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
-        assert!(traceparent(&env).is_some());
-    }
-}
+#[path = "mod_tests.rs"]
+mod tests;

@@ -4,9 +4,12 @@
 use super::{
     Direction, Envelope, EnvelopeError, Intent, now_unix, payload_map, take_content, take_intent, take_text,
 };
+use crate::config::{glob_matches, is_glob};
+use crate::routing::is_agent_name;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
@@ -39,37 +42,77 @@ impl VoxMessage {
 
 /// Agent names ↔ UUIDs: a UUID configured for an agent, otherwise UUIDv5 of its name under
 /// the namespace. Names known to the registry resolve back; a reply names its recipient
-/// through the request it answers.
+/// through the request it answers. An agent named by a glob (`Vox*`) is known once the bridge
+/// has met its name (a queue discovered, a message to it): a glob is never a name itself.
 #[derive(Debug, Clone)]
 pub struct Registry {
     namespace: Uuid,
     by_name: HashMap<String, Uuid>,
     by_uuid: HashMap<Uuid, String>,
+    globs: Vec<String>,
+    /// Names met that a glob matches, by UUID; shared by the clones, bounded.
+    met: Arc<Mutex<HashMap<Uuid, String>>>,
 }
+
+/// Names matched by a glob remembered at most (a name past this still maps to its UUID, but
+/// its UUID no longer resolves back).
+pub const MAX_MET_NAMES: usize = 10_000;
 
 impl Registry {
     pub fn new(namespace: Uuid) -> Self {
-        Registry { namespace, by_name: HashMap::new(), by_uuid: HashMap::new() }
+        Registry {
+            namespace,
+            by_name: HashMap::new(),
+            by_uuid: HashMap::new(),
+            globs: Vec::new(),
+            met: Arc::default(),
+        }
     }
 
-    /// Makes `name` known, with its configured UUID or the derived one.
+    /// Makes `name` known, with its configured UUID or the derived one; a glob is kept as
+    /// one, to recognise the names it matches.
     pub fn add(&mut self, name: &str, uuid: Option<Uuid>) {
+        if is_glob(name) {
+            self.globs.push(name.to_owned());
+            return;
+        }
         let uuid = uuid.unwrap_or_else(|| Uuid::new_v5(&self.namespace, name.as_bytes()));
         self.by_name.insert(name.to_owned(), uuid);
         self.by_uuid.insert(uuid, name.to_owned());
     }
 
+    /// The UUID of `name` (a UUID written as a name is itself); a name a glob matches is
+    /// remembered, so that its UUID resolves back.
     pub fn uuid_of(&self, name: &str) -> Uuid {
-        match self.by_name.get(name) {
-            Some(uuid) => *uuid,
-            None => Uuid::parse_str(name).unwrap_or_else(|_| Uuid::new_v5(&self.namespace, name.as_bytes())),
+        if let Some(uuid) = self.by_name.get(name) {
+            return *uuid;
+        }
+        if let Ok(uuid) = Uuid::parse_str(name) {
+            return uuid;
+        }
+        let uuid = Uuid::new_v5(&self.namespace, name.as_bytes());
+        self.meet(name, uuid);
+        uuid
+    }
+
+    /// Remembers a name some glob matches.
+    fn meet(&self, name: &str, uuid: Uuid) {
+        if !is_agent_name(name) || !self.globs.iter().any(|g| glob_matches(g, name)) {
+            return;
+        }
+        let mut met = self.met.lock().unwrap_or_else(|e| e.into_inner());
+        if met.len() < MAX_MET_NAMES || met.contains_key(&uuid) {
+            met.insert(uuid, name.to_owned());
         }
     }
 
-    /// The agent's name; none for a UUID no configured agent has (a native agent that
-    /// VOX agents address must be listed in `[wiseagents] agents`).
+    /// The agent's name; none for a UUID no configured or met agent has (a native agent
+    /// that VOX agents address must be listed in `[wiseagents] agents`).
     pub fn name_of(&self, uuid: &Uuid) -> Option<String> {
-        self.by_uuid.get(uuid).cloned()
+        self.by_uuid
+            .get(uuid)
+            .cloned()
+            .or_else(|| self.met.lock().unwrap_or_else(|e| e.into_inner()).get(uuid).cloned())
     }
 }
 
@@ -152,9 +195,9 @@ pub fn to_envelope(msg: VoxMessage, opts: &VoxOptions) -> Result<Envelope, Envel
 
 /// The VOX message for an envelope; `reply_to` is the `message_id` of the request a
 /// response answers.
-pub fn from_envelope(env: &Envelope, opts: &VoxOptions) -> VoxMessage {
+pub fn from_envelope(env: &Envelope, opts: &VoxOptions) -> Result<VoxMessage, EnvelopeError> {
     let name = |n: &Option<String>| n.as_deref().map_or(Uuid::nil(), |n| opts.registry.uuid_of(n));
-    VoxMessage {
+    Ok(VoxMessage {
         message_id: env
             .id
             .as_deref()
@@ -164,13 +207,13 @@ pub fn from_envelope(env: &Envelope, opts: &VoxOptions) -> VoxMessage {
             Some(Value::String(s)) => s.clone(),
             _ => opts.message_source.clone(),
         },
-        emitted_at: format_time(env.timestamp.unwrap_or_else(now_unix)),
+        emitted_at: format_time(env.timestamp.unwrap_or_else(now_unix))?,
         source: name(&env.sender),
         target: name(&env.recipient),
         kind: vox_type(env),
         details: details(env),
         reply_to: env.in_reply_to.as_deref().and_then(|id| Uuid::parse_str(id).ok()),
-    }
+    })
 }
 
 /// Like Civitas's payload, plus the `sender` and `recipient` names; nulls left out.
@@ -185,13 +228,16 @@ fn details(env: &Envelope) -> Map<String, Value> {
     payload_map(env, "vox.details.", &fields)
 }
 
-/// RFC 3339 in UTC with microseconds, as pydantic writes an aware datetime.
-fn format_time(unix: f64) -> String {
-    let nanos = (unix * 1e6).round() as i128 * 1000;
-    OffsetDateTime::from_unix_timestamp_nanos(nanos)
-        .ok()
+/// RFC 3339 in UTC with microseconds, as pydantic writes an aware datetime; a time beyond
+/// what it can write is an error (never a wrapped or made-up time).
+fn format_time(unix: f64) -> Result<String, EnvelopeError> {
+    let unix = super::checked_time("timestamp", unix)?;
+    // In range, the microseconds fit an i64 exactly enough and the nanoseconds an i128.
+    let nanos = i128::from((unix * 1e6).round() as i64).checked_mul(1000);
+    nanos
+        .and_then(|n| OffsetDateTime::from_unix_timestamp_nanos(n).ok())
         .and_then(|t| t.format(&Rfc3339).ok())
-        .unwrap_or_else(|| "1970-01-01T00:00:00Z".to_owned())
+        .ok_or_else(|| EnvelopeError::invalid("timestamp", format!("{unix} cannot be written as a time")))
 }
 
 /// RFC 3339; a time without an offset (a naive pydantic datetime) is taken as UTC.

@@ -206,4 +206,5 @@ pub fn is_agent_name(name: &str) -> bool {
 }
 
 #[cfg(test)]
+#[path = "mod_tests.rs"]
 mod tests;

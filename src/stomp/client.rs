@@ -4,6 +4,7 @@
 
 use super::codec::{FrameError, Heartbeat, Inbound as Wire, Limits, StompCodec};
 use super::frame::{Command, Frame};
+use super::secret::Secret;
 use super::session::{
     self, AckRef, BrokerError, ConnectOptions, Inbound, Message, Negotiated, Session, SessionError,
     Subscription,
@@ -43,7 +44,7 @@ pub struct ClientConfig {
 
 impl ClientConfig {
     /// Defaults for everything but the address and credentials.
-    pub fn new(url: BrokerUrl, login: Option<String>, passcode: Option<String>) -> Self {
+    pub fn new(url: BrokerUrl, login: Option<String>, passcode: Option<Secret>) -> Self {
         ClientConfig {
             url,
             connect: ConnectOptions {
@@ -227,10 +228,19 @@ impl Client {
     /// Subscribes, waits for the broker's receipt, and returns the subscription id. The
     /// subscription is made again after every reconnect.
     pub async fn subscribe(&self, sub: Subscription) -> Result<String, SessionError> {
+        let (id, confirmed) = self.try_subscribe(sub).await;
+        confirmed.map(|_| id)
+    }
+
+    /// [`Client::subscribe`] that gives the id whatever the outcome. Unless the answer is
+    /// `NotConnected` or `Shutdown` (nothing was written) or `Rejected` (the broker's ERROR
+    /// named it), the session keeps the subscription and restores it after a reconnect: it
+    /// stands until [`Client::unsubscribe`], receipt or not.
+    pub async fn try_subscribe(&self, sub: Subscription) -> (String, Result<(), SessionError>) {
         let id = format!("sub-{}", self.next_sub.fetch_add(1, Ordering::Relaxed));
         let for_request = id.clone();
-        self.call_confirmed(|reply| Request::Subscribe { id: for_request, sub, reply }).await?;
-        Ok(id)
+        let confirmed = self.call_confirmed(|reply| Request::Subscribe { id: for_request, sub, reply }).await;
+        (id, confirmed)
     }
 
     pub async fn unsubscribe(&self, id: &str) -> Result<(), SessionError> {

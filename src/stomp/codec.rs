@@ -18,11 +18,16 @@ pub struct Limits {
     pub max_header_line: usize,
 }
 
+impl Limits {
+    /// 16 MiB: the largest frame read by default.
+    pub const DEFAULT_MAX_FRAME_BYTES: usize = 16 << 20;
+}
+
 impl Default for Limits {
     /// 16 MiB frames (a large agent reply with room to spare, and far below what would hurt
     /// a small container), 256 headers, 64 KiB per header line.
     fn default() -> Self {
-        Limits { max_frame_bytes: 16 << 20, max_headers: 256, max_header_line: 64 << 10 }
+        Limits { max_frame_bytes: Self::DEFAULT_MAX_FRAME_BYTES, max_headers: 256, max_header_line: 64 << 10 }
     }
 }
 
@@ -215,7 +220,10 @@ fn parse_head(head: &[u8], limits: Limits) -> Result<State, FrameError> {
     }
     let len = content_length(&frame)?;
     if let Some(n) = len.filter(|&n| n.saturating_add(head.len()) > limits.max_frame_bytes) {
-        return Err(FrameError::FrameTooLarge { size: n + head.len(), limit: limits.max_frame_bytes });
+        return Err(FrameError::FrameTooLarge {
+            size: n.saturating_add(head.len()),
+            limit: limits.max_frame_bytes,
+        });
     }
     Ok(State::Body { frame, head_len: head.len(), len, scanned: 0 })
 }

@@ -124,6 +124,15 @@ fn content_length_not_followed_by_nul_is_an_error() {
 }
 
 #[test]
+fn a_content_length_at_the_end_of_usize_is_too_large_not_an_overflow() {
+    let frame = format!("MESSAGE\ncontent-length:{}\n\n", usize::MAX);
+    match decode_all(&mut StompCodec::new(Limits::default()), frame.as_bytes()) {
+        Err(FrameError::FrameTooLarge { size, .. }) => assert_eq!(size, usize::MAX),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
 fn limits_are_enforced_before_buffering_the_whole_frame() {
     let limits = Limits { max_frame_bytes: 100, max_headers: 2, max_header_line: 24 };
     let big_len = b"MESSAGE\ncontent-length:1000000\n\n";

@@ -88,11 +88,27 @@ impl fmt::Display for Command {
 
 /// One frame. Headers keep wire order and repeats; [`Frame::header`] returns the first,
 /// as STOMP 1.2 requires.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Frame {
     pub command: Command,
     pub headers: Vec<(String, String)>,
     pub body: Bytes,
+}
+
+/// As derived, but a `passcode` header's value is not shown.
+impl fmt::Debug for Frame {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let headers: Vec<(&str, &str)> = self
+            .headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), if n == "passcode" { "***" } else { v.as_str() }))
+            .collect();
+        f.debug_struct("Frame")
+            .field("command", &self.command)
+            .field("headers", &headers)
+            .field("body", &self.body)
+            .finish()
+    }
 }
 
 impl Frame {

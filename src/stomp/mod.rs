@@ -6,11 +6,13 @@
 pub mod client;
 pub mod codec;
 pub mod frame;
+pub mod secret;
 pub mod session;
 pub mod transport;
 
 pub use client::{Backoff, Client, ClientConfig, Event, Events, Item, Receipt, Submitted};
 pub use codec::{FrameError, Limits, StompCodec};
 pub use frame::{Command, Frame};
+pub use secret::Secret;
 pub use session::{AckMode, AckRef, BrokerError, ConnectOptions, Message, SessionError, Subscription};
 pub use transport::{BrokerUrl, TlsOptions};

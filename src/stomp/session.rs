@@ -3,6 +3,7 @@
 
 use super::codec::FrameError;
 use super::frame::{Command, Frame};
+use super::secret::Secret;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::time::Duration;
@@ -97,7 +98,7 @@ pub enum Version {
 #[derive(Debug, Clone)]
 pub struct ConnectOptions {
     pub login: Option<String>,
-    pub passcode: Option<String>,
+    pub passcode: Option<Secret>,
     /// The `host` header: the virtual host (RabbitMQ needs `/` or its vhost name).
     pub vhost: String,
     /// How often we offer to send heart-beats, and how often we want them (0 = never).
@@ -115,7 +116,7 @@ pub fn connect_frame(opts: &ConnectOptions) -> Frame {
         frame.headers.push(("login".into(), login.clone()));
     }
     if let Some(passcode) = &opts.passcode {
-        frame.headers.push(("passcode".into(), passcode.clone()));
+        frame.headers.push(("passcode".into(), passcode.expose().to_owned()));
     }
     frame
 }
@@ -136,7 +137,7 @@ impl Negotiated {
     /// second. ActiveMQ sends its first heart-beat only after twice the period (seen: 4.0 s
     /// for a promised 2 s), then one per period; RabbitMQ sends at half the period.
     pub fn read_timeout(&self) -> Option<Duration> {
-        self.expect_every.map(|d| d * 2 + Duration::from_secs(1))
+        self.expect_every.map(|d| d.saturating_mul(2).saturating_add(Duration::from_secs(1)))
     }
 }
 
@@ -160,9 +161,13 @@ pub fn negotiate(answer: &Frame, ours: (Duration, Duration)) -> Result<Negotiate
     })
 }
 
+/// The longest heart-beat period taken from a broker: a day. A larger one (up to 2^64 ms
+/// is well-formed) would overflow the clock arithmetic of silence detection.
+pub const MAX_HEARTBEAT: Duration = Duration::from_secs(86_400);
+
 fn parse_heartbeat(value: Option<&str>) -> (Duration, Duration) {
     let mut parts = value.unwrap_or("0,0").split(',').map(|p| p.trim().parse::<u64>().unwrap_or(0));
-    let mut next = || Duration::from_millis(parts.next().unwrap_or(0));
+    let mut next = || Duration::from_millis(parts.next().unwrap_or(0)).min(MAX_HEARTBEAT);
     (next(), next())
 }
 

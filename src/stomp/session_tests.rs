@@ -35,6 +35,17 @@ fn heartbeats_are_negotiated_as_the_larger_period_and_zero_disables() {
 }
 
 #[test]
+fn absurd_heartbeats_from_the_broker_are_capped_not_overflowed() {
+    let max = "18446744073709551615,18446744073709551615";
+    let n = negotiate(&connected(&[("version", "1.2"), ("heart-beat", max)]), (10 * SEC, 10 * SEC)).unwrap();
+    assert_eq!(n.send_every, Some(MAX_HEARTBEAT));
+    assert_eq!(n.expect_every, Some(MAX_HEARTBEAT));
+    assert_eq!(n.read_timeout(), Some(MAX_HEARTBEAT * 2 + SEC));
+    let garbage = negotiate(&connected(&[("heart-beat", "-1,1e9")]), (SEC, SEC)).unwrap();
+    assert_eq!((garbage.send_every, garbage.expect_every), (None, None), "unreadable is 0: off");
+}
+
+#[test]
 fn an_error_answer_to_connect_is_a_refusal_with_the_brokers_words() {
     let err = Frame::new(Command::Error).with("message", "bad login").with_body("User name [x] invalid");
     match negotiate(&err, (SEC, SEC)) {

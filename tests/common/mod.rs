@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod bridge;
+pub mod fake;
 pub mod generate;
 
 use std::sync::Arc;

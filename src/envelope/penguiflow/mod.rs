@@ -5,7 +5,7 @@
 pub mod stream;
 
 use super::correlation::ReplyRoute;
-use super::{Content, Direction, Envelope, EnvelopeError, Intent, is_hex, now_unix};
+use super::{Content, Direction, Envelope, EnvelopeError, Intent, checked_time, is_hex, now_unix};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -267,8 +267,8 @@ pub fn to_envelope(msg: PenguiMessage) -> Result<Envelope, EnvelopeError> {
         correlation_id,
         content,
         trace_id: Some(msg.trace_id),
-        timestamp: Some(msg.ts),
-        deadline: msg.deadline_s,
+        timestamp: Some(checked_time("ts", msg.ts)?),
+        deadline: msg.deadline_s.map(|d| checked_time("deadline_s", d)).transpose()?,
         tenant: Some(msg.headers.tenant),
         topic: msg.headers.topic,
         ..Envelope::default()
@@ -304,4 +304,5 @@ fn content(payload: Payload) -> Result<(Content, Vec<Value>), EnvelopeError> {
 }
 
 #[cfg(test)]
+#[path = "mod_tests.rs"]
 mod tests;

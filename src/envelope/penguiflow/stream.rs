@@ -98,6 +98,10 @@ impl<T> StreamAssembler<T> {
             tokens: Vec::new(),
         });
         partial.tokens.push(token);
+        if chunk.done && chunk.seq.checked_add(1).is_none() {
+            // Its stream would need 2^64 chunks: it can never be whole.
+            return Err(self.abandon(&id, format!("seq {} cannot end a stream", chunk.seq)));
+        }
         if chunk.done {
             partial.last_seq = Some(chunk.seq);
         }
@@ -115,7 +119,8 @@ impl<T> StreamAssembler<T> {
     fn complete(&mut self, id: &str) -> Option<Fed<T>> {
         let partial = self.streams.get(id)?;
         let last = partial.last_seq?;
-        if partial.texts.len() as u64 != last + 1 || partial.texts.keys().next_back() != Some(&last) {
+        let chunks = u64::try_from(partial.texts.len()).ok();
+        if chunks != last.checked_add(1) || partial.texts.keys().next_back() != Some(&last) {
             return None;
         }
         let partial = self.streams.remove(id)?;
@@ -153,61 +158,5 @@ impl<T> StreamAssembler<T> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::envelope::penguiflow::Headers;
-
-    fn chunk(seq: u64, text: &str, done: bool) -> (PenguiMessage, StreamChunk) {
-        let c = StreamChunk { stream_id: "s1".into(), seq, text: text.into(), done, meta: Map::new() };
-        let msg = PenguiMessage {
-            payload: serde_json::to_value(&c).unwrap(),
-            headers: Headers { tenant: "acme".into(), topic: None, priority: 0 },
-            trace_id: "995ab2f90da84424bdda4810c6221488".into(),
-            ts: 1.0,
-            deadline_s: None,
-            meta: Map::new(),
-        };
-        (msg, c)
-    }
-
-    fn feed(a: &mut StreamAssembler<u64>, seq: u64, text: &str, done: bool) -> Fed<u64> {
-        let (m, c) = chunk(seq, text, done);
-        a.feed(m, c, seq, Instant::now()).map_err(|e| e.error).unwrap()
-    }
-
-    #[test]
-    fn chunks_out_of_order_join_in_seq_order_when_all_have_come() {
-        let mut a = StreamAssembler::new(1024, Duration::from_secs(60));
-        assert!(matches!(feed(&mut a, 2, "c", true), Fed::Pending));
-        assert!(matches!(feed(&mut a, 0, "a", false), Fed::Pending));
-        assert!(matches!(feed(&mut a, 0, "a", false), Fed::Pending), "a redelivered chunk");
-        let Fed::Complete { message, mut tokens } = feed(&mut a, 1, "b", false) else { panic!("complete") };
-        assert_eq!(message.payload, json!({"text": "abc", "citations": []}));
-        tokens.sort();
-        assert_eq!(tokens, [0, 0, 1, 2], "every delivery's token comes back to be acked");
-        assert_eq!(a.buffered_bytes(), 0);
-    }
-
-    #[test]
-    fn too_many_buffered_bytes_abandon_the_stream_with_its_tokens() {
-        let mut a = StreamAssembler::new(4, Duration::from_secs(60));
-        assert!(matches!(feed(&mut a, 0, "abc", false), Fed::Pending));
-        let (m, c) = chunk(1, "def", false);
-        let abandoned = a.feed(m, c, 1, Instant::now()).expect_err("over the bound");
-        assert_eq!(abandoned.tokens, [0, 1]);
-        assert_eq!(abandoned.error.kind(), "stream");
-        assert_eq!(a.buffered_bytes(), 0);
-    }
-
-    #[test]
-    fn a_stream_that_never_finishes_expires() {
-        let mut a = StreamAssembler::new(1024, Duration::from_secs(5));
-        let start = Instant::now();
-        let (m, c) = chunk(0, "a", false);
-        assert!(matches!(a.feed(m, c, 7, start), Ok(Fed::Pending)));
-        assert!(a.expire(start + Duration::from_secs(4)).is_empty());
-        let gone = a.expire(start + Duration::from_secs(6));
-        assert_eq!(gone.len(), 1);
-        assert_eq!(gone[0].tokens, [7]);
-    }
-}
+#[path = "stream_tests.rs"]
+mod tests;

@@ -66,5 +66,5 @@ pub fn from_envelope(env: &Envelope, default_context: &str) -> WiseMessage {
 }
 
 #[cfg(test)]
-#[path = "tests.rs"]
+#[path = "mod_tests.rs"]
 mod tests;

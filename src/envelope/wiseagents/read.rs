@@ -57,6 +57,11 @@ impl<'a> Events<'a> {
             Some(Ok(Event::Alias(_))) => {
                 Err(EnvelopeError::Hostile("YAML aliases (Wise Agents never writes them)"))
             }
+            // Wherever it stands: a PyYAML full Loader would run it, so the body is an attack,
+            // not a message with one bad field. The legacy message type enum is the exception.
+            Some(Ok(event)) if python_tag(&event).is_some_and(|t| !is_enum_tag(t)) => {
+                Err(EnvelopeError::Hostile("a Python object tag (code execution in PyYAML's full Loader)"))
+            }
             Some(Ok(event)) => Ok(event),
             Some(Err(e)) => Err(EnvelopeError::Yaml(e.to_string())),
             None => Err(EnvelopeError::Yaml("unexpected end of input".into())),
@@ -106,6 +111,17 @@ fn read_mapping(events: &mut Events<'_>) -> Result<WiseMessage, EnvelopeError> {
 
 fn wrong(why: String) -> EnvelopeError {
     EnvelopeError::NotWiseAgentMessage(why)
+}
+
+/// The tag of a node event, when it is a Python one.
+fn python_tag<'e>(event: &'e Event<'_>) -> Option<&'e Tag> {
+    let tag = match event {
+        Event::Scalar(_, _, _, tag) | Event::MappingStart(_, tag) | Event::SequenceStart(_, tag) => {
+            tag.as_deref()
+        }
+        _ => None,
+    };
+    tag.filter(|t| is_python_tag(t))
 }
 
 fn is_python_tag(tag: &Tag) -> bool {

@@ -97,3 +97,25 @@ fn aliases_and_deep_values_of_unknown_keys_are_refused() {
     let shallow = b"!wiseagents.WiseAgentMessage\n_message: hi\n_x: [[1], {a: b}]\n";
     assert!(WiseMessage::parse(shallow).is_ok());
 }
+
+#[test]
+fn python_tags_anywhere_are_refused_as_hostile() {
+    let tag = "!wiseagents.WiseAgentMessage\n";
+    for body in [
+        format!("{tag}_message: !!python/object/apply:os.system ['echo pwned']\n"),
+        format!("{tag}_message: !!python/name:os.system ''\n"),
+        format!("{tag}_message: hi\n_sender: !!python/str A\n"),
+        format!("{tag}_message: hi\n_x: !!python/object/new:os.system {{a: b}}\n"),
+        format!("{tag}_message: hi\n_x: [1, !!python/name:os.system a]\n"),
+        "!!python/object/apply:os.system\n- echo pwned\n".to_owned(),
+    ] {
+        match WiseMessage::parse(body.as_bytes()) {
+            Err(e @ EnvelopeError::Hostile(_)) => assert!(e.to_string().contains("Python"), "{e}"),
+            other => panic!("{body}: {other:?}"),
+        }
+    }
+    let legacy = format!(
+        "{tag}_message: hi\n_message_type: !!python/object/apply:wiseagents.wise_agent_messaging.WiseAgentMessageType\n- QUERY\n"
+    );
+    assert_eq!(WiseMessage::parse(legacy.as_bytes()).unwrap().message_type, Some(Intent::Query));
+}

@@ -1,0 +1,33 @@
+use super::*;
+
+#[tokio::test]
+async fn a_request_that_arrives_in_pieces_is_answered_whole() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let metrics = Arc::new(Metrics::default());
+    let shutdown = CancellationToken::new();
+    tokio::spawn(serve(listener, metrics, shutdown.clone()));
+    let mut client = TcpStream::connect(addr).await.unwrap();
+    client.set_nodelay(true).unwrap();
+    for piece in ["GE", "T /rea", "dyz HTTP/1.1\r\n", "host: x\r\n", "\r\n"] {
+        client.write_all(piece.as_bytes()).await.unwrap();
+        client.flush().await.unwrap();
+        tokio::task::yield_now().await;
+    }
+    let mut answer = String::new();
+    client.read_to_string(&mut answer).await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    shutdown.cancel();
+}
+
+#[test]
+fn readiness_follows_the_metrics_state() {
+    let m = Metrics::default();
+    assert_eq!(respond(true, "/readyz", &m).0, "503 Service Unavailable");
+    m.set_connected(true);
+    m.set_subscribed(true);
+    assert_eq!(respond(true, "/readyz", &m).0, "200 OK");
+    assert_eq!(respond(true, "/healthz", &m).0, "200 OK");
+    assert!(respond(true, "/metrics", &m).2.contains("bridge_ready 1"));
+    assert_eq!(respond(false, "/metrics", &m).0, "405 Method Not Allowed");
+}

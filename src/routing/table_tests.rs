@@ -1,0 +1,132 @@
+use super::*;
+
+fn ask(id: &str, asker: &str, answerer: &str) -> PendingAsk {
+    PendingAsk {
+        id: id.into(),
+        asker: asker.into(),
+        answerer: answerer.into(),
+        reply: Envelope { in_reply_to: Some(id.into()), ..Default::default() },
+        reply_deadline: None,
+        timed_out: false,
+    }
+}
+
+fn id_of(m: Option<Matched>) -> Option<String> {
+    match m? {
+        Matched::Answer(a) => Some(a.id),
+        other => panic!("not an answer: {other:?}"),
+    }
+}
+
+#[test]
+fn concurrent_asks_of_one_pair_are_answered_in_order_and_by_id() {
+    let mut t = CorrelationTable::new(10, Duration::from_secs(60));
+    let now = Instant::now();
+    for id in ["a1", "a2", "a3"] {
+        t.insert(ask(id, "Civ", "Lib"), now);
+    }
+    t.insert(ask("b1", "Civ", "Other"), now);
+    assert_eq!(id_of(t.answer_by_id("a2", false, now)).as_deref(), Some("a2"));
+    assert_eq!(id_of(t.answer_in_order("Civ", "Lib", now)).as_deref(), Some("a1"));
+    assert_eq!(id_of(t.answer_in_order("Civ", "Lib", now)).as_deref(), Some("a3"));
+    assert_eq!(t.answer_in_order("Civ", "Lib", now), None, "nothing left of the pair");
+    assert_eq!(id_of(t.answer_in_order("Civ", "Other", now)).as_deref(), Some("b1"));
+    assert!(t.is_empty());
+}
+
+#[test]
+fn an_acknowledgement_leaves_the_ask_pending() {
+    let mut t = CorrelationTable::new(10, Duration::from_secs(60));
+    let now = Instant::now();
+    t.insert(ask("v1", "WA", "Vox"), now);
+    assert!(matches!(t.answer_by_id("v1", true, now), Some(Matched::Acknowledged(_))));
+    assert_eq!(id_of(t.answer_by_id("v1", false, now)).as_deref(), Some("v1"));
+}
+
+#[test]
+fn a_timed_out_ask_gives_one_error_then_its_answer_is_late() {
+    let mut t = CorrelationTable::new(10, Duration::from_secs(60));
+    let now = Instant::now();
+    let mut a = ask("x", "WA", "Civ");
+    a.reply_deadline = Some(now + Duration::from_secs(5));
+    t.insert(a, now);
+    t.insert(ask("y", "WA", "Civ"), now);
+    assert!(t.time_out(now + Duration::from_secs(4)).is_empty());
+    assert_eq!(t.pending(), 2);
+    let out = t.time_out(now + Duration::from_secs(5));
+    assert_eq!(out.iter().map(|a| a.id.as_str()).collect::<Vec<_>>(), ["x"]);
+    assert!(t.time_out(now + Duration::from_secs(6)).is_empty(), "once");
+    assert_eq!(t.pending(), 1);
+    assert!(matches!(t.answer_by_id("x", true, now), Some(Matched::Acknowledged(_))), "a receipt leaves it");
+    let late = t.answer_in_order("WA", "Civ", now + Duration::from_secs(7));
+    assert!(matches!(late, Some(Matched::Late(a)) if a.id == "x"), "the oldest of the pair is late");
+    assert_eq!(id_of(t.answer_in_order("WA", "Civ", now)).as_deref(), Some("y"));
+}
+
+#[test]
+fn full_drops_the_oldest_and_old_ones_expire() {
+    let mut t = CorrelationTable::new(2, Duration::from_secs(60));
+    let now = Instant::now();
+    for id in ["a", "b", "c"] {
+        t.insert(ask(id, "A", "B"), now);
+    }
+    assert_eq!((t.len(), t.evicted()), (2, 1));
+    assert_eq!(t.answer_by_id("a", false, now), None);
+    assert!(t.answer_by_id("b", false, now).is_some());
+    assert!(t.answer_by_id("c", false, now + Duration::from_secs(61)).is_none(), "expired");
+    assert!(t.is_empty());
+}
+
+#[test]
+fn an_ask_inserted_again_replaces_itself_and_is_not_evicted_as_its_old_slot() {
+    let mut t = CorrelationTable::new(2, Duration::from_secs(60));
+    let now = Instant::now();
+    t.insert(ask("k", "A", "B"), now);
+    t.insert(ask("m", "A", "B"), now);
+    t.insert(ask("k", "A", "B"), now + Duration::from_secs(50));
+    assert_eq!(t.len(), 2);
+    t.insert(ask("n", "A", "B"), now + Duration::from_secs(51));
+    assert_eq!(t.answer_by_id("m", false, now), None, "m was the oldest");
+    let later = now + Duration::from_secs(70);
+    assert!(t.answer_by_id("k", false, later).is_some(), "k's first slot expiring does not drop it");
+}
+
+#[test]
+fn one_unanswered_ask_pins_nothing_behind_it() {
+    let mut t = CorrelationTable::new(10, Duration::from_secs(3600));
+    let now = Instant::now();
+    t.insert(ask("stuck", "A", "B"), now);
+    for i in 0..10_000 {
+        t.insert(ask(&format!("q{i}"), "A", "C"), now);
+        assert!(t.answer_by_id(&format!("q{i}"), false, now).is_some());
+    }
+    assert_eq!((t.len(), t.evicted()), (1, 0), "answered asks leave no slot behind");
+    assert_eq!(id_of(t.answer_in_order("A", "B", now)).as_deref(), Some("stuck"));
+}
+
+#[test]
+fn a_million_asks_stay_within_the_bound() {
+    // 50,000 asks a second for an hour's TTL would be 180 million: the bound is the capacity.
+    let mut t = CorrelationTable::new(1000, Duration::from_secs(3600));
+    let start = Instant::now();
+    for i in 0..1_000_000u64 {
+        let now = start + Duration::from_micros(i * 20);
+        let mut a = ask(&i.to_string(), "A", &format!("B{}", i % 7));
+        a.reply_deadline =
+            (i % 2 == 0).then(|| now + Duration::from_millis(if i % 8 == 0 { 5 } else { 1_800_000 }));
+        t.insert(a, now);
+        match i % 4 {
+            0 => assert!(t.answer_by_id(&i.to_string(), false, now).is_some()),
+            1 => t.insert(ask(&(i - 1).to_string(), "A", "B0"), now),
+            2 => drop(t.time_out(now)),
+            _ => {}
+        }
+        assert!(t.slots.len() <= 1000);
+    }
+    assert_eq!(t.len(), 1000);
+    assert!(t.evicted() > 100_000, "{}", t.evicted());
+    assert_eq!(t.by_id.len(), t.slots.len());
+    assert_eq!(t.by_pair.values().map(BTreeSet::len).sum::<usize>(), t.slots.len());
+    let deadlines = t.slots.values().filter(|s| s.ask.reply_deadline.is_some()).count();
+    assert!(t.deadlines.len() <= deadlines, "{} > {deadlines}", t.deadlines.len());
+}

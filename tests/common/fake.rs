@@ -1,0 +1,200 @@
+//! A fake STOMP broker for tests that drive the real bridge in-process: the test plays the
+//! broker's side of one connection at a time and misbehaves on cue.
+
+use futures_util::{SinkExt, StreamExt};
+use std::sync::Arc;
+use std::time::Duration;
+use stomp_agent_bridge::config::Config;
+use stomp_agent_bridge::stomp::codec::Inbound;
+use stomp_agent_bridge::stomp::{Command, Frame, Limits, StompCodec};
+use stomp_agent_bridge::telemetry::Metrics;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::time::timeout;
+use tokio_util::codec::Framed;
+use tokio_util::sync::CancellationToken;
+
+/// The request queue of the agent `Weather`.
+pub const REQUEST: &str = "/queue/request/Weather";
+
+/// One connection of the fake broker, seen from the broker's side.
+pub struct Conn(pub Framed<TcpStream, StompCodec>);
+
+impl Conn {
+    pub async fn accept(listener: &TcpListener) -> Conn {
+        Self::accept_with(
+            listener,
+            Frame::new(Command::Connected).with("version", "1.2").with("heart-beat", "0,0"),
+        )
+        .await
+    }
+
+    /// Accepts the bridge's next connection and answers its CONNECT with `answer`.
+    pub async fn accept_with(listener: &TcpListener, answer: Frame) -> Conn {
+        let mut conn = Self::accept_raw(listener).await;
+        conn.send(answer).await;
+        conn
+    }
+
+    /// Accepts the bridge's next connection and reads its CONNECT, answering nothing.
+    pub async fn accept_raw(listener: &TcpListener) -> Conn {
+        let (stream, _) =
+            timeout(Duration::from_secs(10), listener.accept()).await.expect("the bridge connects").unwrap();
+        let mut conn = Conn(Framed::new(stream, StompCodec::new(Limits::default())));
+        let connect = conn.next().await.expect("CONNECT");
+        assert!(matches!(connect.command, Command::Connect | Command::Stomp), "{connect:?}");
+        conn
+    }
+
+    /// Writes bytes as they are, STOMP or not. The bridge may close the connection before
+    /// it has read them all (that is what a limit is for): a failed write is not an error.
+    pub async fn write_raw(&mut self, bytes: &[u8]) {
+        use tokio::io::AsyncWriteExt;
+        let stream = self.0.get_mut();
+        let _ = stream.write_all(bytes).await;
+        let _ = stream.flush().await;
+    }
+
+    /// Reads until the bridge closes the connection, failing on any ACK or COMMIT (nothing
+    /// may be settled on a connection the broker broke). Returns the commands seen.
+    pub async fn until_closed_settling_nothing(&mut self) -> Vec<Command> {
+        let mut seen = Vec::new();
+        while let Some(f) = self.next().await {
+            assert!(
+                !matches!(f.command, Command::Ack | Command::Commit),
+                "settled on a broken connection: {f:?}"
+            );
+            seen.push(f.command);
+        }
+        seen
+    }
+
+    /// The next frame the bridge sends (heart-beats skipped); `None` once it closed.
+    pub async fn next(&mut self) -> Option<Frame> {
+        loop {
+            match timeout(Duration::from_secs(10), self.0.next()).await.expect("the bridge went silent") {
+                Some(Ok(Inbound::Frame(f))) => return Some(f),
+                Some(Ok(Inbound::Heartbeat)) => continue,
+                Some(Err(_)) | None => return None,
+            }
+        }
+    }
+
+    pub async fn expect(&mut self, command: Command) -> Frame {
+        let f = self.next().await.unwrap_or_else(|| panic!("closed while {command:?} was expected"));
+        assert_eq!(f.command, command, "{f:?}");
+        f
+    }
+
+    pub async fn send(&mut self, frame: Frame) {
+        self.0.send(frame).await.expect("write to the bridge");
+    }
+
+    pub async fn receipt(&mut self, of: &Frame) {
+        let id = of.header("receipt").expect("a receipt was asked for").to_owned();
+        self.send(Frame::new(Command::Receipt).with("receipt-id", id)).await;
+    }
+}
+
+/// The bridge configured with the one agent `Weather`, as most of these tests have it.
+impl Conn {
+    /// Confirms the bridge's SUBSCRIBEs (there are three: ingress, request, response) and
+    /// returns the subscription id of the request queue.
+    pub async fn subscriptions(&mut self) -> String {
+        let mut request = None;
+        for _ in 0..3 {
+            let sub = self.expect(Command::Subscribe).await;
+            if sub.header("destination") == Some(REQUEST) {
+                request = sub.header("id").map(str::to_owned);
+            }
+            if sub.header("receipt").is_some() {
+                self.receipt(&sub).await;
+            }
+        }
+        request.expect("the request queue is subscribed")
+    }
+
+    /// Delivers the one request the tests use.
+    pub async fn deliver(&mut self, subscription: &str, ack: &str) {
+        let body = "!wiseagents.WiseAgentMessage\n_context_name: default\n_message: Weather in Paris?\n\
+                    _message_type: QUERY\n_route_response_to: Asker\n_sender: Asker\n_tool_id: call_1\n";
+        let msg = Frame::new(Command::Message)
+            .with("subscription", subscription)
+            .with("message-id", "ID:fake-1")
+            .with("ack", ack)
+            .with("destination", REQUEST)
+            .with_body(body);
+        self.send(msg).await;
+    }
+}
+
+/// Stops the bridge: cancels it, plays the broker (every receipt answered) until its
+/// DISCONNECT, and waits for it to end. Returns the frames it sent meanwhile.
+pub async fn stop(
+    mut conn: Conn,
+    shutdown: CancellationToken,
+    bridge: tokio::task::JoinHandle<()>,
+) -> Vec<Frame> {
+    shutdown.cancel();
+    let mut sent = Vec::new();
+    while let Some(f) = conn.next().await {
+        if f.header("receipt").is_some() {
+            conn.receipt(&f).await;
+        }
+        let disconnect = f.command == Command::Disconnect;
+        sent.push(f);
+        if disconnect {
+            break;
+        }
+    }
+    timeout(Duration::from_secs(10), bridge).await.expect("the bridge stops").unwrap();
+    sent
+}
+
+/// A configuration for the fake broker on `port`: the Civitas agent `Weather` (inbox
+/// `/queue/fake.civ.Weather`), heart-beats `heartbeat` (`"[0, 0]"`), and these `[delivery]` keys.
+pub fn weather_config(port: u16, heartbeat: &str, delivery: &str) -> String {
+    format!(
+        "[broker]\nurl = \"stomp://127.0.0.1:{port}\"\nheartbeat_ms = {heartbeat}\nreconnect_max_ms = 200\n\n\
+         [protocols.civitas]\ninbox = \"/queue/fake.civ.{{agent}}\"\ningress = \"/queue/fake.civ.ingress\"\n\n\
+         [[agents]]\nname = \"Weather\"\nprotocol = \"civitas\"\n\n[delivery]\n{delivery}\n\n[http]\nlisten = \"\"\n"
+    )
+}
+
+/// Loads a configuration written for the fake broker's port.
+pub fn config(name: &str, toml: &str) -> Config {
+    let dir = std::env::temp_dir().join(format!("sab-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bridge.toml");
+    std::fs::write(&path, toml).unwrap();
+    Config::load(&path).unwrap()
+}
+
+/// A listener on a free port, and the bridge running against it with the configuration
+/// `toml(port)` makes.
+pub async fn start(
+    name: &str,
+    toml: impl FnOnce(u16) -> String,
+) -> (TcpListener, Arc<Metrics>, CancellationToken, tokio::task::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let config = config(&format!("{name}-{port}"), &toml(port));
+    let metrics = Arc::new(Metrics::default());
+    let shutdown = CancellationToken::new();
+    let (m, s) = (metrics.clone(), shutdown.clone());
+    let bridge = tokio::spawn(async move {
+        stomp_agent_bridge::bridge::run(config, m, s).await.expect("the bridge runs");
+    });
+    (listener, metrics, shutdown, bridge)
+}
+
+/// Waits until the metrics text contains `needle` (counters move once the broker confirmed).
+pub async fn wait_for(metrics: &Metrics, needle: &str) -> String {
+    for _ in 0..500 {
+        let text = metrics.render();
+        if text.contains(needle) {
+            return text;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("no {needle:?} in:\n{}", metrics.render());
+}
