@@ -344,7 +344,7 @@ const fn default_max_body_bytes() -> usize {
     crate::stomp::Limits::DEFAULT_MAX_FRAME_BYTES
 }
 const fn default_correlation_capacity() -> usize {
-    100_000
+    10_000
 }
 const fn default_correlation_ttl_ms() -> u64 {
     3_600_000
