@@ -100,6 +100,15 @@ async fn main() {
     );
     println!("|---|---|---|");
     for (v, name) in variants.iter().enumerate() {
+        if v == 0 && broker == "rabbitmq" {
+            // Its receipt for a transacted SEND never came before the COMMIT (the probe
+            // waited forever): the bridge uses confirm mode there.
+            println!("| {name} | no receipt before COMMIT | |");
+            for _ in 0..reps {
+                chunks.next();
+            }
+            continue;
+        }
         let mut times = Vec::with_capacity(reps);
         for _ in 0..reps {
             let chunk = chunks.next().expect("enough messages");
