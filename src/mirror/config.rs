@@ -1,6 +1,8 @@
 //! `[mirror]`: which copy of the Wise Agents traffic the bridge reads, and where each format
 //! of it goes. Checked once at start, with the rest of the configuration.
 
+use super::translate::Output;
+use crate::envelope::codecs::Framework;
 use serde::Deserialize;
 
 /// Mirror mode: every message on the Wise Agents request and response queues, read from a
@@ -71,13 +73,13 @@ impl Default for MirrorTopics {
 }
 
 impl MirrorTopics {
-    /// `(format name, pattern)` of every copy that is published.
-    pub fn enabled(&self) -> impl Iterator<Item = (&'static str, &str)> {
+    /// `(format, pattern)` of every copy that is published.
+    pub fn enabled(&self) -> impl Iterator<Item = (Output, &str)> {
         [
-            ("civitas", self.civitas.as_str()),
-            ("vox", self.vox.as_str()),
-            ("penguiflow", self.penguiflow.as_str()),
-            ("canonical", self.canonical.as_str()),
+            (Output::Framework(Framework::Civitas), self.civitas.as_str()),
+            (Output::Framework(Framework::Vox), self.vox.as_str()),
+            (Output::Framework(Framework::PenguiFlow), self.penguiflow.as_str()),
+            (Output::Canonical, self.canonical.as_str()),
         ]
         .into_iter()
         .filter(|(_, p)| !p.is_empty())
@@ -134,8 +136,8 @@ impl MirrorConfig {
                 format!("{:?} is not a STOMP destination", self.destination),
             ));
         }
-        for (name, pattern) in self.topics.enabled() {
-            let key = format!("mirror.topics.{name}");
+        for (output, pattern) in self.topics.enabled() {
+            let key = format!("mirror.topics.{}", output.as_str());
             if !pattern.starts_with('/') {
                 bad.push((key, format!("{pattern:?} is not a STOMP destination")));
             } else if [request_prefix, response_prefix].iter().any(|p| pattern.starts_with(p))

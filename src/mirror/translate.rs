@@ -48,18 +48,7 @@ pub struct Translator {
 
 impl Translator {
     pub fn new(codecs: Codecs, topics: &MirrorTopics, conversations: usize) -> Self {
-        let outputs = topics
-            .enabled()
-            .map(|(name, pattern)| {
-                let output = match name {
-                    "civitas" => Output::Framework(Framework::Civitas),
-                    "vox" => Output::Framework(Framework::Vox),
-                    "penguiflow" => Output::Framework(Framework::PenguiFlow),
-                    _ => Output::Canonical,
-                };
-                (output, pattern.to_owned())
-            })
-            .collect();
+        let outputs = topics.enabled().map(|(output, pattern)| (output, pattern.to_owned())).collect();
         Translator { codecs, outputs, conversations: Conversations::new(conversations) }
     }
 
