@@ -1,0 +1,44 @@
+use super::*;
+
+fn env(
+    direction: Direction,
+    sender: &str,
+    recipient: &str,
+    rrt: Option<&str>,
+    tool: Option<&str>,
+) -> Envelope {
+    Envelope {
+        direction,
+        sender: Some(sender.into()),
+        recipient: Some(recipient.into()),
+        route_response_to: rrt.map(Into::into),
+        tool_id: tool.map(Into::into),
+        context: Some("default".into()),
+        ..Envelope::default()
+    }
+}
+
+#[test]
+fn a_request_its_tool_calls_and_the_final_answer_share_one_key() {
+    let mut c = Conversations::new(10);
+    let ask = c.key(&env(Direction::Request, "User", "Assistant", None, None));
+    let call = c.key(&env(Direction::Request, "Assistant", "Weather", Some("User"), Some("call_1")));
+    let tool_answer = c.key(&env(Direction::Response, "Weather", "Assistant", Some("User"), Some("call_1")));
+    let final_answer = c.key(&env(Direction::Response, "Assistant", "User", None, None));
+    assert_eq!(ask.len(), 32);
+    assert!([&call, &tool_answer, &final_answer].iter().all(|k| **k == ask));
+    let next = c.key(&env(Direction::Request, "User", "Assistant", Some("User"), None));
+    assert_ne!(next, ask, "a new question opens a new conversation");
+    let other = c.key(&env(Direction::Request, "Other", "Assistant", None, None));
+    assert_ne!(other, next, "another originator is another conversation");
+}
+
+#[test]
+fn the_oldest_conversations_are_forgotten_first() {
+    let mut c = Conversations::new(1);
+    let first = c.key(&env(Direction::Request, "A", "B", None, None));
+    c.key(&env(Direction::Request, "C", "B", None, None));
+    let answer = c.key(&env(Direction::Response, "B", "A", None, None));
+    assert_ne!(answer, first);
+    assert_eq!(c.open.len(), 1);
+}
