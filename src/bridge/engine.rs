@@ -204,7 +204,7 @@ impl Engine {
 
     /// Queues work, unless the broker refused its output too often: then its dead letter.
     fn ready_up(&mut self, work: Work) {
-        let refused = self.attempts.get(work_key(&work)).filter(|(n, _)| *n >= self.max_attempts).cloned();
+        let refused = self.attempts.of(&work).filter(|(n, _)| *n >= self.max_attempts).cloned();
         let work = match refused {
             Some((attempts, reason)) if matches!(work.outcome, Outcome::Delivered { .. }) => {
                 let error = BridgeError::Refused { attempts, reason };
@@ -278,7 +278,7 @@ impl Engine {
         match done.result {
             Ok(()) => {
                 for work in done.works {
-                    self.attempts.settled(work_key(&work));
+                    self.attempts.forget(&work);
                     report(&work, &self.metrics);
                     work.source.settle(Settled::Acked);
                     work.also.into_iter().for_each(|d| d.settle(Settled::Acked));

@@ -283,6 +283,19 @@ impl Attempts {
         }
     }
 
+    /// [`Attempts::get`] for a work's message, without hashing its body while nothing was
+    /// ever refused (the usual case: this runs for every message).
+    pub fn of(&self, work: &Work) -> Option<&(u32, String)> {
+        if self.seen.is_empty() { None } else { self.get(work_key(work)) }
+    }
+
+    /// [`Attempts::settled`] for a work's message, as cheap as [`Attempts::of`].
+    pub fn forget(&mut self, work: &Work) {
+        if !self.seen.is_empty() {
+            self.settled(work_key(work));
+        }
+    }
+
     pub fn settled(&mut self, key: u64) {
         if !self.seen.is_empty() && self.seen.remove(&key).is_some() {
             self.order.retain(|k| *k != key);
@@ -301,7 +314,7 @@ pub fn work_key(work: &Work) -> u64 {
 pub fn next_batch(ready: &mut VecDeque<Work>, attempts: &Attempts, max: usize) -> Vec<Work> {
     let mut batch = Vec::new();
     while let Some(front) = ready.front() {
-        let suspect = attempts.is_suspect(work_key(front));
+        let suspect = attempts.of(front).is_some();
         if suspect && !batch.is_empty() {
             break;
         }
