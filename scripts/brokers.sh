@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs, configures and starts the real brokers that the tests and local runs use, from
 # Debian's packages, idempotently, as root:
-#   ActiveMQ Classic: STOMP on 127.0.0.1:61613, STOMP+SSL on 127.0.0.1:61614 (login admin/admin)
+#   ActiveMQ Classic: STOMP on 127.0.0.1:61613, STOMP+SSL on 127.0.0.1:61614, STOMP+SSL that
+#     requires a client certificate (needClientAuth) on 127.0.0.1:61615 (login admin/admin)
 #   RabbitMQ + rabbitmq_stomp: STOMP on 127.0.0.1:61623 (login guest/guest, vhost /)
 # Usage: scripts/brokers.sh start|stop|restart|status [--fresh] [activemq|rabbitmq]...
 # A second `start` reuses brokers that already answer.  With --fresh (scripts/test.sh uses it), a
@@ -14,6 +15,11 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 state=${SAB_BROKER_STATE:-/var/lib/stomp-agent-bridge/brokers}
+# A second, private ActiveMQ (the soak restarts its own every five minutes): another state folder
+# and SAB_ACTIVEMQ_PORT, the STOMP port; the two TLS connectors take the next two ports.
+amq_port=${SAB_ACTIVEMQ_PORT:-61613}
+amq_ssl_port=$((amq_port + 1))
+amq_client_auth_port=$((amq_port + 2))
 keystore_password=sab-test-keystore
 log() { printf '[brokers] %s\n' "$*" >&2; }
 
@@ -61,25 +67,41 @@ apt_install() { # package...
     || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null; }
 }
 
-make_tls() { # a CA and a server certificate for 127.0.0.1/localhost, once
+make_tls() { # a CA, a server certificate for 127.0.0.1/localhost, a client certificate, once
   local dir=$state/tls
-  [ -f "$dir/broker.p12" ] && return 0
   mkdir -p "$dir"
-  log "generating a test CA and ActiveMQ's TLS keystore in $dir"
-  openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj /CN=stomp-agent-bridge-test-ca \
-    -keyout "$dir/ca.key" -out "$dir/ca.pem" 2>/dev/null
-  openssl req -newkey rsa:2048 -nodes -subj /CN=localhost \
-    -keyout "$dir/broker.key" -out "$dir/broker.csr" 2>/dev/null
-  printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >"$dir/san.ext"
-  openssl x509 -req -in "$dir/broker.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial \
-    -days 3650 -extfile "$dir/san.ext" -out "$dir/broker.pem" 2>/dev/null
-  openssl pkcs12 -export -in "$dir/broker.pem" -inkey "$dir/broker.key" -certfile "$dir/ca.pem" \
-    -name broker -passout "pass:$keystore_password" -out "$dir/broker.p12"
-  chmod 644 "$dir"/*.pem "$dir/broker.p12"
+  if [ ! -f "$dir/broker.p12" ]; then
+    log "generating a test CA and ActiveMQ's TLS keystore in $dir"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj /CN=stomp-agent-bridge-test-ca \
+      -keyout "$dir/ca.key" -out "$dir/ca.pem" 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -subj /CN=localhost \
+      -keyout "$dir/broker.key" -out "$dir/broker.csr" 2>/dev/null
+    printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >"$dir/san.ext"
+    openssl x509 -req -in "$dir/broker.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial \
+      -days 3650 -extfile "$dir/san.ext" -out "$dir/broker.pem" 2>/dev/null
+    openssl pkcs12 -export -in "$dir/broker.pem" -inkey "$dir/broker.key" -certfile "$dir/ca.pem" \
+      -name broker -passout "pass:$keystore_password" -out "$dir/broker.p12"
+  fi
+  # The connector with needClientAuth trusts this CA, and the bridge presents client.pem.
+  if [ ! -f "$dir/truststore.p12" ]; then
+    log "generating a client certificate and ActiveMQ's truststore in $dir"
+    openssl req -newkey rsa:2048 -nodes -subj /CN=stomp-agent-bridge-test-client \
+      -keyout "$dir/client.key" -out "$dir/client.csr" 2>/dev/null
+    printf 'extendedKeyUsage=clientAuth\n' >"$dir/client.ext"
+    openssl x509 -req -in "$dir/client.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial \
+      -days 3650 -extfile "$dir/client.ext" -out "$dir/client.pem" 2>/dev/null
+    keytool -importcert -noprompt -alias ca -file "$dir/ca.pem" -storetype pkcs12 \
+      -keystore "$dir/truststore.p12" -storepass "$keystore_password" >/dev/null 2>&1
+  fi
+  chmod 644 "$dir"/*.pem "$dir"/*.p12 "$dir/client.key"
 }
 
 activemq_start() {
-  if port_open 61613 && port_open 61614; then log "ActiveMQ already answers on 61613"; return 0; fi
+  if port_open "$amq_port" && port_open "$amq_client_auth_port"; then log "ActiveMQ already answers on $amq_port"; return 0; fi
+  if port_open "$amq_port"; then
+    log "an ActiveMQ with an older configuration answers on $amq_port (no port $amq_client_auth_port): scripts/brokers.sh restart activemq"
+    return 1
+  fi
   # XStream and Jettison let STOMP clients read advisories as JSON (transformation:
   # jms-advisory-json), which the bridge's discovery of agents named by a glob uses.
   apt_install activemq openssl libxstream-java libjettison-java
@@ -87,6 +109,7 @@ activemq_start() {
   local dir=$state/activemq
   mkdir -p "$dir/conf" "$dir/data" "$dir/tmp"
   sed -e "s|@STATE@|$dir|g" -e "s|@TLS@|$state/tls|g" -e "s|@KEYSTORE_PASSWORD@|$keystore_password|g" \
+    -e "s|@PORT@|$amq_port|g" -e "s|@SSL_PORT@|$amq_ssl_port|g" -e "s|@CLIENT_AUTH_PORT@|$amq_client_auth_port|g" \
     "$here/brokers/activemq.xml" >"$dir/conf/activemq.xml"
   cp /etc/activemq/instances-available/main/log4j2.properties "$dir/conf/" 2>/dev/null || true
   if [ "$fresh" = 1 ]; then log "ActiveMQ starts with empty data (--fresh)"; rm -rf "${dir:?}/data"/*; fi
@@ -99,7 +122,7 @@ activemq_start() {
     ACTIVEMQ_DATA="$dir/data" ACTIVEMQ_TMP="$dir/tmp" ACTIVEMQ_PIDFILE="$dir/tmp/activemq.pid" \
     ACTIVEMQ_USER_CLASSPATH=/usr/share/java/xstream.jar:/usr/share/java/jettison.jar:/usr/share/java/xpp3.jar \
     /usr/bin/activemq console "xbean:file:$dir/conf/activemq.xml") >"$dir/activemq.log" 2>&1 </dev/null &
-  wait_port 61613 90 ActiveMQ && wait_port 61614 30 ActiveMQ || { tail -n 40 "$dir/activemq.log" >&2; return 1; }
+  wait_port "$amq_port" 90 ActiveMQ && wait_port "$amq_ssl_port" 30 ActiveMQ && wait_port "$amq_client_auth_port" 30 ActiveMQ || { tail -n 40 "$dir/activemq.log" >&2; return 1; }
   log "ActiveMQ is up"
 }
 
@@ -107,8 +130,8 @@ activemq_stop() {
   local pids
   pids=$(pgrep -f "xbean:file:$state/activemq/conf/activemq.xml" || true)
   [ -n "$pids" ] && kill $pids 2>/dev/null || true
-  wait_port_closed 61613 60 || { pids=$(pgrep -f "xbean:file:$state/activemq" || true); [ -n "$pids" ] && kill -9 $pids || true; }
-  wait_port_closed 61613 10
+  wait_port_closed "$amq_port" 60 || { pids=$(pgrep -f "xbean:file:$state/activemq" || true); [ -n "$pids" ] && kill -9 $pids || true; }
+  wait_port_closed "$amq_port" 10
   # The port closes before the JVM has exited; a start in between would find it running.
   local i
   for ((i = 0; i < 300; i++)); do
@@ -164,7 +187,7 @@ case "$action" in
   restart) for b in "${brokers[@]}"; do "${b}_stop"; "${b}_start"; done ;;
   status)
     for b in "${brokers[@]}"; do
-      case "$b" in activemq) status activemq 61613 ;; rabbitmq) status rabbitmq 61623 ;; esac
+      case "$b" in activemq) status activemq "$amq_port" ;; rabbitmq) status rabbitmq 61623 ;; esac
     done ;;
   *) echo "usage: $0 start|stop|restart|status [--fresh] [activemq|rabbitmq]..." >&2; exit 2 ;;
 esac
