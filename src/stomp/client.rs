@@ -307,6 +307,7 @@ impl Connection {
         timeout(config.connect_timeout, Self::handshake(config, tls))
             .await
             .map_err(|_| SessionError::ConnectTimeout(config.connect_timeout))?
+            .map_err(|e| transport::refused_handshake(e, &config.tls))
     }
 
     async fn handshake(

@@ -60,6 +60,10 @@ pub enum SessionError {
     Connect { addr: String, source: std::io::Error },
     #[error("TLS setup failed: {0}")]
     Tls(String),
+    /// The broker ended the TLS handshake with an alert: rustls' words, and what a
+    /// certificate alert may mean.
+    #[error("the broker refused the TLS handshake: {0}")]
+    TlsRefused(String),
     #[error("the broker refused the connection: {0}")]
     Refused(BrokerError),
     #[error("the broker sent an ERROR: {0}")]

@@ -1,6 +1,7 @@
 //! Broker addresses (`stomp://`, `stomp+ssl://`) and the byte stream to them: TCP, or TLS
 //! through rustls with a custom CA and an optional client certificate.
 
+use super::codec::FrameError;
 use super::session::SessionError;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
@@ -10,7 +11,7 @@ use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
-use tokio_rustls::rustls::{ClientConfig, RootCertStore, crypto};
+use tokio_rustls::rustls::{self, AlertDescription, ClientConfig, RootCertStore, crypto};
 
 /// Where the broker is: `stomp://host:port` or `stomp+ssl://host:port`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,6 +111,41 @@ pub async fn open(url: &BrokerUrl, tls: Option<&TlsConnector>) -> Result<Box<dyn
     let name = ServerName::try_from(url.host.clone()).map_err(|e| SessionError::Tls(e.to_string()))?;
     let stream = tls.connect(name, tcp).await.map_err(|source| SessionError::Connect { addr, source })?;
     Ok(Box::new(stream))
+}
+
+/// `err` as [`SessionError::TlsRefused`] when it is a TLS alert from the broker, whether it
+/// came during the handshake (TLS 1.2) or with the first read after it (TLS 1.3, where a
+/// server judges the client certificate after the client has finished). A certificate alert
+/// says whether a client certificate was presented, as a question: the alert alone does not
+/// tell a missing certificate from an untrusted one.
+pub fn refused_handshake(err: SessionError, opts: &TlsOptions) -> SessionError {
+    let io = match &err {
+        SessionError::Connect { source, .. } | SessionError::Frame(FrameError::Io(source)) => source,
+        _ => return err,
+    };
+    let Some(rustls::Error::AlertReceived(alert)) = io.get_ref().and_then(|e| e.downcast_ref()) else {
+        return err;
+    };
+    let about_certificate = matches!(
+        alert,
+        AlertDescription::BadCertificate
+            | AlertDescription::UnsupportedCertificate
+            | AlertDescription::CertificateRevoked
+            | AlertDescription::CertificateExpired
+            | AlertDescription::CertificateUnknown
+            | AlertDescription::UnknownCA
+            | AlertDescription::CertificateRequired
+            | AlertDescription::AccessDenied
+            | AlertDescription::HandshakeFailure
+    );
+    let said = rustls::Error::AlertReceived(*alert).to_string();
+    SessionError::TlsRefused(match (&opts.cert_file, about_certificate) {
+        (_, false) => said,
+        (None, true) => format!("{said} (no client certificate was presented: does the broker require one?)"),
+        (Some(cert), true) => {
+            format!("{said} (does the broker trust the client certificate {}?)", cert.display())
+        }
+    })
 }
 
 /// Builds the TLS client configuration once, from PEM files.

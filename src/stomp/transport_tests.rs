@@ -30,3 +30,37 @@ fn a_missing_ca_file_is_a_tls_error_naming_the_file() {
     let err = tls_connector(&opts).err().expect("fails").to_string();
     assert!(err.contains("/nonexistent/ca.pem"), "{err}");
 }
+
+#[test]
+fn a_tls_alert_from_the_broker_says_it_refused_the_handshake_and_asks_about_the_certificate() {
+    let alert = |a| {
+        let io = std::io::Error::new(std::io::ErrorKind::InvalidData, rustls::Error::AlertReceived(a));
+        SessionError::Frame(FrameError::Io(io))
+    };
+    let none = TlsOptions::default();
+    let err = refused_handshake(alert(AlertDescription::BadCertificate), &none).to_string();
+    assert_eq!(
+        err,
+        "the broker refused the TLS handshake: received fatal alert: BadCertificate \
+         (no client certificate was presented: does the broker require one?)"
+    );
+    let with = TlsOptions { cert_file: Some("/etc/bridge/client.pem".into()), ..Default::default() };
+    let connect = SessionError::Connect {
+        addr: "broker:61614".into(),
+        source: std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            rustls::Error::AlertReceived(AlertDescription::UnknownCA),
+        ),
+    };
+    let err = refused_handshake(connect, &with).to_string();
+    assert_eq!(
+        err,
+        "the broker refused the TLS handshake: received fatal alert: UnknownCA \
+         (does the broker trust the client certificate /etc/bridge/client.pem?)"
+    );
+    let err = refused_handshake(alert(AlertDescription::ProtocolVersion), &with).to_string();
+    assert_eq!(err, "the broker refused the TLS handshake: received fatal alert: ProtocolVersion");
+    // Anything else is left as it was.
+    let reset = SessionError::Frame(FrameError::Io(std::io::ErrorKind::ConnectionReset.into()));
+    assert!(matches!(refused_handshake(reset, &none), SessionError::Frame(_)));
+}
