@@ -2,13 +2,27 @@
 //! tests/tls/make-certs.sh): the right CA connects; a wrong CA or a host the certificate does
 //! not name fails closed with an error that says which; a broker that requires a client
 //! certificate accepts the bridge's and refuses a bridge without one.
+//!
+//! Then the bridge as a process against ActiveMQ's connector that requires a client
+//! certificate (`needClientAuth`, the STOMP port + 2, 61615), with the CA and client
+//! certificate `scripts/brokers.sh start` made: its certificate carries a request through;
+//! none, or one from another CA, is refused, nothing moves, and the log says why.
 
+mod common;
+
+use common::bridge::{BridgeProcess, Names, config_toml, free_port};
+use common::{Broker, next_message};
 use futures_util::{SinkExt, StreamExt};
-use std::path::PathBuf;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+use stomp_agent_bridge::envelope::Intent;
+use stomp_agent_bridge::envelope::wiseagents::WiseMessage;
 use stomp_agent_bridge::stomp::codec::Inbound;
-use stomp_agent_bridge::stomp::{Client, ClientConfig, Command, Frame, Limits, StompCodec, TlsOptions};
+use stomp_agent_bridge::stomp::{
+    AckMode, Client, ClientConfig, Command, Frame, Limits, StompCodec, Subscription, TlsOptions,
+};
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
@@ -114,7 +128,148 @@ async fn a_broker_that_requires_a_client_certificate_accepts_the_bridges_and_ref
 
     let (port, served) = tls_broker(true).await;
     let err = connect("localhost", port, trusting("ca.pem")).await.expect_err("no client certificate");
-    assert!(err.contains("CertificateRequired"), "the broker said why: {err}");
+    assert_eq!(
+        err,
+        "the broker refused the TLS handshake: received fatal alert: CertificateRequired \
+         (no client certificate was presented: does the broker require one?)"
+    );
     let broker_side = served.await.unwrap().expect_err("the broker refused the handshake");
     assert!(broker_side.contains("certificate"), "{broker_side}");
+}
+
+/// A file `scripts/brokers.sh start` made for ActiveMQ's SSL connectors, beside the test CA.
+/// Without it the test fails; it never skips.
+fn brokers_tls(name: &str) -> PathBuf {
+    let path = common::test_ca().with_file_name(name);
+    assert!(path.is_file(), "{} is missing: run scripts/brokers.sh start", path.display());
+    path
+}
+
+/// ActiveMQ's STOMP+SSL connector with `needClientAuth=true` (scripts/brokers.sh).
+fn client_auth_port() -> u16 {
+    Broker::ActiveMq.port() + 2
+}
+
+/// `[broker]` TLS settings: the brokers' test CA, and a client certificate and key if given.
+fn tls_settings(client: Option<(&Path, &Path)>) -> String {
+    let mut lines = format!("ca_file = {:?}\n", brokers_tls("ca.pem").display().to_string());
+    if let Some((cert, key)) = client {
+        lines += &format!(
+            "cert_file = {:?}\nkey_file = {:?}\n",
+            cert.display().to_string(),
+            key.display().to_string()
+        );
+    }
+    lines
+}
+
+/// A bridge for one Civitas agent `civ` whose only broker URL is ActiveMQ's connector that
+/// requires a client certificate, with these TLS settings.
+fn client_auth_bridge_toml(names: &Names, civ: &str, tls: &str, http_port: u16) -> String {
+    let broker = Broker::ActiveMq;
+    let toml = config_toml(broker, names, &[(civ, "civitas", "")], http_port);
+    let plain = format!("url = \"stomp://127.0.0.1:{}\"\n", broker.port());
+    assert!(toml.contains(&plain), "{toml}");
+    let ssl = format!("url = \"stomp+ssl://127.0.0.1:{}\"\n{tls}", client_auth_port());
+    toml.replacen(&plain, &ssl, 1)
+}
+
+/// A Wise Agents query from `sender`, as a Wise Agents agent sends it.
+fn wise_agents_query(text: &str, sender: &str) -> Vec<u8> {
+    WiseMessage {
+        message: text.into(),
+        message_type: Some(Intent::Query),
+        sender: Some(sender.into()),
+        tool_id: None,
+        route_response_to: None,
+        context_name: Some("Books".into()),
+        extra: vec![],
+    }
+    .to_yaml()
+    .into_bytes()
+}
+
+/// A client of ActiveMQ's plain STOMP connector subscribed to `dest`: the agents' side.
+async fn listen(dest: &str) -> (Client, stomp_agent_bridge::stomp::Events) {
+    let (client, events) = Broker::ActiveMq.connect().await;
+    client.subscribe(Subscription::new(dest, AckMode::Auto)).await.unwrap();
+    (client, events)
+}
+
+async fn send_request(names: &Names, civ: &str, body: Vec<u8>) {
+    let (producer, _) = Broker::ActiveMq.connect().await;
+    let frame = Frame::new(Command::Send).with("destination", names.request(civ)).with_body(body);
+    producer.send_confirmed(frame).await.expect("the request is on its queue");
+    producer.disconnect().await.ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bridge_with_a_client_certificate_carries_a_request_through_activemqs_client_auth_connector() {
+    let names = Names::new(Broker::ActiveMq);
+    let civ = names.agent("Weather");
+    let caller = names.agent("LLMAgent");
+    let (cert, key) = (brokers_tls("client.pem"), brokers_tls("client.key"));
+    let http_port = free_port();
+    let tls = tls_settings(Some((&cert, &key)));
+    let toml = client_auth_bridge_toml(&names, &civ, &tls, http_port);
+    let bridge = BridgeProcess::start(&toml, http_port, &names.uid);
+    assert_eq!(bridge.http_get("/readyz").0, 200, "connected through port {}", client_auth_port());
+
+    let (_agent, mut inbox) = listen(&names.dest(&format!("civitas.in.{civ}"))).await;
+    send_request(&names, &civ, wise_agents_query("which books on TLS?", &caller)).await;
+    let m = next_message(&mut inbox, 20).await;
+    let asked: Value = serde_json::from_slice(m.body()).unwrap();
+    assert_eq!(asked["type"], "message", "{asked}");
+    assert_eq!(asked["recipient"], civ.as_str(), "{asked}");
+    assert_eq!(asked["reply_to"], caller.as_str(), "{asked}");
+    assert_eq!(asked["payload"]["message"], "which books on TLS?", "{asked}");
+}
+
+/// Runs the bridge with these TLS settings against the connector that requires a client
+/// certificate, with a request waiting for it: the bridge never becomes ready, the request
+/// stays on its queue unread and the Civitas inbox stays empty. The error it logged.
+async fn refused_by_the_client_auth_connector(tls: &str) -> String {
+    let names = Names::new(Broker::ActiveMq);
+    let civ = names.agent("Weather");
+    let (_agent, mut inbox) = listen(&names.dest(&format!("civitas.in.{civ}"))).await;
+    let body = wise_agents_query("this must not move", &names.agent("LLMAgent"));
+    send_request(&names, &civ, body.clone()).await;
+
+    let http_port = free_port();
+    let toml = client_auth_bridge_toml(&names, &civ, tls, http_port);
+    let mut bridge = BridgeProcess::spawn(&toml, http_port, &names.uid);
+    let first = bridge.wait_log("cannot connect to the broker", 30);
+    bridge.wait_log("cannot connect to the broker", 30);
+    assert_ne!(bridge.http_get("/readyz").0, 200, "not ready without a connection");
+    assert!(bridge.logged("bridge ready").is_empty(), "never ready");
+    bridge.kill9();
+
+    let nothing = tokio::time::timeout(std::time::Duration::from_secs(1), inbox.next_message()).await;
+    assert!(nothing.is_err(), "nothing reached the Civitas inbox: {nothing:?}");
+    let (_c, mut requests) = listen(&names.request(&civ)).await;
+    assert_eq!(next_message(&mut requests, 10).await.body(), &body[..], "the request is still on its queue");
+    let error: Value = serde_json::from_str(&first).unwrap();
+    let error = error["error"].as_str().unwrap_or_else(|| panic!("no error field: {first}"));
+    error.to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bridge_without_a_client_certificate_is_refused_by_activemqs_client_auth_connector_and_says_why()
+{
+    let error = refused_by_the_client_auth_connector(&tls_settings(None)).await;
+    assert_eq!(
+        error,
+        "the broker refused the TLS handshake: received fatal alert: BadCertificate \
+         (no client certificate was presented: does the broker require one?)"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_certificate_from_another_ca_is_refused_by_activemqs_client_auth_connector_and_says_why() {
+    // tests/tls/'s client certificate: its CA is not in ActiveMQ's truststore.
+    let tls = tls_settings(Some((&pem("client.pem"), &pem("client.key"))));
+    let error = refused_by_the_client_auth_connector(&tls).await;
+    let said = "the broker refused the TLS handshake: received fatal alert: CertificateUnknown";
+    let asked = format!("(does the broker trust the client certificate {}?)", pem("client.pem").display());
+    assert_eq!(error, format!("{said} {asked}"));
 }

@@ -127,14 +127,28 @@ impl BridgeProcess {
     /// Writes the config and starts `stomp-agent-bridge run`; returns once it logged
     /// "bridge ready" (it is subscribed).
     pub fn start(toml: &str, http_port: u16, tag: &str) -> BridgeProcess {
+        let mut bridge = Self::spawn(toml, http_port, tag);
+        bridge.wait_log("bridge ready", 30);
+        bridge
+    }
+
+    /// Writes the config and starts `stomp-agent-bridge run` without waiting for it to be
+    /// ready (for a bridge that cannot connect).
+    pub fn spawn(toml: &str, http_port: u16, tag: &str) -> BridgeProcess {
         let dir = std::env::temp_dir().join(format!("sab-e2e-{tag}"));
         std::fs::create_dir_all(&dir).unwrap();
         let config = dir.join("bridge.toml");
         std::fs::write(&config, toml).unwrap();
-        Self::start_with(config, http_port)
+        Self::spawn_with(config, http_port)
     }
 
     pub fn start_with(config: PathBuf, http_port: u16) -> BridgeProcess {
+        let mut bridge = Self::spawn_with(config, http_port);
+        bridge.wait_log("bridge ready", 30);
+        bridge
+    }
+
+    fn spawn_with(config: PathBuf, http_port: u16) -> BridgeProcess {
         let mut child = Command::new(env!("CARGO_BIN_EXE_stomp-agent-bridge"))
             .args(["run", "--config"])
             .arg(&config)
@@ -155,9 +169,7 @@ impl BridgeProcess {
                 }
             }
         });
-        let mut bridge = BridgeProcess { child: Some(child), http_port, config, logs };
-        bridge.wait_log("bridge ready", 30);
-        bridge
+        BridgeProcess { child: Some(child), http_port, config, logs }
     }
 
     /// Waits for a log line containing `needle`, failing the test after `secs`; returns it.
