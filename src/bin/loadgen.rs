@@ -18,11 +18,13 @@
 //! profile of the bridge during runs 3 and 4; `RUST_LOG=stomp_agent_bridge::bridge::settle=debug`
 //! shows the forwarder's batches (size, and how long their SENDs and COMMIT took).
 
+mod support;
+
 use bytes::Bytes;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, Command as Process, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -32,6 +34,7 @@ use stomp_agent_bridge::config::DeliveryMode;
 use stomp_agent_bridge::envelope::Intent;
 use stomp_agent_bridge::envelope::wiseagents::WiseMessage;
 use stomp_agent_bridge::stomp::{AckMode, Client, ClientConfig, Command, Event, Events, Frame, Subscription};
+use support::BridgeProcess;
 
 #[derive(Clone, Copy, PartialEq)]
 enum Broker {
@@ -87,10 +90,7 @@ fn args() -> Result<Args, String> {
         one_hop_only: false,
         messages: 20_000,
         backlog: 100_000,
-        bridge: std::env::current_exe()
-            .ok()
-            .and_then(|p| p.parent().map(|d| d.join("stomp-agent-bridge")))
-            .unwrap_or_else(|| "target/release/stomp-agent-bridge".into()),
+        bridge: support::sibling_bridge(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -283,12 +283,12 @@ async fn forward(
 
 /// The bridge as a process, with its own configuration.
 struct Bridge {
-    child: Child,
+    process: BridgeProcess,
     _dir: PathBuf,
 }
 
 impl Bridge {
-    fn start(bin: &PathBuf, broker: Broker, agent: &str, inbox: &str, ingress: &str) -> Bridge {
+    fn start(bin: &std::path::Path, broker: Broker, agent: &str, inbox: &str, ingress: &str) -> Bridge {
         let dir = std::env::temp_dir().join(unique("bridge"));
         std::fs::create_dir_all(&dir).expect("temp dir");
         let (login, passcode) = broker.credentials();
@@ -304,38 +304,15 @@ impl Bridge {
         );
         let path = dir.join("bridge.toml");
         std::fs::write(&path, config).expect("config");
-        let mut child = Process::new(bin)
-            .env_remove("RUST_LOG") // its `bridge ready` line is at info, whatever loadgen logs
-            .args(["run", "--config"])
-            .arg(&path)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e} (cargo build --release first)", bin.display()));
-        let logs = child.stderr.take().expect("stderr");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(logs).lines().map_while(Result::ok) {
-                if line.contains("bridge ready") {
-                    let _ = tx.send(());
-                } else if !line.contains("\"INFO\"") && !line.contains("\"DEBUG\"") {
-                    eprintln!("[bridge] {line}");
-                }
-            }
-        });
-        if rx.recv_timeout(Duration::from_secs(60)).is_err() {
-            let _ = child.kill();
-            let status = child.wait().map(|s| s.to_string()).unwrap_or_default();
-            panic!("the bridge did not become ready within 60 s ({status}; config {})", path.display());
-        }
-        Bridge { child, _dir: dir }
+        let process = BridgeProcess::start(bin, &path, false).unwrap_or_else(|e| panic!("{e}"));
+        Bridge { process, _dir: dir }
     }
 
     /// `perf record` on the bridge until the returned child is interrupted, when `LOADGEN_PERF`
     /// names an output file (docs/PERFORMANCE.md: how the profiles were taken).
     fn profile(&self) -> Option<Child> {
         let out = std::env::var("LOADGEN_PERF").ok()?;
-        let pid = self.child.id().to_string();
+        let pid = self.process.pid().to_string();
         Process::new("perf")
             .args(["record", "-F", "997", "-g", "-o", &out, "-p", &pid])
             .stdout(Stdio::null())
@@ -347,31 +324,17 @@ impl Bridge {
 
     /// CPU seconds used so far (user + system).
     fn cpu_secs(&self) -> f64 {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
-        let after = stat.rsplit(')').next().unwrap_or_default();
-        let f: Vec<&str> = after.split_whitespace().collect();
-        // utime and stime are fields 14 and 15 of stat; after the command name, field 3 is first.
-        let ticks = |i: usize| f.get(i).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
-        (ticks(11) + ticks(12)) as f64 / 100.0
+        self.process.stats().cpu_secs
     }
 
     /// (peak RSS, current RSS) in MiB.
     fn rss_mib(&self) -> (f64, f64) {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
-        let kb = |key: &str| {
-            status
-                .lines()
-                .find(|l| l.starts_with(key))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|n| n.parse::<f64>().ok())
-                .unwrap_or(0.0)
-        };
-        (kb("VmHWM:") / 1024.0, kb("VmRSS:") / 1024.0)
+        let s = self.process.stats();
+        (s.peak_rss_mib, s.rss_mib)
     }
 
-    fn stop(mut self) {
-        let _ = Process::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
-        let _ = self.child.wait();
+    fn stop(self) {
+        self.process.stop();
     }
 }
 

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The soak (docs/HARDENING.md): the bridge under mixed traffic for MINUTES (default 60) on a
+# private ActiveMQ that is restarted every five minutes, with the bridge killed (SIGKILL) twice;
+# every message is accounted for at the end, and the bridge's RSS and descriptors are sampled.
+#   scripts/soak.sh [MINUTES] [soak arguments, e.g. --rate 100 --restart-every 300 --kills 2]
+# The private broker (state /var/lib/stomp-agent-bridge/soak, STOMP on 61633) starts with empty
+# data and is stopped at the end; the brokers of scripts/brokers.sh are not touched.
+# SOAK_PROFILE=dev uses the debug build (CI's five-minute form); the default is release.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+minutes=${1:-60}
+shift || true
+profile=${SOAK_PROFILE:-release}
+export SAB_BROKER_STATE=${SAB_SOAK_STATE:-/var/lib/stomp-agent-bridge/soak}
+export SAB_ACTIVEMQ_PORT=${SAB_SOAK_PORT:-61633}
+
+cargo build --locked --profile "$profile" --bin soak --bin stomp-agent-bridge
+dir=target/$([ "$profile" = dev ] && echo debug || echo "$profile")
+trap 'scripts/brokers.sh stop activemq' EXIT
+scripts/brokers.sh start --fresh activemq
+"$dir/soak" --minutes "$minutes" --bridge "$dir/stomp-agent-bridge" "$@"

@@ -1,0 +1,636 @@
+//! soak: the bridge under mixed traffic, broker restarts and `kill -9`, with every message
+//! accounted for.
+//!
+//!   scripts/soak.sh [MINUTES]        (a private ActiveMQ, the release build; docs/HARDENING.md)
+//!   soak --minutes N [--rate R] [--restart-every S] [--kills K] [--bridge PATH]
+//!
+//! Against ActiveMQ on SAB_ACTIVEMQ_PORT (default 61613). Traffic at a steady R messages/s:
+//! Wise Agents asks (YAML) to a Civitas agent (JSON), a Civitas agent speaking msgpack, a VOX
+//! agent and a PenguiFlow agent, each answered the way that framework answers (Civitas
+//! `reply()`, one in ten as a stream; VOX's automatic `message_acknowledged` then
+//! `command_result`; PenguiFlow `model_copy`); Civitas and PenguiFlow asks answered by a Wise
+//! Agents agent; and 1% malformed bodies on every ingress. Every `--restart-every` seconds the
+//! broker is restarted (`scripts/brokers.sh restart activemq`, with this environment), and
+//! `--kills` times the bridge is killed with SIGKILL and started again.
+//!
+//! At the end, after the traffic stops and the queues drain: every message the broker
+//! confirmed must have arrived at least once (asks at the agent they were for, answers at the
+//! asker), or be in the dead-letter queue with its reason. The bridge's RSS and open file
+//! descriptors are sampled every 10 s. Exit status 1 when a message is unaccounted for, when a
+//! well-formed message was dead-lettered, or when descriptors grew.
+
+mod support;
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::process::Command as Process;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use stomp_agent_bridge::envelope::Intent;
+use stomp_agent_bridge::envelope::wiseagents::WiseMessage;
+use stomp_agent_bridge::stomp::{
+    AckMode, Client, ClientConfig, Command, Event, Events, Frame, Message, Subscription,
+};
+use support::{BridgeProcess, ProcStats};
+
+const CALLER: &str = "SoakCaller";
+const WA_AGENT: &str = "SoakWA";
+const CIV: &str = "SoakCiv";
+const IDX: &str = "SoakIdx"; // Civitas, msgpack
+const VOX: &str = "SoakVox";
+const PF: &str = "SoakPf";
+const DEAD: &str = "/queue/soak.dead";
+const INGRESS: [(&str, &str); 3] = [
+    ("civitas", "/queue/soak.bridge.civitas"),
+    ("vox", "/queue/soak.bridge.vox"),
+    ("penguiflow", "/queue/soak.bridge.penguiflow"),
+];
+
+struct Args {
+    minutes: f64,
+    rate: f64,
+    restart_every: u64,
+    kills: u32,
+    bridge: PathBuf,
+}
+
+fn args() -> Result<Args, String> {
+    let mut a =
+        Args { minutes: 5.0, rate: 100.0, restart_every: 300, kills: 2, bridge: support::sibling_bridge() };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or(format!("{flag} needs a value"));
+        let num = |v: String| v.parse::<f64>().map_err(|e| format!("{flag}: {e}"));
+        match flag.as_str() {
+            "--minutes" => a.minutes = num(value()?)?,
+            "--rate" => a.rate = num(value()?)?,
+            "--restart-every" => a.restart_every = num(value()?)? as u64,
+            "--kills" => a.kills = num(value()?)? as u32,
+            "--bridge" => a.bridge = value()?.into(),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    if a.rate <= 0.0 || a.minutes <= 0.0 {
+        return Err("--rate and --minutes must be positive".into());
+    }
+    Ok(a)
+}
+
+fn port() -> u16 {
+    std::env::var("SAB_ACTIVEMQ_PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(61613)
+}
+
+/// What each message of the run became. A token is written into every body and every answer.
+#[derive(Default)]
+struct Ledger {
+    /// Confirmed by the broker: token → what it is.
+    sent: BTreeMap<String, Kind>,
+    /// Asks seen by the agent they were for.
+    delivered: HashMap<String, u32>,
+    /// Answers seen by the asker.
+    answered: HashMap<String, u32>,
+    /// Dead letters: token → the bridge's error kinds.
+    dead: HashMap<String, Vec<String>>,
+    /// Tokens met that were never sent (must stay empty).
+    strangers: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    /// A well-formed ask: must reach its agent, and its answer the asker.
+    Ask,
+    /// A malformed body: must be dead-lettered with a reason.
+    Malformed,
+}
+
+type Shared = Arc<Mutex<Ledger>>;
+
+fn count(map: &mut HashMap<String, u32>, token: &str) {
+    *map.entry(token.to_owned()).or_default() += 1;
+}
+
+/// The first `soak-…` token in a body (answers carry `answer:soak-…`).
+fn token(body: &[u8]) -> Option<String> {
+    let at = body.windows(5).position(|w| w == b"soak-")?;
+    let t: Vec<u8> =
+        body[at..].iter().copied().take_while(|b| b.is_ascii_alphanumeric() || *b == b'-').collect();
+    String::from_utf8(t).ok()
+}
+
+fn is_answer(body: &[u8]) -> bool {
+    body.windows(12).any(|w| w == b"answer:soak-")
+}
+
+async fn connect() -> (Client, Events) {
+    let url = format!("stomp://127.0.0.1:{}", port()).parse().expect("url");
+    let mut c = ClientConfig::new(url, Some("admin".into()), Some("admin".into()));
+    c.receipt_timeout = Duration::from_secs(10);
+    Client::connect(c).await.unwrap_or_else(|e| panic!("cannot reach ActiveMQ on {}: {e}", port()))
+}
+
+/// Sends until the broker confirms; a refused or lost connection is waited out.
+async fn send_confirmed(client: &Client, frame: Frame) {
+    loop {
+        match client.send_confirmed(frame.clone()).await {
+            Ok(()) => return,
+            Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
+        }
+    }
+}
+
+fn send_frame(dest: &str, body: impl Into<Bytes>) -> Frame {
+    Frame::new(Command::Send).with("destination", dest).with("persistent", "true").with_body(body.into())
+}
+
+fn wa_body(message: String, sender: &str, tool: Option<String>, route_to: Option<&str>) -> String {
+    WiseMessage {
+        message,
+        message_type: Some(Intent::Query),
+        sender: Some(sender.into()),
+        tool_id: tool,
+        route_response_to: route_to.map(str::to_owned),
+        context_name: Some("default".into()),
+        extra: vec![],
+    }
+    .to_yaml()
+}
+
+/// The n-th message of the run: its token, kind, and the frame that carries it.
+fn nth(n: u64) -> (String, Kind, Frame) {
+    let malformed = n % 100 == 37;
+    // A malformed body names its kind in its token: the report groups dead letters by it.
+    let t = if malformed {
+        format!("soak-bad-{}-{n}", ["wa", "civitas", "vox", "penguiflow"][((n / 100) % 4) as usize])
+    } else {
+        format!("soak-ok-{n}")
+    };
+    let ask_wa = |agent: &str| {
+        let body = wa_body(format!("what now? {t}"), CALLER, Some(format!("call_{n}")), Some(CALLER));
+        send_frame(&format!("/queue/request/{agent}"), body)
+    };
+    let frame = if malformed {
+        match (n / 100) % 4 {
+            0 => send_frame(
+                &format!("/queue/request/{CIV}"),
+                format!("_message: [unclosed {t}\n_sender: {CALLER}\n"),
+            ),
+            1 => send_frame(
+                INGRESS[0].1,
+                format!("{{\"type\": \"message\", \"sender\": \"{CIV}\", \"payload\": {t}"),
+            ),
+            2 => send_frame(INGRESS[1].1, json!({"message_id": t, "type": "command_request"}).to_string()),
+            _ => send_frame(INGRESS[2].1, format!("[\"not a PenguiFlow message\", \"{t}\"]")),
+        }
+    } else {
+        match n % 10 {
+            0..=2 => ask_wa(CIV),
+            3 => ask_wa(IDX),
+            4 | 5 => ask_wa(VOX),
+            6 | 7 => ask_wa(PF),
+            8 => send_frame(
+                INGRESS[0].1,
+                json!({"schema_version": 1, "id": uuid::Uuid::now_v7().to_string(), "type": "message",
+                    "sender": CIV, "recipient": WA_AGENT, "correlation_id": format!("c-{n}"), "reply_to": null,
+                    "payload": {"message": format!("a question from Civitas {t}")}, "timestamp": 1.8e9,
+                    "trace_id": "", "span_id": "", "parent_span_id": null, "attempt": 0, "priority": 0})
+                .to_string(),
+            ),
+            _ => send_frame(
+                INGRESS[2].1,
+                json!({"payload": format!("a question from PenguiFlow {t}"),
+                    "headers": {"tenant": "default", "topic": "soak", "priority": 0},
+                    "trace_id": format!("{n:032x}"), "ts": 1.8e9, "deadline_s": null,
+                    "meta": {"message_id": format!("pf-{n}"), "sender": PF, "recipient": WA_AGENT}})
+                .to_string(),
+            ),
+        }
+    };
+    (t, if malformed { Kind::Malformed } else { Kind::Ask }, frame)
+}
+
+/// Sends message after message at `rate`, until `until`; returns how many.
+async fn produce(ledger: Shared, rate: f64, run_for: Duration) -> u64 {
+    let (client, mut events) = connect().await;
+    tokio::spawn(async move { while events.recv().await.is_some() {} });
+    let start = Instant::now();
+    let mut n = 0u64;
+    while start.elapsed() < run_for {
+        tokio::time::sleep_until((start + Duration::from_secs_f64(n as f64 / rate)).into()).await;
+        let (t, kind, frame) = nth(n);
+        send_confirmed(&client, frame).await;
+        ledger.lock().expect("ledger").sent.insert(t, kind);
+        n += 1;
+    }
+    let _ = client.disconnect().await;
+    n
+}
+
+fn subscribe(dest: &str) -> Subscription {
+    Subscription::new(dest, AckMode::ClientIndividual).with("activemq.prefetchSize", "64")
+}
+
+/// The Civitas, VOX and PenguiFlow agents: answer each ask the way the framework does; record
+/// answers to the asks they made themselves.
+async fn native_agents(ledger: Shared) {
+    let (client, mut events) = connect().await;
+    for agent in [CIV, IDX] {
+        client.subscribe(subscribe(&format!("/queue/soak.civitas.{agent}"))).await.expect("subscribe");
+    }
+    client.subscribe(subscribe(&format!("/queue/soak.vox.{VOX}"))).await.expect("subscribe");
+    client.subscribe(subscribe(&format!("/queue/soak.penguiflow.{PF}"))).await.expect("subscribe");
+    while let Some(event) = events.recv().await {
+        let Event::Message(m) = event else { continue };
+        let Some(t) = token(m.body()) else { continue };
+        if is_answer(m.body()) {
+            count(&mut ledger.lock().expect("ledger").answered, &t);
+        } else {
+            count(&mut ledger.lock().expect("ledger").delivered, &t);
+            for frame in native_answer(&m, &t) {
+                send_confirmed(&client, frame).await;
+            }
+        }
+        let _ = client.ack(&m.ack).await; // a stale ack after a reconnect: redelivered, answered again
+    }
+}
+
+/// What the agent that received `m` sends back.
+fn native_answer(m: &Message, t: &str) -> Vec<Frame> {
+    let text = format!("answer:{t}");
+    let asked: Value = if m.header("content-type") == Some("application/msgpack") {
+        rmp_serde::from_slice(m.body()).unwrap_or(Value::Null)
+    } else {
+        serde_json::from_slice(m.body()).unwrap_or(Value::Null)
+    };
+    let dest = &m.destination;
+    if dest.contains(".vox.") {
+        let reply = |kind: &str, details: Value| {
+            json!({"message_id": uuid::Uuid::now_v7().to_string(), "message_source": "soak",
+                "emitted_at": "2026-12-01T06:00:00+00:00", "source": asked["target"], "target": asked["source"],
+                "type": kind, "details": details, "reply_to": asked["message_id"]})
+            .to_string()
+        };
+        let ingress = INGRESS[1].1;
+        vec![
+            send_frame(ingress, reply("message_acknowledged", json!({}))),
+            send_frame(ingress, reply("command_result", json!({"message": text}))),
+        ]
+    } else if dest.contains(".penguiflow.") {
+        let mut answer = asked;
+        answer["payload"] = json!(text); // message.model_copy(update={"payload": ...})
+        vec![send_frame(INGRESS[2].1, answer.to_string())]
+    } else {
+        let me = if dest.ends_with(IDX) { IDX } else { CIV };
+        let to = asked.get("reply_to").filter(|v| !v.is_null()).unwrap_or(&asked["sender"]).clone();
+        let base = |kind: &str, payload: Value, seq: Option<u64>| {
+            json!({"schema_version": 1, "id": uuid::Uuid::now_v7().to_string(), "type": kind, "sender": me,
+                "recipient": to, "correlation_id": asked["correlation_id"], "reply_to": null, "payload": payload,
+                "timestamp": 1.8e9, "trace_id": asked["trace_id"], "span_id": "", "parent_span_id": asked["span_id"],
+                "attempt": 0, "priority": 0, "seq": seq})
+        };
+        let stream = t.ends_with('0') && me == CIV; // one in ten: civitas stream_reply()
+        let bodies: Vec<Value> = if stream {
+            let (a, b) = text.split_at(text.len() / 2);
+            vec![
+                base("civitas.stream.chunk", json!({"token": a}), Some(0)),
+                base("civitas.stream.chunk", json!({"token": b}), Some(1)),
+                base("civitas.stream.end", json!({}), Some(2)),
+            ]
+        } else {
+            vec![base("reply", json!({"message": text}), None)]
+        };
+        bodies
+            .into_iter()
+            .map(|v| {
+                if me == IDX {
+                    let packed = rmp_serde::to_vec_named(&v).expect("msgpack of JSON");
+                    send_frame(INGRESS[0].1, packed).with("content-type", "application/msgpack")
+                } else {
+                    send_frame(INGRESS[0].1, v.to_string()).with("content-type", "application/json")
+                }
+            })
+            .collect()
+    }
+}
+
+/// The Wise Agents side: the asker reads its answers, an agent answers the Civitas and
+/// PenguiFlow asks (echoing `_tool_id`), and the dead-letter queue is read with its reasons.
+async fn wise_agents(ledger: Shared) {
+    let (client, mut events) = connect().await;
+    for dest in [format!("/queue/response/{CALLER}"), format!("/queue/request/{WA_AGENT}"), DEAD.to_owned()] {
+        client.subscribe(subscribe(&dest)).await.expect("subscribe");
+    }
+    while let Some(event) = events.recv().await {
+        let Event::Message(m) = event else { continue };
+        let Some(t) = token(m.body()) else { continue };
+        if m.destination == DEAD {
+            let kind = m.header("bridge-error-kind").unwrap_or("").to_owned();
+            ledger.lock().expect("ledger").dead.entry(t).or_default().push(kind);
+        } else if m.destination.starts_with("/queue/response/") {
+            count(&mut ledger.lock().expect("ledger").answered, &t);
+        } else {
+            count(&mut ledger.lock().expect("ledger").delivered, &t);
+            match WiseMessage::parse(m.body()) {
+                Ok(ask) => {
+                    let to = ask.route_response_to.clone().or(ask.sender.clone()).unwrap_or_default();
+                    let answer = WiseMessage {
+                        message: format!("answer:{t}"),
+                        message_type: Some(Intent::Response),
+                        sender: Some(WA_AGENT.into()),
+                        tool_id: ask.tool_id,
+                        route_response_to: None,
+                        context_name: ask.context_name,
+                        extra: vec![],
+                    }
+                    .to_yaml();
+                    send_confirmed(&client, send_frame(&format!("/queue/response/{to}"), answer)).await;
+                }
+                Err(e) => ledger.lock().expect("ledger").strangers.push(format!("{t}: unreadable ask: {e}")),
+            }
+        }
+        let _ = client.ack(&m.ack).await;
+    }
+}
+
+fn bridge_config(dir: &std::path::Path) -> PathBuf {
+    let config = format!(
+        r#"[broker]
+url = "stomp://127.0.0.1:{port}"
+login = "admin"
+passcode = "admin"
+heartbeat_ms = [5000, 5000]
+
+[wiseagents]
+request_prefix = "/queue/request/"
+response_prefix = "/queue/response/"
+agents = ["{CALLER}", "{WA_AGENT}"]
+
+[protocols.civitas]
+inbox = "/queue/soak.civitas.{{agent}}"
+ingress = "{civ}"
+
+[protocols.vox]
+inbox = "/queue/soak.vox.{{agent}}"
+ingress = "{vox}"
+namespace = "0d5f1a7e-3b7c-4c59-9a8e-6f3f2c1d9b10"
+
+[protocols.penguiflow]
+inbox = "/queue/soak.penguiflow.{{agent}}"
+ingress = "{pf}"
+
+[[agents]]
+name = "{CIV}"
+protocol = "civitas"
+
+[[agents]]
+name = "{IDX}"
+protocol = "civitas"
+encoding = "msgpack"
+
+[[agents]]
+name = "{VOX}"
+protocol = "vox"
+
+[[agents]]
+name = "{PF}"
+protocol = "penguiflow"
+
+[delivery]
+dead_letter = "{DEAD}"
+
+[http]
+listen = ""
+
+[log]
+format = "json"
+level = "info"
+"#,
+        port = port(),
+        civ = INGRESS[0].1,
+        vox = INGRESS[1].1,
+        pf = INGRESS[2].1,
+    );
+    let path = dir.join("soak-bridge.toml");
+    std::fs::write(&path, config).expect("write the bridge's configuration");
+    path
+}
+
+/// One bridge process's life: its samples (seconds into the run, RSS MiB, descriptors).
+struct Life {
+    pid: u32,
+    samples: Vec<(f64, f64, usize)>,
+    end: &'static str,
+}
+
+fn restart_broker() {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/brokers.sh");
+    let out = Process::new(&script).args(["restart", "activemq"]).output();
+    match out {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => eprintln!("[soak] broker restart failed: {}", String::from_utf8_lossy(&o.stderr)),
+        Err(e) => eprintln!("[soak] cannot run {}: {e}", script.display()),
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let args = args().unwrap_or_else(|e| {
+        eprintln!("soak: {e}");
+        std::process::exit(2)
+    });
+    let run_for = Duration::from_secs_f64(args.minutes * 60.0);
+    let dir = std::env::temp_dir().join(format!("sab-soak-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let config = bridge_config(&dir);
+    eprintln!(
+        "[soak] {} min at {} msg/s on ActiveMQ :{}; broker restart every {} s, {} kill -9",
+        args.minutes,
+        args.rate,
+        port(),
+        args.restart_every,
+        args.kills
+    );
+
+    let ledger = Shared::default();
+    let mut bridge = BridgeProcess::start(&args.bridge, &config, true).unwrap_or_else(|e| panic!("{e}"));
+    let natives = tokio::spawn(native_agents(ledger.clone()));
+    let wise = tokio::spawn(wise_agents(ledger.clone()));
+    let start = Instant::now();
+    let producing = tokio::spawn(produce(ledger.clone(), args.rate, run_for));
+
+    // Restarts at k × restart_every; kills half-way between two restarts, spread over the run.
+    let secs = run_for.as_secs_f64();
+    let restarts: Vec<f64> = if args.restart_every == 0 {
+        vec![]
+    } else {
+        (1..).map(|k| (k * args.restart_every) as f64).take_while(|t| *t < secs).collect()
+    };
+    let kills: Vec<f64> = (1..=args.kills)
+        .map(|k| {
+            let at = secs * f64::from(k) / f64::from(args.kills + 1);
+            let r = args.restart_every.max(1) as f64;
+            (at / r).floor() * r + r / 2.0
+        })
+        .collect();
+    let (mut next_restart, mut next_kill) = (0, 0);
+    let mut lives = vec![Life { pid: bridge.pid(), samples: vec![], end: "running" }];
+    let mut tick = tokio::time::interval(Duration::from_secs(10));
+    let drain_until = Duration::from_secs(180);
+    let mut last_progress = (0usize, Instant::now());
+    loop {
+        tick.tick().await;
+        let now = start.elapsed().as_secs_f64();
+        let s: ProcStats = bridge.stats();
+        let life = lives.last_mut().expect("a life");
+        life.samples.push((now, s.rss_mib, s.fds));
+        let (sent, open) = {
+            let l = ledger.lock().expect("ledger");
+            (l.sent.len(), unaccounted(&l).len())
+        };
+        eprintln!(
+            "[soak] {now:6.0} s: sent {sent}, unaccounted {open}, bridge RSS {:.1} MiB, fds {}",
+            s.rss_mib, s.fds
+        );
+        if next_kill < kills.len() && now >= kills[next_kill] {
+            eprintln!("[soak] kill -9 the bridge (pid {})", bridge.pid());
+            life.end = "kill -9";
+            bridge.kill9();
+            bridge = BridgeProcess::start(&args.bridge, &config, true).unwrap_or_else(|e| panic!("{e}"));
+            lives.push(Life { pid: bridge.pid(), samples: vec![], end: "running" });
+            next_kill += 1;
+        }
+        if next_restart < restarts.len() && now >= restarts[next_restart] {
+            eprintln!("[soak] restarting ActiveMQ");
+            let t0 = Instant::now();
+            tokio::task::spawn_blocking(restart_broker).await.expect("restart");
+            eprintln!("[soak] ActiveMQ back after {:.1} s", t0.elapsed().as_secs_f64());
+            next_restart += 1;
+        }
+        if producing.is_finished() {
+            if open == 0 {
+                break;
+            }
+            if open != last_progress.0 {
+                last_progress = (open, Instant::now());
+            } else if last_progress.1.elapsed() > drain_until {
+                eprintln!("[soak] no progress for {drain_until:?} with {open} unaccounted: giving up");
+                break;
+            }
+        }
+    }
+    let produced = producing.await.expect("producer");
+    let final_stats = bridge.stats();
+    lives.last_mut().expect("a life").samples.push((
+        start.elapsed().as_secs_f64(),
+        final_stats.rss_mib,
+        final_stats.fds,
+    ));
+    bridge.stop();
+    natives.abort();
+    wise.abort();
+    let failed = report(&ledger.lock().expect("ledger"), produced, &lives, start.elapsed());
+    let _ = std::fs::remove_dir_all(&dir);
+    std::process::exit(i32::from(failed));
+}
+
+/// Tokens not yet accounted for: an ask without its delivery or answer, a malformed body not
+/// dead-lettered.
+fn unaccounted(l: &Ledger) -> Vec<&str> {
+    l.sent
+        .iter()
+        .filter(|(t, kind)| match kind {
+            Kind::Ask => !(l.delivered.contains_key(*t) && l.answered.contains_key(*t)),
+            Kind::Malformed => !l.dead.contains_key(*t),
+        })
+        .map(|(t, _)| t.as_str())
+        .collect()
+}
+
+/// Prints the figures; true when the run failed.
+fn report(l: &Ledger, produced: u64, lives: &[Life], took: Duration) -> bool {
+    let asks = l.sent.values().filter(|k| **k == Kind::Ask).count();
+    let malformed = l.sent.len() - asks;
+    let open = unaccounted(l);
+    let dup = |m: &HashMap<String, u32>| m.values().filter(|n| **n > 1).count();
+    let wrongly_dead: Vec<&String> =
+        l.dead.keys().filter(|t| l.sent.get(*t) == Some(&Kind::Ask) || !l.sent.contains_key(*t)).collect();
+    let no_reason = l.dead.values().filter(|kinds| kinds.iter().any(String::is_empty)).count();
+    // "wa/yaml": 45 — the malformed Wise Agents bodies were dead-lettered with kind yaml.
+    let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
+    for (t, ks) in &l.dead {
+        let source = t.strip_prefix("soak-bad-").and_then(|r| r.split('-').next()).unwrap_or("well-formed");
+        for k in ks {
+            *kinds.entry(format!("{source}/{k}")).or_default() += 1;
+        }
+    }
+    println!(
+        "\nsoak: {:.1} min, {produced} messages sent and confirmed by the broker",
+        took.as_secs_f64() / 60.0
+    );
+    println!("  asks {asks}: delivered to their agent {}, answered {}", l.delivered.len(), l.answered.len());
+    println!(
+        "  duplicates: {} asks delivered more than once, {} answers",
+        dup(&l.delivered),
+        dup(&l.answered)
+    );
+    println!(
+        "  malformed {malformed}: dead-lettered {} (kinds {kinds:?})",
+        l.dead.len() - wrongly_dead.len()
+    );
+    println!("  unaccounted for: {} {:?}", open.len(), open.iter().take(10).collect::<Vec<_>>());
+    println!(
+        "  well-formed or unknown messages dead-lettered: {} {:?}",
+        wrongly_dead.len(),
+        wrongly_dead.iter().take(10).collect::<Vec<_>>()
+    );
+    println!(
+        "  dead letters without a reason: {no_reason}; strangers: {:?}",
+        l.strangers.iter().take(10).collect::<Vec<_>>()
+    );
+    let mut fd_grew = false;
+    for life in lives {
+        let after_warmup: Vec<&(f64, f64, usize)> =
+            life.samples.iter().filter(|s| s.0 >= life.samples[0].0 + 30.0).collect();
+        if after_warmup.is_empty() {
+            println!(
+                "  bridge pid {} ({}): lived under 30 s, no samples after its warm-up",
+                life.pid, life.end
+            );
+            continue;
+        }
+        let quarter = (after_warmup.len() / 4).max(1);
+        let first = median(after_warmup.iter().take(quarter).map(|s| s.1).collect());
+        let last = median(after_warmup.iter().rev().take(quarter).map(|s| s.1).collect());
+        let fds: Vec<usize> = after_warmup.iter().map(|s| s.2).collect();
+        let (fd_min, fd_max) =
+            (fds.iter().min().copied().unwrap_or(0), fds.iter().max().copied().unwrap_or(0));
+        let fd_last = fds.last().copied().unwrap_or(0);
+        fd_grew |= fd_last > fd_min + 16;
+        let rss_max = after_warmup.iter().map(|s| s.1).fold(0.0, f64::max);
+        println!(
+            "  bridge pid {} ({}, {} samples over {:.0} s): RSS median first quarter {first:.1} MiB, last quarter {last:.1} MiB, max {rss_max:.1}; fds min {fd_min} max {fd_max} last {fd_last}",
+            life.pid,
+            life.end,
+            life.samples.len(),
+            life.samples.last().map(|s| s.0 - life.samples[0].0).unwrap_or(0.0),
+        );
+    }
+    println!(
+        "{}",
+        json!({"minutes": took.as_secs_f64() / 60.0, "sent": produced, "asks": asks, "malformed": malformed,
+            "delivered": l.delivered.len(), "answered": l.answered.len(),
+            "duplicate_deliveries": dup(&l.delivered), "duplicate_answers": dup(&l.answered),
+            "dead_lettered": l.dead.len(), "dead_letter_kinds": kinds, "unaccounted": open.len(),
+            "wrongly_dead_lettered": wrongly_dead.len(), "fd_growth": fd_grew})
+    );
+    !open.is_empty() || !wrongly_dead.is_empty() || no_reason > 0 || !l.strangers.is_empty() || fd_grew
+}
