@@ -11,6 +11,7 @@ use crate::envelope::penguiflow::stream::{Abandoned, Fed, StreamAssembler};
 use crate::envelope::penguiflow::{self, Payload, PenguiMessage, PenguiOptions};
 use crate::envelope::vox::{Registry, VoxOptions};
 use crate::envelope::{Content, Direction, Envelope, Intent, apply_traceparent, new_uuid7, traceparent};
+use crate::routing::reply_base::ReplyBase;
 use crate::routing::table::{CorrelationTable, Matched, PendingAsk};
 use crate::routing::{Router, Source, Target};
 use crate::stomp::{AckRef, Command, Frame, Message};
@@ -246,8 +247,9 @@ impl Pipeline {
                 return absorbed(Absorbed::LateReply { route: format!("{from}->late"), ask: ask.id });
             }
             Correlation::Ask(ask) => {
-                let wise = ask.reply.context.clone().filter(|_| self.asker_is_native(&ask.reply));
-                apply_reply_base(&mut env, ask.reply);
+                let wise =
+                    ask.reply.context().map(str::to_owned).filter(|_| self.asker_is_native(&ask.reply));
+                ask.reply.apply_to(&mut env);
                 asker = Some(ask.asker);
                 (true, wise)
             }
@@ -310,8 +312,8 @@ impl Pipeline {
 
     /// Whether the asker of this answer is a Wise Agents agent (not proxied, not a
     /// Civitas reply address).
-    fn asker_is_native(&self, reply: &Envelope) -> bool {
-        reply.recipient.as_deref().is_some_and(|r| {
+    fn asker_is_native(&self, reply: &ReplyBase) -> bool {
+        reply.recipient().is_some_and(|r| {
             self.router.proxied(r).is_none() && !r.starts_with(crate::routing::CIVITAS_REPLY_PREFIX)
         })
     }
@@ -448,7 +450,7 @@ impl Pipeline {
     }
 
     fn error_answer(&self, ask: PendingAsk) -> Option<Outgoing> {
-        let mut env = ask.reply;
+        let mut env = ask.reply.into_envelope();
         env.sender = Some(ask.answerer.clone());
         env.intent = Some(Intent::CannotAnswer);
         env.content = Content::Text(format!("no answer from {} within the reply timeout", ask.answerer));
@@ -513,7 +515,7 @@ impl Pipeline {
         route.ask = Some(ask_id.clone());
         route.request_id = original_id.clone();
         let token = route.to_token();
-        let reply = reply_base(env, &asker);
+        let reply = ReplyBase::of(env, &asker);
         env.id = Some(ask_id.clone());
         env.reply_token = Some(token.clone());
         if target.framework == Framework::WiseAgents && env.tool_id.is_none() {
@@ -538,64 +540,6 @@ impl Pipeline {
     /// stand first in its pair's queue and take the next plain answer.
     pub fn forget_ask(&self, ask: &str) {
         self.table.lock().unwrap_or_else(|e| e.into_inner()).forget(ask);
-    }
-}
-
-/// The response an ask's answer will need: addressed to the asker (its `reply_to` address
-/// if it gave one), with the ask's context, tool id, route_response_to,
-/// the asker's own message id and correlation id, trace, tenant, deadline and PenguiFlow
-/// `meta` keys.
-fn reply_base(ask: &Envelope, asker: &str) -> Envelope {
-    let extra = ask
-        .extra
-        .iter()
-        .filter(|(k, _)| k.starts_with("penguiflow.meta."))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    Envelope {
-        direction: Direction::Response,
-        recipient: Some(ask.reply_to.clone().unwrap_or_else(|| asker.to_owned())),
-        reply_via: crate::envelope::correlation::reply_via(ask),
-        route_response_to: ask.route_response_to.clone(),
-        context: ask.context.clone(),
-        tool_id: ask.tool_id.clone().filter(|t| ReplyRoute::from_token(t).is_none()),
-        correlation_id: ask.correlation_id.clone(),
-        in_reply_to: ask.id.clone(),
-        trace_id: ask.trace_id.clone(),
-        parent_span_id: ask.span_id.clone(),
-        deadline: ask.deadline,
-        tenant: ask.tenant.clone(),
-        extra,
-        ..Envelope::default()
-    }
-}
-
-/// An answer takes from its ask's reply base what names the conversation (the base wins:
-/// the asker, its tool id, correlation id and message id; its context, route_response_to,
-/// trace, tenant and deadline when it has them) and keeps its own content and type.
-fn apply_reply_base(env: &mut Envelope, base: Envelope) {
-    env.direction = Direction::Response;
-    env.recipient = base.recipient.or(env.recipient.take());
-    env.tool_id = base.tool_id;
-    env.correlation_id = base.correlation_id;
-    env.in_reply_to = base.in_reply_to;
-    env.reply_to = None;
-    env.reply_via = base.reply_via;
-    for (slot, value) in [
-        (&mut env.context, base.context),
-        (&mut env.route_response_to, base.route_response_to),
-        (&mut env.trace_id, base.trace_id),
-        (&mut env.tenant, base.tenant),
-    ] {
-        if value.is_some() {
-            *slot = value;
-        }
-    }
-    env.parent_span_id = base.parent_span_id.or(env.parent_span_id.take());
-    env.deadline = base.deadline.or(env.deadline);
-    env.intent = env.intent.or(Some(Intent::Response));
-    for (k, v) in base.extra {
-        env.extra.entry(k).or_insert(v);
     }
 }
 

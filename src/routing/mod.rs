@@ -1,6 +1,7 @@
 //! Where messages come from and where they go: the destinations the bridge consumes, what
 //! each one is, and the destination of a translated message. Pure: no I/O.
 
+pub mod reply_base;
 pub mod table;
 
 use crate::config::{Config, glob_matches, is_glob};

@@ -10,7 +10,7 @@
 //! Bounded in count and in age: every structure holds only live asks (removal is by key,
 //! never lazy), so memory is at most `capacity` asks whatever the rate and the TTL.
 
-use crate::envelope::Envelope;
+use crate::routing::reply_base::ReplyBase;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
@@ -24,7 +24,7 @@ pub struct PendingAsk {
     pub answerer: String,
     /// What an answer needs that it may not say itself: a response envelope addressed to
     /// the asker with the ask's context, tool id, correlation, trace, tenant, deadline.
-    pub reply: Envelope,
+    pub reply: ReplyBase,
     /// When an answer is given up on (an error answer is sent then); none: never.
     pub reply_deadline: Option<Instant>,
     /// The reply timeout passed and the error answer went out: an answer now is late.

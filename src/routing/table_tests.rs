@@ -1,11 +1,12 @@
 use super::*;
+use crate::envelope::Envelope;
 
 fn ask(id: &str, asker: &str, answerer: &str) -> PendingAsk {
     PendingAsk {
         id: id.into(),
         asker: asker.into(),
         answerer: answerer.into(),
-        reply: Envelope { in_reply_to: Some(id.into()), ..Default::default() },
+        reply: ReplyBase::of(&Envelope { id: Some(id.into()), ..Default::default() }, asker),
         reply_deadline: None,
         timed_out: false,
     }
