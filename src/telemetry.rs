@@ -220,7 +220,7 @@ impl Metrics {
         gauge(
             &mut out,
             "bridge_unacknowledged",
-            "Messages received and not yet acknowledged or given back (at most delivery.in_flight).",
+            "Messages received and not yet acknowledged or given back (the prefetch, delivery.in_flight, bounds it; ACKs written and not yet committed can add a batch).",
             "gauge",
             self.unacknowledged.load(Ordering::Relaxed).to_string(),
         );
