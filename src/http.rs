@@ -1,6 +1,7 @@
 //! The operator's HTTP endpoint: `/metrics` (Prometheus text), `/healthz` (the process is
-//! alive) and `/readyz` (connected and subscribed). A few lines of HTTP/1.1 on tokio rather
-//! than a web framework: three GET routes, one small response each, connection closed after.
+//! alive) and `/readyz` (connected, subscribed, and the broker confirming what is published,
+//! else 503 with the reason). A few lines of HTTP/1.1 on tokio rather than a web framework:
+//! three GET routes, one small response each, connection closed after.
 
 use crate::telemetry::Metrics;
 use std::sync::Arc;
@@ -63,10 +64,10 @@ fn respond(is_get: bool, path: &str, metrics: &Metrics) -> (&'static str, &'stat
         (false, _) => ("405 Method Not Allowed", TEXT, "GET only\n".into()),
         (true, "/metrics") => ("200 OK", "text/plain; version=0.0.4", metrics.render()),
         (true, "/healthz") => ("200 OK", TEXT, "ok\n".into()),
-        (true, "/readyz") if metrics.is_ready() => ("200 OK", TEXT, "ready\n".into()),
-        (true, "/readyz") => {
-            ("503 Service Unavailable", TEXT, "not ready: not connected or not subscribed\n".into())
-        }
+        (true, "/readyz") => match metrics.readiness() {
+            Ok(()) => ("200 OK", TEXT, "ready\n".into()),
+            Err(why) => ("503 Service Unavailable", TEXT, format!("not ready: {why}\n")),
+        },
         (true, _) => ("404 Not Found", TEXT, "try /metrics, /healthz or /readyz\n".into()),
     }
 }

@@ -31,3 +31,20 @@ fn readiness_follows_the_metrics_state() {
     assert!(respond(true, "/metrics", &m).2.contains("bridge_ready 1"));
     assert_eq!(respond(false, "/metrics", &m).0, "405 Method Not Allowed");
 }
+
+#[test]
+fn readyz_tells_why_it_is_not_ready() {
+    let m = Arc::new(Metrics::default());
+    assert_eq!(respond(true, "/readyz", &m).2, "not ready: not connected or not subscribed\n");
+    m.set_connected(true);
+    m.set_subscribed(true);
+    let stall = crate::telemetry::PublishStalled { since: std::time::Instant::now(), messages: 3 }.emit(&m);
+    let (status, _, body) = respond(true, "/readyz", &m);
+    assert_eq!(status, "503 Service Unavailable");
+    assert!(
+        body.starts_with("not ready: publishing stalled: no confirmation from the broker for 0 s"),
+        "{body}"
+    );
+    drop(stall);
+    assert_eq!(respond(true, "/readyz", &m).0, "200 OK");
+}

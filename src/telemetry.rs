@@ -4,9 +4,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
-use std::sync::RwLock;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 use tracing::{debug, info, warn};
 
 /// The outcomes a message can have, each a counter per route.
@@ -30,6 +30,10 @@ pub struct Metrics {
     batch_failures: AtomicU64,
     unsettled: AtomicU64,
     in_flight: AtomicI64,
+    unacknowledged: AtomicI64,
+    /// Batches the broker has not confirmed within the receipt timeout on a live connection.
+    stalls: Mutex<Stalls>,
+    stalls_total: AtomicU64,
     latency_buckets: [AtomicU64; BUCKETS.len()],
     latency_count: AtomicU64,
     latency_sum_micros: AtomicU64,
@@ -42,6 +46,13 @@ pub struct Metrics {
     pending_asks: AtomicI64,
     /// Mirror mode's counters.
     pub mirror: crate::mirror::telemetry::MirrorMetrics,
+}
+
+/// The stalls open now: an id each, and since when its batch has waited for the broker.
+#[derive(Debug, Default)]
+struct Stalls {
+    next: u64,
+    open: Vec<(u64, Instant)>,
 }
 
 impl Metrics {
@@ -91,6 +102,18 @@ impl Metrics {
         self.in_flight.fetch_add(delta, Ordering::Relaxed);
     }
 
+    /// Messages received and not yet acknowledged or given back.
+    pub fn unacknowledged(&self, delta: i64) {
+        self.unacknowledged.fetch_add(delta, Ordering::Relaxed);
+    }
+
+    /// How long the batch that has waited longest for the broker's confirmation has waited,
+    /// if one has waited past the receipt timeout.
+    pub fn stalled_for(&self) -> Option<Duration> {
+        let stalls = self.stalls.lock().unwrap_or_else(|e| e.into_inner());
+        stalls.open.iter().map(|(_, since)| since.elapsed()).max()
+    }
+
     pub fn set_connected(&self, connected: bool) {
         self.connected.store(connected, Ordering::SeqCst);
     }
@@ -104,9 +127,25 @@ impl Metrics {
         self.pending_asks.store(i64::try_from(n).unwrap_or(i64::MAX), Ordering::Relaxed);
     }
 
-    /// Ready: connected to the broker with every subscription in place.
+    /// Ready: connected to the broker with every subscription in place, and the broker
+    /// confirming what the bridge publishes.
     pub fn is_ready(&self) -> bool {
-        self.connected.load(Ordering::SeqCst) && self.subscribed.load(Ordering::SeqCst)
+        self.readiness().is_ok()
+    }
+
+    /// [`Metrics::is_ready`], with the reason when not.
+    pub fn readiness(&self) -> Result<(), String> {
+        if !(self.connected.load(Ordering::SeqCst) && self.subscribed.load(Ordering::SeqCst)) {
+            return Err("not connected or not subscribed".into());
+        }
+        match self.stalled_for() {
+            Some(waited) => Err(format!(
+                "publishing stalled: no confirmation from the broker for {} s; holding {} messages",
+                waited.as_secs(),
+                self.unacknowledged.load(Ordering::Relaxed)
+            )),
+            None => Ok(()),
+        }
     }
 
     /// Counter value for a route and outcome (for tests and the summary log).
@@ -180,8 +219,29 @@ impl Metrics {
         );
         gauge(
             &mut out,
+            "bridge_unacknowledged",
+            "Messages received and not yet acknowledged or given back (the prefetch, delivery.in_flight, bounds it; ACKs written and not yet committed can add a batch).",
+            "gauge",
+            self.unacknowledged.load(Ordering::Relaxed).to_string(),
+        );
+        gauge(
+            &mut out,
+            "bridge_publish_stalled_seconds",
+            "How long the oldest batch past the receipt timeout has waited for the broker (0: none).",
+            "gauge",
+            self.stalled_for().map_or(0.0, |d| d.as_secs_f64()).to_string(),
+        );
+        gauge(
+            &mut out,
+            "bridge_publish_stalls_total",
+            "Batches the broker did not confirm within the receipt timeout on a live connection.",
+            "counter",
+            self.stalls_total.load(Ordering::Relaxed).to_string(),
+        );
+        gauge(
+            &mut out,
             "bridge_ready",
-            "1 when connected and subscribed.",
+            "1 when connected, subscribed and not stalled.",
             "gauge",
             u8::from(self.is_ready()).to_string(),
         );
@@ -422,6 +482,57 @@ impl Unsettled<'_> {
             "message left unsettled; resetting the connection to give it back"
         );
         metrics.unsettled.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A batch the broker has not confirmed within the receipt timeout on a connection that is
+/// alive (the broker heart-beats): held, not given up, until the broker confirms it or the
+/// connection ends. While it lasts the bridge is not ready.
+pub struct PublishStalled {
+    /// When the batch began to wait.
+    pub since: Instant,
+    pub messages: usize,
+}
+
+impl PublishStalled {
+    pub fn emit(&self, metrics: &Arc<Metrics>) -> Stall {
+        warn!(
+            waited_ms = self.since.elapsed().as_millis() as u64,
+            messages = self.messages,
+            "publishing stalled: the broker has not confirmed a batch within the receipt timeout; \
+             the connection is alive, so the bridge holds its messages and waits (not ready meanwhile)"
+        );
+        metrics.stalls_total.fetch_add(1, Ordering::Relaxed);
+        let mut stalls = metrics.stalls.lock().unwrap_or_else(|e| e.into_inner());
+        stalls.next += 1;
+        let id = stalls.next;
+        stalls.open.push((id, self.since));
+        Stall { metrics: metrics.clone(), id, since: self.since }
+    }
+}
+
+/// A stall under way; it ends when dropped.
+#[derive(Debug)]
+pub struct Stall {
+    metrics: Arc<Metrics>,
+    id: u64,
+    since: Instant,
+}
+
+impl Stall {
+    /// The broker confirmed the batch.
+    pub fn resumed(self) {
+        info!(
+            waited_ms = self.since.elapsed().as_millis() as u64,
+            "publishing resumed: the broker confirmed a batch it had held"
+        );
+    }
+}
+
+impl Drop for Stall {
+    fn drop(&mut self) {
+        let mut stalls = self.metrics.stalls.lock().unwrap_or_else(|e| e.into_inner());
+        stalls.open.retain(|(id, _)| *id != self.id);
     }
 }
 

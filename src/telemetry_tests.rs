@@ -59,3 +59,28 @@ fn ready_needs_connection_and_subscriptions() {
     Disconnected { reason: "x" }.emit(&m);
     assert!(!m.is_ready());
 }
+
+#[test]
+fn a_stall_makes_the_bridge_not_ready_with_the_reason_until_it_ends() {
+    let m = Arc::new(Metrics::default());
+    m.set_connected(true);
+    m.set_subscribed(true);
+    m.unacknowledged(12);
+    let since = Instant::now() - Duration::from_secs(7);
+    let stall = PublishStalled { since, messages: 12 }.emit(&m);
+    let later = PublishStalled { since: Instant::now(), messages: 1 }.emit(&m);
+    assert_eq!(
+        m.readiness(),
+        Err("publishing stalled: no confirmation from the broker for 7 s; holding 12 messages".into()),
+        "the oldest stall is the one told"
+    );
+    let text = m.render();
+    assert!(text.contains("bridge_publish_stalls_total 2\n"), "{text}");
+    assert!(text.contains("bridge_ready 0\n") && text.contains("bridge_unacknowledged 12\n"), "{text}");
+    assert!(text.contains("bridge_publish_stalled_seconds 7."), "{text}");
+    stall.resumed();
+    assert!(m.stalled_for().is_some_and(|d| d < Duration::from_secs(7)), "the later one remains");
+    drop(later);
+    assert_eq!(m.readiness(), Ok(()));
+    assert!(m.render().contains("bridge_publish_stalled_seconds 0\n"));
+}

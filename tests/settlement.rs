@@ -1,11 +1,15 @@
 //! Every consumed message ends settled, path by path, against a fake STOMP broker that
-//! misbehaves on cue (a COMMIT never confirmed, a SEND refused with an ERROR) while the real
-//! delivery engine runs in-process. Real-broker paths are in tests/bridge_delivery.rs.
+//! misbehaves on cue (a COMMIT never confirmed, a SEND refused with an ERROR, a COMMIT held
+//! on a live connection) while the real delivery engine runs in-process. Real-broker paths are
+//! in tests/bridge_delivery.rs and tests/backpressure.rs.
 
 mod common;
 
 use common::fake::{Conn, start as start_bridge, stop, wait_for, weather_config};
+use futures_util::StreamExt;
 use std::sync::Arc;
+use std::time::Duration;
+use stomp_agent_bridge::stomp::codec::Inbound;
 use stomp_agent_bridge::stomp::{Command, Frame};
 use stomp_agent_bridge::telemetry::Metrics;
 use tokio::net::TcpListener;
@@ -102,4 +106,108 @@ async fn a_send_the_broker_refuses_is_tried_alone_then_dead_lettered_with_the_br
     conn.receipt(&commit).await;
     wait_for(&metrics, "bridge_dead_letters_total{kind=\"broker\"} 1").await;
     stop(conn, shutdown, bridge).await;
+}
+
+/// The bridge with heart-beats both ways every second (silence past 3 s is a dead broker).
+async fn start_watched() -> (TcpListener, Arc<Metrics>, CancellationToken, tokio::task::JoinHandle<()>) {
+    start_bridge("settle-watched", |port| {
+        let delivery = format!("dead_letter = \"{DEAD}\"\nreceipt_timeout_ms = 400\nmode = \"transaction\"");
+        weather_config(port, "[1000, 1000]", &delivery)
+    })
+    .await
+}
+
+async fn accept_watched(listener: &TcpListener) -> Conn {
+    let connected = Frame::new(Command::Connected).with("version", "1.2").with("heart-beat", "1000,1000");
+    Conn::accept_with(listener, connected).await
+}
+
+/// Plays a broker that is alive but confirms nothing, for `how_long`: a heart-beat every
+/// 250 ms. Fails if the bridge sends anything but heart-beats or closes the connection.
+async fn alive_but_silent(conn: &mut Conn, how_long: Duration) {
+    let end = tokio::time::Instant::now() + how_long;
+    let mut beat = tokio::time::interval(Duration::from_millis(250));
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep_until(end) => return,
+            _ = beat.tick() => conn.write_raw(b"\n").await,
+            read = conn.0.next() => match read {
+                Some(Ok(Inbound::Heartbeat)) => {}
+                other => panic!("the bridge gave up on a live connection: {other:?}"),
+            },
+        }
+    }
+}
+
+/// A broker that holds a COMMIT back (ActiveMQ's producer flow control does, until a consumer
+/// makes room) while it heart-beats: the bridge keeps the connection, reports the stall, and
+/// settles the batch once the receipt comes; nothing is redelivered.
+#[tokio::test]
+async fn a_commit_held_on_a_live_connection_is_a_reported_stall_not_a_reset() {
+    let (listener, metrics, shutdown, bridge) = start_watched().await;
+    let mut conn = accept_watched(&listener).await;
+    let sub = conn.subscriptions().await;
+    conn.deliver(&sub, "ack-1").await;
+    let (_, committed) = transaction(&mut conn, true).await;
+    let (_, commit) = committed.unwrap();
+    assert!(metrics.is_ready(), "{:?}", metrics.readiness());
+
+    // Five receipt timeouts (400 ms) without the COMMIT's receipt.
+    alive_but_silent(&mut conn, Duration::from_secs(2)).await;
+    let why = metrics.readiness().expect_err("not ready while stalled");
+    assert!(why.starts_with("publishing stalled: no confirmation from the broker for "), "{why}");
+    assert!(metrics.stalled_for().is_some_and(|d| d >= Duration::from_millis(1500)), "{why}");
+    let text = metrics.render();
+    for line in
+        ["bridge_publish_stalls_total 1", "bridge_reconnects_total 0", "bridge_batch_failures_total 0"]
+    {
+        assert!(text.lines().any(|l| l == line), "{line} missing in:\n{text}");
+    }
+
+    conn.receipt(&commit).await;
+    let text =
+        wait_for(&metrics, "bridge_messages_total{route=\"wiseagents->civitas\",outcome=\"delivered\"} 1")
+            .await;
+    assert!(text.contains("bridge_batch_failures_total 0"), "{text}");
+    assert!(text.contains("bridge_publish_stalled_seconds 0\n"), "{text}");
+    assert!(metrics.is_ready(), "ready again: {:?}", metrics.readiness());
+    stop(conn, shutdown, bridge).await;
+}
+
+/// The same held COMMIT, then the broker falls silent: a stall does not hide a dead
+/// connection. The heart-beat watch ends it; the message is redelivered and settled.
+#[tokio::test]
+async fn a_stalled_connection_whose_heart_beats_stop_is_replaced_and_the_redelivery_settled() {
+    let (listener, metrics, shutdown, bridge) = start_watched().await;
+    let mut first = accept_watched(&listener).await;
+    let sub = first.subscriptions().await;
+    first.deliver(&sub, "ack-1").await;
+    let (_, committed) = transaction(&mut first, true).await;
+    assert!(committed.is_some());
+    alive_but_silent(&mut first, Duration::from_secs(1)).await;
+    assert!(metrics.stalled_for().is_some(), "stalled");
+
+    // Silence: past 3 s (twice the promised second, plus one) the bridge gives up on it.
+    let silent = std::time::Instant::now();
+    assert_eq!(first.until_closed_settling_nothing().await, Vec::<Command>::new());
+    let closed_after = silent.elapsed();
+    assert!(closed_after < Duration::from_secs(5), "closed {closed_after:?} into the silence");
+
+    let mut second = accept_watched(&listener).await;
+    let sub = second.subscriptions().await;
+    second.deliver(&sub, "ack-2").await;
+    let (_, committed) = transaction(&mut second, true).await;
+    let (ack, commit) = committed.unwrap();
+    assert_eq!(ack.header("id"), Some("ack-2"), "the redelivery is what is acknowledged");
+    second.receipt(&commit).await;
+    let text =
+        wait_for(&metrics, "bridge_messages_total{route=\"wiseagents->civitas\",outcome=\"delivered\"} 1")
+            .await;
+    for line in
+        ["bridge_batch_failures_total 1", "bridge_reconnects_total 1", "bridge_publish_stalled_seconds 0"]
+    {
+        assert!(text.lines().any(|l| l == line), "{line} missing in:\n{text}");
+    }
+    assert!(metrics.is_ready(), "{:?}", metrics.readiness());
+    stop(second, shutdown, bridge).await;
 }

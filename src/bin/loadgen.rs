@@ -246,7 +246,7 @@ async fn forward(
     client.subscribe(sub).await.expect("subscribe");
     let _ = subscribed.send(());
     let mode = Mode::choose(DeliveryMode::Auto, client.server());
-    let mut settler = Settler::new(client.clone(), mode, Duration::from_secs(30));
+    let mut settler = Settler::new(client.clone(), Default::default(), mode, Duration::from_secs(30));
     let (dropped, _keep) = tokio::sync::mpsc::unbounded_channel();
     let mut ready = VecDeque::new();
     let mut batches = FuturesUnordered::new();

@@ -5,6 +5,8 @@
 //! live connection, holding a prefetch slot forever.
 
 use crate::stomp::{AckRef, Frame, Message};
+use crate::telemetry::Metrics;
+use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::mpsc;
 
@@ -25,11 +27,21 @@ pub struct Delivery {
     pub received: Instant,
     settled: bool,
     dropped: mpsc::UnboundedSender<AckRef>,
+    /// Where the handle is counted while it lives (`bridge_unacknowledged`).
+    counted: Option<Arc<Metrics>>,
 }
 
 impl Delivery {
     pub fn new(message: Message, dropped: mpsc::UnboundedSender<AckRef>) -> Self {
-        Delivery { message, received: Instant::now(), settled: false, dropped }
+        Delivery { message, received: Instant::now(), settled: false, dropped, counted: None }
+    }
+
+    /// Counts the handle in `metrics` until it ends, however it ends: the messages the
+    /// broker handed over that are neither acknowledged nor given back yet.
+    pub fn counted(mut self, metrics: Arc<Metrics>) -> Self {
+        metrics.unacknowledged(1);
+        self.counted = Some(metrics);
+        self
     }
 
     pub fn ack_ref(&self) -> &AckRef {
@@ -44,6 +56,9 @@ impl Delivery {
 
 impl Drop for Delivery {
     fn drop(&mut self) {
+        if let Some(metrics) = &self.counted {
+            metrics.unacknowledged(-1);
+        }
         if !self.settled {
             let _ = self.dropped.send(self.message.ack.clone());
         }

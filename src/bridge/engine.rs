@@ -155,7 +155,7 @@ impl Engine {
         if message.ack.epoch > self.epoch {
             self.new_epoch(message.ack.epoch);
         }
-        let delivery = Delivery::new(message, self.dropped_tx.clone());
+        let delivery = Delivery::new(message, self.dropped_tx.clone()).counted(self.metrics.clone());
         match self.pipeline.process(&delivery.message) {
             Ok(Processed::Held) => {
                 self.held.insert(ack_key(delivery.ack_ref()), delivery);

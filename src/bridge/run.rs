@@ -85,7 +85,7 @@ async fn proxy(
     );
     let receipt_timeout = Duration::from_millis(config.delivery.receipt_timeout_ms);
     let mut engine = Engine::new(
-        Settler::new(client.clone(), mode, receipt_timeout),
+        Settler::new(client.clone(), metrics.clone(), mode, receipt_timeout),
         pipeline,
         metrics.clone(),
         &config.delivery,
@@ -241,11 +241,21 @@ impl Discover for Discovering {
     }
 }
 
-/// After the engine settled what it could: unsubscribe, disconnect.
+/// After the engine settled what it could: unsubscribe, disconnect. While the broker holds
+/// a batch back it confirms nothing on this connection, so each UNSUBSCRIBE would only wait out
+/// its receipt timeout: the DISCONNECT alone ends the subscriptions (17 s to stop a stalled
+/// bridge with five subscriptions and a 2 s receipt timeout, 7 s without them).
 async fn stop(client: &Client, metrics: &Metrics, subscriptions: &[String]) {
     metrics.set_subscribed(false);
-    for id in subscriptions {
-        let _ = client.unsubscribe(id).await;
+    if let Some(stalled) = metrics.stalled_for() {
+        warn!(
+            stalled_s = stalled.as_secs(),
+            "publishing is still stalled: disconnecting without unsubscribing one by one"
+        );
+    } else {
+        for id in subscriptions {
+            let _ = client.unsubscribe(id).await;
+        }
     }
     let _ = client.disconnect().await;
     info!("stopped");

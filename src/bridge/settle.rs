@@ -13,18 +13,29 @@
 //! Confirm mode (RabbitMQ, whose COMMIT receipt comes before its SENDs are confirmed and whose
 //! transactions are not atomic): every SEND with a receipt; once all are confirmed, the ACKs.
 //!
-//! Any failure (an ERROR, a lost connection, a receipt that never came, which resets the
-//! connection) leaves the batch unacknowledged on a connection that is gone: the broker
-//! redelivers it. A SEND the broker refuses makes its message a suspect, tried alone next
-//! time and dead-lettered (kind `broker`) after `max_attempts`.
+//! Any failure (an ERROR, a lost connection, a receipt that never came on a connection whose
+//! broker does not heart-beat, which resets the connection) leaves the batch unacknowledged on
+//! a connection that is gone: the broker redelivers it. A SEND the broker refuses makes its
+//! message a suspect, tried alone next time and dead-lettered (kind `broker`) after
+//! `max_attempts`.
+//!
+//! A receipt late past the receipt timeout on a connection whose broker heart-beats is a
+//! broker that holds the bridge back, not a dead one (ActiveMQ's producer flow control stops
+//! confirming SENDs to a full destination until a consumer makes room): the batch is held and
+//! reported stalled (`/readyz` 503, `bridge_publish_stalled_seconds`) until the broker confirms
+//! it, or until the connection's heart-beats stop and the client replaces it. Resetting
+//! instead would only roll back, redeliver the same messages to the same full destination,
+//! and do it again every receipt timeout (measured: a reconnect every 2 s, docs/HARDENING.md).
 
 use super::delivery::{Outcome, Work};
 use crate::config::DeliveryMode;
 use crate::stomp::{Client, Command, Frame, Item, Receipt, SessionError};
+use crate::telemetry::{Metrics, PublishStalled};
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 use tokio::time::timeout;
 
@@ -72,6 +83,7 @@ pub struct Finished {
 /// Starts batches in order; the broker's answers are awaited by the futures it returns.
 pub struct Settler {
     client: Client,
+    metrics: Arc<Metrics>,
     mode: Mode,
     receipt_timeout: Duration,
     next_tx: u64,
@@ -81,8 +93,8 @@ pub struct Settler {
 }
 
 impl Settler {
-    pub fn new(client: Client, mode: Mode, receipt_timeout: Duration) -> Self {
-        Settler { client, mode, receipt_timeout, next_tx: 0, turn: None }
+    pub fn new(client: Client, metrics: Arc<Metrics>, mode: Mode, receipt_timeout: Duration) -> Self {
+        Settler { client, metrics, mode, receipt_timeout, next_tx: 0, turn: None }
     }
 
     pub fn mode(&self) -> Mode {
@@ -100,6 +112,7 @@ impl Settler {
         let turn = self.turn.replace(next_turn);
         let batch = Batch {
             client: self.client.clone(),
+            metrics: self.metrics.clone(),
             mode: self.mode,
             receipt_timeout: self.receipt_timeout,
             tx,
@@ -150,6 +163,7 @@ fn first_half(mode: Mode, tx: &str, works: &mut [Work]) -> (Vec<Item>, Vec<usize
 
 struct Batch {
     client: Client,
+    metrics: Arc<Metrics>,
     mode: Mode,
     receipt_timeout: Duration,
     tx: String,
@@ -169,8 +183,8 @@ impl Batch {
             Ok(Err(error)) => return Err(Failure { error, culprit: None }),
             Err(_) => return Err(Failure { error: SessionError::Shutdown, culprit: None }),
         };
-        let t0 = std::time::Instant::now();
-        self.confirmed(receipts).await?;
+        let t0 = Instant::now();
+        self.confirmed(receipts, works.len()).await?;
         let t1 = t0.elapsed();
         if let Some(turn) = turn {
             let _ = turn.await;
@@ -187,7 +201,7 @@ impl Batch {
             },
             Err(error) => return Err(Failure { error, culprit: None }),
         };
-        self.confirmed(receipts).await?;
+        self.confirmed(receipts, works.len()).await?;
         tracing::debug!(
             messages = works.len(),
             sends_confirmed_ms = t1.as_secs_f64() * 1e3,
@@ -215,9 +229,12 @@ impl Batch {
         items
     }
 
-    /// Waits for every receipt, in order, within the receipt timeout overall. A receipt that
-    /// never comes resets the connection: the broker then rolls back and redelivers.
-    async fn confirmed(&self, receipts: Vec<Receipt>) -> Result<(), Failure> {
+    /// Waits for every receipt, in order. Past the receipt timeout, on a connection whose
+    /// broker heart-beats, the wait goes on as a reported stall (the client ends it if the
+    /// heart-beats stop); on one without heart-beats nothing tells a slow broker from a dead
+    /// one, so the connection is reset: the broker then rolls back and redelivers.
+    async fn confirmed(&self, receipts: Vec<Receipt>, messages: usize) -> Result<(), Failure> {
+        let since = Instant::now();
         let all = async {
             for (i, receipt) in receipts.into_iter().enumerate() {
                 if let Err(error) = receipt.confirmed().await {
@@ -229,8 +246,17 @@ impl Batch {
             }
             Ok(())
         };
-        match timeout(self.receipt_timeout, all).await {
+        tokio::pin!(all);
+        match timeout(self.receipt_timeout, &mut all).await {
             Ok(result) => result,
+            Err(_) if self.client.watched() => {
+                let stall = PublishStalled { since, messages }.emit(&self.metrics);
+                let result = all.await;
+                if result.is_ok() {
+                    stall.resumed();
+                }
+                result
+            }
             Err(_) => {
                 let error = SessionError::ReceiptTimeout(self.receipt_timeout);
                 self.client.reset(error.to_string()).await;

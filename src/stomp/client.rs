@@ -13,7 +13,7 @@ use super::transport::{self, BrokerUrl, Io, TlsOptions};
 use futures_util::{SinkExt, StreamExt};
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, MissedTickBehavior, interval, sleep, sleep_until, timeout};
@@ -172,6 +172,8 @@ pub struct Client {
     next_sub: Arc<AtomicU64>,
     receipt_timeout: Duration,
     server: Option<Arc<str>>,
+    /// Whether the current connection's broker promised heart-beats (see [`Client::watched`]).
+    watched: Arc<AtomicBool>,
 }
 
 impl Client {
@@ -182,11 +184,13 @@ impl Client {
         let conn = Connection::open(&config, tls.as_ref()).await?;
         let (req_tx, req_rx) = mpsc::channel(256);
         let (ev_tx, ev_rx) = mpsc::channel(config.event_capacity.max(1));
+        let watched = Arc::new(AtomicBool::new(conn.negotiated.read_timeout().is_some()));
         let client = Client {
             requests: req_tx,
             next_sub: Arc::new(AtomicU64::new(0)),
             receipt_timeout: config.receipt_timeout,
             server: conn.negotiated.server.as_deref().map(Arc::from),
+            watched: watched.clone(),
         };
         let event_loop = EventLoop {
             config,
@@ -195,6 +199,7 @@ impl Client {
             requests: req_rx,
             events: ev_tx,
             pending: VecDeque::new(),
+            watched,
         };
         tokio::spawn(event_loop.run(conn));
         Ok((client, Events(ev_rx)))
@@ -285,6 +290,14 @@ impl Client {
         let _ = self.requests.send(Request::Reset { reason: reason.into() }).await;
     }
 
+    /// Whether the connection is watched: its broker promised heart-beats, so a broker that
+    /// dies or a network path that breaks is noticed by its silence and the connection is
+    /// replaced. On a watched connection a receipt that is late means a live broker that has
+    /// not confirmed yet (one that holds a producer back, say), not a dead one.
+    pub fn watched(&self) -> bool {
+        self.watched.load(Ordering::Relaxed)
+    }
+
     /// The `server` header of the first CONNECTED (`ActiveMQ/5.17.2`, `RabbitMQ/3.10.8`).
     pub fn server(&self) -> Option<&str> {
         self.server.as_deref()
@@ -354,6 +367,7 @@ struct EventLoop {
     requests: mpsc::Receiver<Request>,
     events: mpsc::Sender<Event>,
     pending: VecDeque<Event>,
+    watched: Arc<AtomicBool>,
 }
 
 impl EventLoop {
@@ -384,6 +398,7 @@ impl EventLoop {
     async fn serve(&mut self, conn: &mut Connection) -> End {
         let events = self.events.clone();
         let read_timeout = conn.negotiated.read_timeout();
+        self.watched.store(read_timeout.is_some(), Ordering::Relaxed);
         let send_every = conn.negotiated.send_every;
         let mut beat = interval(send_every.unwrap_or(Duration::from_secs(3600)));
         beat.set_missed_tick_behavior(MissedTickBehavior::Delay);

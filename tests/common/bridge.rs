@@ -223,6 +223,11 @@ impl BridgeProcess {
         }
     }
 
+    /// The process id (for `/proc/<pid>/status`).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
     /// GET `path` on the HTTP endpoint: the status code and body.
     pub fn http_get(&self, path: &str) -> (u16, String) {
         http_get(self.http_port, path)

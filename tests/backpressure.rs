@@ -1,0 +1,239 @@
+//! Backpressure (issue 12), against ActiveMQ: the inbox of a proxied Civitas agent is a queue
+//! `backpressure.*`, whose policy (scripts/brokers/activemq.xml: producer flow control, 1 MB
+//! in memory) makes the broker stop confirming what the bridge sends to it once nobody
+//! consumes it, until a consumer makes room. The bridge must hold there, say so on `/readyz`,
+//! and carry on by itself when a consumer comes.
+
+mod common;
+
+use common::bridge::{BridgeProcess, Names, config_toml, free_port};
+use common::{Broker, next_message};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+use stomp_agent_bridge::envelope::Intent;
+use stomp_agent_bridge::envelope::wiseagents::WiseMessage;
+use stomp_agent_bridge::stomp::{AckMode, Command, Frame, Subscription};
+
+const BROKER: Broker = Broker::ActiveMq;
+
+/// Requests sent: ActiveMQ takes about 660 of the bridge's Civitas messages into the 1 MB
+/// queue before it blocks, and the bridge holds at most `IN_FLIGHT` more.
+const N: usize = 3000;
+/// `delivery.in_flight` of `config_toml`: the bridge's bound.
+const IN_FLIGHT: f64 = 64.0;
+/// How long the stalled bridge is watched.
+const HOLD: Duration = Duration::from_secs(20);
+/// How much the bridge's resident memory may grow over `HOLD` while it holds.
+const RSS_TOLERANCE_KIB: u64 = 1024;
+
+/// A value of `/metrics` without labels.
+fn metric(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|rest| rest.strip_prefix(' ')))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in:\n{text}"))
+}
+
+/// The sum of `bridge_messages_total` for one outcome.
+fn messages(text: &str, outcome: &str) -> f64 {
+    let outcome = format!("outcome=\"{outcome}\"}} ");
+    text.lines()
+        .filter(|l| l.starts_with("bridge_messages_total{"))
+        .filter_map(|l| l.split_once(&outcome).and_then(|(_, n)| n.parse::<f64>().ok()))
+        .sum()
+}
+
+/// Resident memory of a process, KiB (`VmRSS` of `/proc/<pid>/status`).
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the bridge runs");
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).expect("VmRSS");
+    line.split_whitespace().nth(1).and_then(|n| n.parse().ok()).expect("a number of kB")
+}
+
+/// The Wise Agents request `msg <i>`, as Wise Agents writes it.
+fn request(i: usize) -> String {
+    WiseMessage {
+        message: format!("msg {i}"),
+        message_type: Some(Intent::Query),
+        sender: Some("Producer".into()),
+        tool_id: None,
+        route_response_to: None,
+        context_name: Some("default".into()),
+        extra: vec![],
+    }
+    .to_yaml()
+}
+
+/// Polls `/readyz` until `want(status, body)` holds, failing after `secs`; returns the body.
+fn wait_readyz(bridge: &BridgeProcess, secs: u64, want: impl Fn(u16, &str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let (code, body) = bridge.http_get("/readyz");
+        if want(code, &body) {
+            return body;
+        }
+        assert!(Instant::now() < deadline, "/readyz not as wanted within {secs} s: {code} {body}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A bridge for one proxied Civitas agent whose inbox is `/queue/backpressure.*`, and N
+/// persistent requests sent to it by a Wise Agents producer; returns once the bridge says it
+/// is stalled, with the inbox and how long after the last send that was.
+async fn stalled_bridge() -> (BridgeProcess, String, Duration) {
+    let names = Names::new(BROKER);
+    let civ = names.agent("Stalled");
+    let port = free_port();
+    let inbox = format!("/queue/backpressure.{}.{civ}", names.uid);
+    let toml = config_toml(BROKER, &names, &[(&civ, "civitas", "")], port)
+        .replace(&names.dest("civitas.in.{agent}"), &format!("/queue/backpressure.{}.{{agent}}", names.uid))
+        .replace("receipt_timeout_ms = 5000", "receipt_timeout_ms = 2000");
+    assert!(toml.contains("/queue/backpressure.") && toml.contains(&format!("in_flight = {IN_FLIGHT}")));
+    let bridge = BridgeProcess::start(&toml, port, &names.uid);
+
+    let (producer, _) = BROKER.connect().await;
+    for i in 0..N {
+        let frame = Frame::new(Command::Send)
+            .with("destination", names.request(&civ))
+            .with("persistent", "true")
+            .with_body(request(i));
+        let sent = if i + 1 == N { producer.send_confirmed(frame).await } else { producer.send(frame).await };
+        sent.expect("the producer sends");
+    }
+
+    // Nobody consumes the inbox: the broker takes what fits in 1 MB, then confirms nothing.
+    let sent = Instant::now();
+    wait_readyz(&bridge, 60, |code, body| code == 503 && body.contains("publishing stalled"));
+    (bridge, inbox, sent.elapsed())
+}
+
+/// Consumes `inbox` until every `msg <i>` came; how often each came.
+async fn consume_all(inbox: &str, mut first: impl FnMut()) -> BTreeMap<String, usize> {
+    let (consumer, mut events) = BROKER.connect().await;
+    consumer.subscribe(Subscription::new(inbox, AckMode::Auto)).await.unwrap();
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    while seen.len() < N {
+        let m = next_message(&mut events, 60).await;
+        first();
+        let v: serde_json::Value = serde_json::from_slice(m.body()).expect("Civitas JSON");
+        let text = v["payload"]["message"].as_str().expect("the request's text").to_owned();
+        *seen.entry(text).or_default() += 1;
+    }
+    seen
+}
+
+fn every_request_once() -> BTreeMap<String, usize> {
+    (0..N).map(|i| (format!("msg {i}"), 1)).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_destination_nobody_consumes_holds_the_bridge_at_its_bound_and_a_consumer_resumes_it() {
+    let (bridge, inbox, stalled_after) = stalled_bridge().await;
+    let (_, first) = bridge.http_get("/metrics");
+    let rss_first = rss_kib(bridge.pid());
+    let watch = Instant::now();
+    let mut polls = 0;
+    while watch.elapsed() < HOLD {
+        let (code, ready) = bridge.http_get("/readyz");
+        let (_, m) = bridge.http_get("/metrics");
+        assert_eq!(code, 503, "not ready while stalled: {ready}");
+        assert!(
+            ready.starts_with("not ready: publishing stalled: no confirmation from the broker for "),
+            "{ready}"
+        );
+        assert!(metric(&m, "bridge_unacknowledged") <= IN_FLIGHT, "over the in-flight bound:\n{m}");
+        assert!(metric(&m, "bridge_in_flight") <= IN_FLIGHT, "{m}");
+        assert_eq!(metric(&m, "bridge_reconnects_total"), 0.0, "reconnected while stalled:\n{m}");
+        assert_eq!(metric(&m, "bridge_batch_failures_total"), 0.0, "gave a batch up:\n{m}");
+        assert_eq!(metric(&m, "bridge_ready"), 0.0);
+        polls += 1;
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert_eq!(bridge.http_get("/healthz").0, 200, "stalled is not dead");
+    let (_, last) = bridge.http_get("/metrics");
+    let rss_last = rss_kib(bridge.pid());
+    let held = metric(&last, "bridge_unacknowledged");
+    assert!(held > 0.0, "the bridge holds messages it could not publish:\n{last}");
+    assert_eq!(held, metric(&first, "bridge_unacknowledged"), "it takes no more while it holds");
+    let delivered_while_stalled = messages(&last, "delivered");
+    assert_eq!(delivered_while_stalled, messages(&first, "delivered"), "nothing confirmed while stalled");
+    assert!((delivered_while_stalled as usize) < N);
+    let stalled_for = metric(&last, "bridge_publish_stalled_seconds");
+    assert!(
+        stalled_for >= metric(&first, "bridge_publish_stalled_seconds") + HOLD.as_secs_f64() - 1.0,
+        "the stall is timed:\n{last}"
+    );
+    assert!(
+        rss_last <= rss_first + RSS_TOLERANCE_KIB,
+        "memory grew while stalled: {rss_first} KiB, then {rss_last} KiB {HOLD:?} later"
+    );
+
+    // A consumer comes: every message arrives, once.
+    let resumed = Instant::now();
+    let http_port = bridge.http_port;
+    let ready_again = std::thread::spawn(move || {
+        let deadline = resumed + Duration::from_secs(60);
+        while common::bridge::http_get(http_port, "/readyz").0 != 200 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        resumed.elapsed()
+    });
+    let mut first_in = None;
+    let seen = consume_all(&inbox, || {
+        first_in.get_or_insert_with(|| resumed.elapsed());
+    })
+    .await;
+    let all_in = resumed.elapsed();
+    assert_eq!(seen, every_request_once(), "every request once, by its text");
+    let ready_in = ready_again.join().unwrap();
+    wait_readyz(&bridge, 1, |code, _| code == 200);
+    let first_in = first_in.unwrap();
+    bridge.wait_metric(
+        |l| l == format!("bridge_messages_total{{route=\"wiseagents->civitas\",outcome=\"delivered\"}} {N}"),
+        30,
+    );
+    let (_, m) = bridge.http_get("/metrics");
+    for (name, want) in [
+        ("bridge_reconnects_total", 0.0),
+        ("bridge_batch_failures_total", 0.0),
+        ("bridge_unsettled_total", 0.0),
+        ("bridge_unacknowledged", 0.0),
+        ("bridge_in_flight", 0.0),
+        ("bridge_publish_stalled_seconds", 0.0),
+        ("bridge_ready", 1.0),
+    ] {
+        assert_eq!(metric(&m, name), want, "{name}:\n{m}");
+    }
+    assert!(metric(&m, "bridge_publish_stalls_total") >= 1.0, "{m}");
+    assert_eq!(messages(&m, "dead_lettered") + messages(&m, "retried"), 0.0, "{m}");
+    assert!(!m.contains("bridge_dead_letters_total{"), "nothing dead-lettered:\n{m}");
+    eprintln!(
+        "backpressure: {delivered_while_stalled} of {N} delivered before the stall ({stalled_after:.1?} after \
+         the last send); held {held} unacknowledged (bound {IN_FLIGHT}) for {HOLD:?}, {polls} polls, \
+         0 reconnects; RSS {rss_first} KiB then {rss_last} KiB; a consumer: the first message in {first_in:.2?}, \
+         ready again in {ready_in:.2?}, all {N} in {all_in:.2?}, no duplicate"
+    );
+}
+
+/// What an operator may well do to a bridge that is not ready: restart it. A stalled bridge
+/// stops on SIGTERM within its shutdown bounds, and the next one delivers everything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_bridge_stops_on_sigterm_and_the_next_one_delivers_everything_once() {
+    let (bridge, inbox, _) = stalled_bridge().await;
+    let (config, http_port) = (bridge.config.clone(), bridge.http_port);
+    let asked = Instant::now();
+    let status = bridge.terminate(60);
+    let stopped_in = asked.elapsed();
+    assert!(status.success(), "exit status {status}");
+    // shutdown_timeout_ms (5 s) for the batches under way, then the DISCONNECT's receipt
+    // timeout (2 s), and no UNSUBSCRIBE waiting for a receipt that cannot come.
+    assert!(stopped_in < Duration::from_secs(9), "stopped in {stopped_in:?}");
+    let next = BridgeProcess::start_with(config, http_port);
+    let seen = consume_all(&inbox, || {}).await;
+    let deliveries: usize = seen.values().sum();
+    assert_eq!(seen, every_request_once(), "every request once, by its text ({deliveries} deliveries)");
+    wait_readyz(&next, 30, |code, _| code == 200);
+    eprintln!(
+        "backpressure: SIGTERM while stalled: exited 0 in {stopped_in:.1?}; the next bridge delivered all {N} once"
+    );
+}
