@@ -10,8 +10,6 @@ use common::bridge::{BridgeProcess, Names, config_toml, free_port};
 use common::{Broker, next_message};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
-use stomp_agent_bridge::envelope::Intent;
-use stomp_agent_bridge::envelope::wiseagents::WiseMessage;
 use stomp_agent_bridge::stomp::{AckMode, Command, Frame, Subscription};
 
 const BROKER: Broker = Broker::ActiveMq;
@@ -52,16 +50,7 @@ fn rss_kib(pid: u32) -> u64 {
 
 /// The Wise Agents request `msg <i>`, as Wise Agents writes it.
 fn request(i: usize) -> String {
-    WiseMessage {
-        message: format!("msg {i}"),
-        message_type: Some(Intent::Query),
-        sender: Some("Producer".into()),
-        tool_id: None,
-        route_response_to: None,
-        context_name: Some("default".into()),
-        extra: vec![],
-    }
-    .to_yaml()
+    common::wise_query(&format!("msg {i}"), "Producer", "default").to_yaml()
 }
 
 /// Polls `/readyz` until `want(status, body)` holds, failing after `secs`; returns the body.

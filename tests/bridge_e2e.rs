@@ -5,7 +5,7 @@
 mod common;
 
 use common::bridge::{BridgeProcess, Names, WiseAgent, body_file, config_toml, free_port};
-use common::{Broker, next_message};
+use common::{Broker, next_message, wa_body};
 use serde_json::{Value, json};
 use stomp_agent_bridge::stomp::{AckMode, Client, Command, Events, Frame, Subscription};
 
@@ -35,23 +35,6 @@ fn json_send(destination: &str, body: &Value) -> Frame {
         .with("destination", destination)
         .with("content-type", "application/json")
         .with_body(body.to_string())
-}
-
-fn wa_body(fields: Value) -> Vec<u8> {
-    use stomp_agent_bridge::envelope::Intent;
-    use stomp_agent_bridge::envelope::wiseagents::WiseMessage;
-    let s = |k: &str| fields[k].as_str().map(str::to_owned);
-    WiseMessage {
-        message: s("_message").unwrap_or_default(),
-        message_type: s("_message_type").and_then(|t| Intent::from_name(&t)),
-        sender: s("_sender"),
-        tool_id: s("_tool_id"),
-        route_response_to: s("_route_response_to"),
-        context_name: s("_context_name"),
-        extra: vec![],
-    }
-    .to_yaml()
-    .into_bytes()
 }
 
 /// A Wise Agents tool call on its way to a proxied agent: the bridge standing in for it, the

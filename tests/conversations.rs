@@ -6,8 +6,8 @@
 
 mod common;
 
-use common::Broker;
 use common::bridge::{BridgeProcess, Names, WiseAgent, body_file, config_toml, free_port};
+use common::{Broker, wa_body};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -24,23 +24,6 @@ fn start_with(
         toml = toml.replace(&format!("[{section}]\n"), &format!("[{section}]\n{line}\n"));
     }
     BridgeProcess::start(&toml, port, &names.uid)
-}
-
-fn wa_body(fields: Value) -> Vec<u8> {
-    use stomp_agent_bridge::envelope::Intent;
-    use stomp_agent_bridge::envelope::wiseagents::WiseMessage;
-    let s = |k: &str| fields[k].as_str().map(str::to_owned);
-    WiseMessage {
-        message: s("_message").unwrap_or_default(),
-        message_type: s("_message_type").and_then(|t| Intent::from_name(&t)),
-        sender: s("_sender"),
-        tool_id: s("_tool_id"),
-        route_response_to: s("_route_response_to"),
-        context_name: s("_context_name"),
-        extra: vec![],
-    }
-    .to_yaml()
-    .into_bytes()
 }
 
 /// A Wise Agents tool call (as utility_wise_agents.py sends one) from `caller` to `to`;

@@ -12,7 +12,6 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashSet};
 use std::process::Command as Process;
 use std::time::Instant;
-use stomp_agent_bridge::envelope::Intent;
 use stomp_agent_bridge::envelope::wiseagents::WiseMessage;
 use stomp_agent_bridge::stomp::{AckMode, Client, Command, Events, Frame, Subscription};
 
@@ -233,15 +232,7 @@ async fn conversation_is_observed_in_every_format(broker: Broker) {
 
 /// A Wise Agents request as Wise Agents writes it.
 fn wise(i: usize) -> WiseMessage {
-    WiseMessage {
-        message: format!("bulk {i}"),
-        message_type: Some(Intent::Query),
-        sender: Some("Producer".into()),
-        tool_id: None,
-        route_response_to: None,
-        context_name: Some("default".into()),
-        extra: vec![],
-    }
+    common::wise_query(&format!("bulk {i}"), "Producer", "default")
 }
 
 fn wise_body(i: usize) -> Vec<u8> {

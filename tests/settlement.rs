@@ -46,6 +46,19 @@ async fn transaction(conn: &mut Conn, confirm_send: bool) -> (Frame, Option<(Fra
     (send, Some((ack, commit)))
 }
 
+/// On the connection that replaced a failed one: the message is delivered again, and its
+/// transaction acknowledges that redelivery and is committed. Returns /metrics once it counts
+/// the message delivered.
+async fn the_redelivery_is_settled(second: &mut Conn, metrics: &Metrics) -> String {
+    let sub = second.subscriptions().await;
+    second.deliver(&sub, "ack-2").await;
+    let (_, committed) = transaction(second, true).await;
+    let (ack, commit) = committed.unwrap();
+    assert_eq!(ack.header("id"), Some("ack-2"), "the redelivery is what is acknowledged");
+    second.receipt(&commit).await;
+    wait_for(metrics, "bridge_messages_total{route=\"wiseagents->civitas\",outcome=\"delivered\"} 1").await
+}
+
 #[tokio::test]
 async fn a_commit_never_confirmed_resets_the_connection_and_the_redelivery_is_settled() {
     let (listener, metrics, shutdown, bridge) = start().await;
@@ -62,16 +75,7 @@ async fn a_commit_never_confirmed_resets_the_connection_and_the_redelivery_is_se
     while first.next().await.is_some() {}
 
     let mut second = Conn::accept(&listener).await;
-    let sub = second.subscriptions().await;
-    second.deliver(&sub, "ack-2").await;
-    let (_, committed) = transaction(&mut second, true).await;
-    let (ack, commit) = committed.unwrap();
-    assert_eq!(ack.header("id"), Some("ack-2"), "the redelivery is what is acknowledged");
-    second.receipt(&commit).await;
-
-    let metrics_text =
-        wait_for(&metrics, "bridge_messages_total{route=\"wiseagents->civitas\",outcome=\"delivered\"} 1")
-            .await;
+    let metrics_text = the_redelivery_is_settled(&mut second, &metrics).await;
     assert!(metrics_text.contains("bridge_batch_failures_total 1"), "{metrics_text}");
     assert!(metrics_text.contains("bridge_unsettled_total 0"), "{metrics_text}");
     stop(second, shutdown, bridge).await;
@@ -194,15 +198,7 @@ async fn a_stalled_connection_whose_heart_beats_stop_is_replaced_and_the_redeliv
     assert!(closed_after < Duration::from_secs(5), "closed {closed_after:?} into the silence");
 
     let mut second = accept_watched(&listener).await;
-    let sub = second.subscriptions().await;
-    second.deliver(&sub, "ack-2").await;
-    let (_, committed) = transaction(&mut second, true).await;
-    let (ack, commit) = committed.unwrap();
-    assert_eq!(ack.header("id"), Some("ack-2"), "the redelivery is what is acknowledged");
-    second.receipt(&commit).await;
-    let text =
-        wait_for(&metrics, "bridge_messages_total{route=\"wiseagents->civitas\",outcome=\"delivered\"} 1")
-            .await;
+    let text = the_redelivery_is_settled(&mut second, &metrics).await;
     for line in
         ["bridge_batch_failures_total 1", "bridge_reconnects_total 1", "bridge_publish_stalled_seconds 0"]
     {

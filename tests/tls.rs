@@ -17,8 +17,6 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-use stomp_agent_bridge::envelope::Intent;
-use stomp_agent_bridge::envelope::wiseagents::WiseMessage;
 use stomp_agent_bridge::stomp::codec::Inbound;
 use stomp_agent_bridge::stomp::{
     AckMode, Client, ClientConfig, Command, Frame, Limits, StompCodec, Subscription, TlsOptions,
@@ -176,17 +174,7 @@ fn client_auth_bridge_toml(names: &Names, civ: &str, tls: &str, http_port: u16) 
 
 /// A Wise Agents query from `sender`, as a Wise Agents agent sends it.
 fn wise_agents_query(text: &str, sender: &str) -> Vec<u8> {
-    WiseMessage {
-        message: text.into(),
-        message_type: Some(Intent::Query),
-        sender: Some(sender.into()),
-        tool_id: None,
-        route_response_to: None,
-        context_name: Some("Books".into()),
-        extra: vec![],
-    }
-    .to_yaml()
-    .into_bytes()
+    common::wise_query(text, sender, "Books").to_yaml().into_bytes()
 }
 
 /// A client of ActiveMQ's plain STOMP connector subscribed to `dest`: the agents' side.

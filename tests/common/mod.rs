@@ -182,3 +182,41 @@ pub fn test_ca() -> std::path::PathBuf {
         std::env::var("SAB_BROKER_STATE").unwrap_or_else(|_| "/var/lib/stomp-agent-bridge/brokers".into());
     std::path::Path::new(&state).join("tls/ca.pem")
 }
+
+/// A Wise Agents query from `sender` in `context`, as a Wise Agents agent writes it (no tool
+/// id, no route_response_to).
+pub fn wise_query(
+    text: &str,
+    sender: &str,
+    context: &str,
+) -> stomp_agent_bridge::envelope::wiseagents::WiseMessage {
+    stomp_agent_bridge::envelope::wiseagents::WiseMessage {
+        message: text.into(),
+        message_type: Some(stomp_agent_bridge::envelope::Intent::Query),
+        sender: Some(sender.into()),
+        tool_id: None,
+        route_response_to: None,
+        context_name: Some(context.into()),
+        extra: vec![],
+    }
+}
+
+/// A Wise Agents body from a JSON object of its fields (`_message`, `_message_type`,
+/// `_sender`, `_tool_id`, `_route_response_to`, `_context_name`), written by the bridge's
+/// encoder as PyYAML writes it.
+pub fn wa_body(fields: serde_json::Value) -> Vec<u8> {
+    use stomp_agent_bridge::envelope::Intent;
+    use stomp_agent_bridge::envelope::wiseagents::WiseMessage;
+    let s = |k: &str| fields[k].as_str().map(str::to_owned);
+    WiseMessage {
+        message: s("_message").unwrap_or_default(),
+        message_type: s("_message_type").and_then(|t| Intent::from_name(&t)),
+        sender: s("_sender"),
+        tool_id: s("_tool_id"),
+        route_response_to: s("_route_response_to"),
+        context_name: s("_context_name"),
+        extra: vec![],
+    }
+    .to_yaml()
+    .into_bytes()
+}
