@@ -111,7 +111,21 @@ activemq_start() {
   sed -e "s|@STATE@|$dir|g" -e "s|@TLS@|$state/tls|g" -e "s|@KEYSTORE_PASSWORD@|$keystore_password|g" \
     -e "s|@PORT@|$amq_port|g" -e "s|@SSL_PORT@|$amq_ssl_port|g" -e "s|@CLIENT_AUTH_PORT@|$amq_client_auth_port|g" \
     "$here/brokers/activemq.xml" >"$dir/conf/activemq.xml"
-  cp /etc/activemq/instances-available/main/log4j2.properties "$dir/conf/" 2>/dev/null || true
+  # Debian's ActiveMQ logs through log4j 1.2, which reads log4j.properties from the conf
+  # folder (the log4j2.properties it ships goes unread): the broker's own warnings (flow
+  # control, store limits, refused frames) then reach activemq.log. The previous run's log is
+  # kept as activemq.log.1.
+  cat >"$dir/conf/log4j.properties" <<'LOG4J'
+log4j.rootLogger=INFO, console
+log4j.logger.org.apache.activemq.spring=WARN
+log4j.logger.org.springframework=WARN
+log4j.logger.org.apache.xbean=WARN
+log4j.logger.org.eclipse.jetty=WARN
+log4j.appender.console=org.apache.log4j.ConsoleAppender
+log4j.appender.console.layout=org.apache.log4j.PatternLayout
+log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %-5p %c{1} | %m%n
+LOG4J
+  [ -f "$dir/activemq.log" ] && mv -f "$dir/activemq.log" "$dir/activemq.log.1"
   if [ "$fresh" = 1 ]; then log "ActiveMQ starts with empty data (--fresh)"; rm -rf "${dir:?}/data"/*; fi
   chown -R activemq:activemq "$dir"
   log "starting ActiveMQ Classic (log: $dir/activemq.log)"

@@ -3,11 +3,12 @@
 
 use super::Broker;
 use serde_json::Value;
+use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 /// Names and destinations no other test uses.
@@ -121,7 +122,12 @@ pub struct BridgeProcess {
     pub http_port: u16,
     pub config: PathBuf,
     logs: mpsc::Receiver<String>,
+    /// The last [`LOG_TAIL`] lines, printed if the test fails while the bridge runs.
+    tail: Arc<Mutex<VecDeque<String>>>,
 }
+
+/// How many of the bridge's last log lines a failing test shows.
+const LOG_TAIL: usize = 200;
 
 impl BridgeProcess {
     /// Writes the config and starts `stomp-agent-bridge run`; returns once it logged
@@ -159,17 +165,23 @@ impl BridgeProcess {
             .expect("start the bridge");
         let stderr = child.stderr.take().unwrap();
         let (tx, logs) = mpsc::channel();
+        let tail = Arc::new(Mutex::new(VecDeque::with_capacity(LOG_TAIL)));
+        let keep = Arc::clone(&tail);
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 if std::env::var("SAB_E2E_LOGS").is_ok() {
                     eprintln!("bridge: {line}");
                 }
-                if tx.send(line).is_err() {
-                    break;
+                let mut kept = keep.lock().unwrap();
+                if kept.len() == LOG_TAIL {
+                    kept.pop_front();
                 }
+                kept.push_back(line.clone());
+                drop(kept);
+                let _ = tx.send(line); // the test may have stopped reading; keep the tail
             }
         });
-        BridgeProcess { child: Some(child), http_port, config, logs }
+        BridgeProcess { child: Some(child), http_port, config, logs, tail }
     }
 
     /// Waits for a log line containing `needle`, failing the test after `secs`; returns it.
@@ -236,6 +248,13 @@ impl BridgeProcess {
 
 impl Drop for BridgeProcess {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            let tail = self.tail.lock().map(|t| t.iter().cloned().collect::<Vec<_>>()).unwrap_or_default();
+            eprintln!("--- the bridge's last {} log lines ---", tail.len());
+            for line in tail {
+                eprintln!("bridge: {line}");
+            }
+        }
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
