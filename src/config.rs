@@ -110,7 +110,7 @@ pub enum Discovery {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DeliveryMode {
-    /// `confirm` on RabbitMQ (by the CONNECTED `server` header), `transaction` elsewhere.
+    /// `confirm`, on every broker (the measurements in docs/PERFORMANCE.md decided it).
     Auto,
     /// SENDs and ACKs of a batch in one broker transaction, committed with a receipt.
     Transaction,

@@ -23,13 +23,9 @@ fn config_on(broker: Broker, names: &Names, civ: &str) -> (String, u16) {
 
 /// A bridge standing in for one Civitas agent, on names of its own.
 fn start_bridge() -> (Names, String, BridgeProcess) {
-    start_bridge_on(BROKER)
-}
-
-fn start_bridge_on(broker: Broker) -> (Names, String, BridgeProcess) {
-    let names = Names::new(broker);
+    let names = Names::new(BROKER);
     let civ = names.agent("Weather");
-    let (toml, port) = config_on(broker, &names, &civ);
+    let (toml, port) = config(&names, &civ);
     let bridge = BridgeProcess::start(&toml, port, &names.uid);
     (names, civ, bridge)
 }
@@ -164,24 +160,35 @@ async fn count_until_all(inbox: &mut Events, n: usize, mut at: impl FnMut(usize)
     (seen.len(), deliveries)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kill_9_in_the_middle_of_ten_thousand_messages_loses_none() {
-    let duplicates = kill_9_midway(BROKER, 10_000).await;
-    // ActiveMQ: each batch's SENDs and ACKs are one transaction; a kill republishes nothing.
-    assert_eq!(duplicates, 0, "no duplicates on ActiveMQ");
-}
-
-/// RabbitMQ's confirm mode: nothing lost; a kill between a confirmed SEND and its ACK
+/// The default mode (`confirm`): nothing lost; a kill between a confirmed SEND and its ACK
 /// publishes that message twice (counted, not judged).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kill_9_on_rabbitmq_loses_none() {
-    kill_9_midway(Broker::RabbitMq, 5_000).await;
+async fn kill_9_in_the_middle_of_ten_thousand_messages_loses_none() {
+    kill_9_midway(BROKER, 10_000, "confirm").await;
 }
 
-/// Sends `n` requests, kills the bridge with -9 a third of the way, starts another; returns
-/// the duplicates the consumer saw.
-async fn kill_9_midway(broker: Broker, n: usize) -> usize {
-    let (names, civ, bridge) = start_bridge_on(broker);
+/// `mode = "transaction"` on ActiveMQ: each batch's SENDs and ACKs are one transaction, so a
+/// kill republishes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_transactions_kill_9_on_activemq_loses_none_and_republishes_nothing() {
+    let duplicates = kill_9_midway(BROKER, 5_000, "transaction").await;
+    assert_eq!(duplicates, 0, "no duplicates on ActiveMQ with transactions");
+}
+
+/// RabbitMQ's confirm mode: nothing lost; duplicates counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_on_rabbitmq_loses_none() {
+    kill_9_midway(Broker::RabbitMq, 5_000, "confirm").await;
+}
+
+/// Sends `n` requests to a bridge settling in `mode`, kills it with -9 a third of the way,
+/// starts another; returns the duplicates the consumer saw.
+async fn kill_9_midway(broker: Broker, n: usize, mode: &str) -> usize {
+    let names = Names::new(broker);
+    let civ = names.agent("Weather");
+    let (toml, port) = config_on(broker, &names, &civ);
+    let toml = toml.replace("[delivery]\n", &format!("[delivery]\nmode = \"{mode}\"\n"));
+    let bridge = BridgeProcess::start(&toml, port, &names.uid);
     let config = bridge.config.clone();
     let (_c, mut inbox) = consume_on(broker, &names.dest(&format!("civitas.in.{civ}"))).await;
     let sender = WiseAgent::spawn(broker, &names, &["send-many", &names.request(&civ), &n.to_string()]);
@@ -197,7 +204,7 @@ async fn kill_9_midway(broker: Broker, n: usize) -> usize {
     assert_eq!(distinct, n);
     let duplicates = deliveries - distinct;
     eprintln!(
-        "{}: kill -9 after {} of {n}: {distinct} distinct delivered, {deliveries} deliveries ({duplicates} duplicates)",
+        "{} ({mode}): kill -9 after {} of {n}: {distinct} distinct delivered, {deliveries} deliveries ({duplicates} duplicates)",
         broker.name(),
         n / 3,
     );

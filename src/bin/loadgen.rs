@@ -245,7 +245,10 @@ async fn forward(
         .with("prefetch-count", prefetch.as_str());
     client.subscribe(sub).await.expect("subscribe");
     let _ = subscribed.send(());
-    let mode = Mode::choose(DeliveryMode::Auto, client.server());
+    let mode = Mode::choose(match std::env::var("BRIDGE__DELIVERY__MODE").as_deref() {
+        Ok("transaction") => DeliveryMode::Transaction,
+        _ => DeliveryMode::Auto,
+    });
     let mut settler = Settler::new(client.clone(), Default::default(), mode, Duration::from_secs(30));
     let (dropped, _keep) = tokio::sync::mpsc::unbounded_channel();
     let mut ready = VecDeque::new();

@@ -75,7 +75,7 @@ async fn proxy(
         info!(topic = ADVISORY, "discovering the queues of agents named by a glob");
     }
     metrics.set_subscribed(true);
-    let mode = Mode::choose(config.delivery.mode, client.server());
+    let mode = Mode::choose(config.delivery.mode);
     info!(
         subscriptions = subscriptions.len(),
         prefetch = consuming.prefetch,

@@ -1,7 +1,7 @@
-//! Settlement: what is ready is published and acknowledged in batches, each batch one broker
-//! transaction (or, on RabbitMQ, confirmed SENDs then ACKs), several batches in flight.
+//! Settlement: what is ready is published and acknowledged in batches, each batch confirmed
+//! SENDs then ACKs (or one broker transaction), several batches in flight.
 //!
-//! Transaction mode (ActiveMQ Classic, Artemis), per batch:
+//! Transaction mode (`mode = "transaction"`, ActiveMQ Classic or Artemis), per batch:
 //! 1. `BEGIN tx`, every SEND in `tx` with a receipt;
 //! 2. once every SEND is confirmed: the ACK of every source in `tx`, `COMMIT tx` with a receipt.
 //!
@@ -10,8 +10,9 @@
 //! other SENDs *and the refused message's ACK* (RabbitMQ does; see docs/PERFORMANCE.md).
 //! The COMMIT makes the SENDs and ACKs atomic: a crash before it republishes nothing.
 //!
-//! Confirm mode (RabbitMQ, whose COMMIT receipt comes before its SENDs are confirmed and whose
-//! transactions are not atomic): every SEND with a receipt; once all are confirmed, the ACKs.
+//! Confirm mode (the default, `auto`; the only safe one on RabbitMQ, whose COMMIT receipt comes
+//! before its SENDs are confirmed and whose transactions are not atomic): every SEND with a
+//! receipt; once all are confirmed, the ACKs. A crash between the two publishes twice.
 //!
 //! Any failure (an ERROR, a lost connection, a receipt that never came on a connection whose
 //! broker does not heart-beat, which resets the connection) leaves the batch unacknowledged on
@@ -47,13 +48,14 @@ pub enum Mode {
 }
 
 impl Mode {
-    /// The configured mode; `auto` picks by the broker's CONNECTED `server` header.
-    pub fn choose(configured: DeliveryMode, server: Option<&str>) -> Mode {
+    /// The configured mode; `auto` is `confirm` on every broker. Measured on ActiveMQ Classic
+    /// beside a producer (docs/PERFORMANCE.md), `confirm` moved 1.4–1.7× the messages of
+    /// `transaction` with a p99 of 3–10 ms against 0.7–4 s; `transaction` is for an operator
+    /// who needs a crash to republish nothing and accepts that cost.
+    pub fn choose(configured: DeliveryMode) -> Mode {
         match configured {
             DeliveryMode::Transaction => Mode::Transaction,
-            DeliveryMode::Confirm => Mode::Confirm,
-            DeliveryMode::Auto if server.is_some_and(|s| s.starts_with("RabbitMQ")) => Mode::Confirm,
-            DeliveryMode::Auto => Mode::Transaction,
+            DeliveryMode::Confirm | DeliveryMode::Auto => Mode::Confirm,
         }
     }
 

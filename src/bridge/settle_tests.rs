@@ -1,11 +1,10 @@
 use super::*;
 
 #[test]
-fn auto_mode_confirms_on_rabbitmq_and_transacts_elsewhere() {
-    assert_eq!(Mode::choose(DeliveryMode::Auto, Some("RabbitMQ/3.10.8")), Mode::Confirm);
-    assert_eq!(Mode::choose(DeliveryMode::Auto, Some("ActiveMQ/5.17.2")), Mode::Transaction);
-    assert_eq!(Mode::choose(DeliveryMode::Auto, None), Mode::Transaction);
-    assert_eq!(Mode::choose(DeliveryMode::Confirm, Some("ActiveMQ/5.17.2")), Mode::Confirm);
+fn auto_mode_confirms_and_a_transaction_is_asked_for() {
+    assert_eq!(Mode::choose(DeliveryMode::Auto), Mode::Confirm);
+    assert_eq!(Mode::choose(DeliveryMode::Confirm), Mode::Confirm);
+    assert_eq!(Mode::choose(DeliveryMode::Transaction), Mode::Transaction);
 }
 
 #[test]
