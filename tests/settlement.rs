@@ -207,3 +207,80 @@ async fn a_stalled_connection_whose_heart_beats_stop_is_replaced_and_the_redeliv
     assert!(metrics.is_ready(), "{:?}", metrics.readiness());
     stop(second, shutdown, bridge).await;
 }
+
+// The default mode, `confirm`: a receipt on every SEND, then the ACK outside any transaction.
+
+async fn start_confirming() -> (TcpListener, Arc<Metrics>, CancellationToken, tokio::task::JoinHandle<()>) {
+    start_bridge("settle-confirm", |port| {
+        let delivery =
+            format!("dead_letter = \"{DEAD}\"\nreceipt_timeout_ms = 400\nmax_attempts = 2\nmode = \"auto\"");
+        weather_config(port, "[0, 0]", &delivery)
+    })
+    .await
+}
+
+/// The bridge's confirmed SEND for one message; if `confirm`, the broker's receipt and then
+/// the ACK the bridge writes for it. Returns (SEND, ACK).
+async fn confirmed_send(conn: &mut Conn, confirm: bool) -> (Frame, Option<Frame>) {
+    let send = conn.expect(Command::Send).await;
+    assert_eq!(send.header("transaction"), None, "no transaction in confirm mode");
+    assert!(send.header("receipt").is_some(), "every SEND asks for a receipt");
+    if !confirm {
+        return (send, None);
+    }
+    conn.receipt(&send).await;
+    let ack = conn.expect(Command::Ack).await;
+    assert_eq!(ack.header("transaction"), None);
+    (send, Some(ack))
+}
+
+#[tokio::test]
+async fn in_confirm_mode_a_send_never_confirmed_is_not_acknowledged_and_its_redelivery_is_settled() {
+    let (listener, metrics, shutdown, bridge) = start_confirming().await;
+    let mut first = Conn::accept(&listener).await;
+    let sub = first.subscriptions().await;
+    first.deliver(&sub, "ack-1").await;
+    let (send, _) = confirmed_send(&mut first, false).await;
+    assert_eq!(send.header("destination"), Some("/queue/fake.civ.Weather"));
+    // No RECEIPT and no heart-beats: the bridge closes the connection without an ACK.
+    assert_eq!(first.until_closed_settling_nothing().await, Vec::<Command>::new());
+
+    let mut second = Conn::accept(&listener).await;
+    let sub = second.subscriptions().await;
+    second.deliver(&sub, "ack-2").await;
+    let (_, ack) = confirmed_send(&mut second, true).await;
+    assert_eq!(ack.unwrap().header("id"), Some("ack-2"), "the redelivery is what is acknowledged");
+    let text =
+        wait_for(&metrics, "bridge_messages_total{route=\"wiseagents->civitas\",outcome=\"delivered\"} 1")
+            .await;
+    for line in ["bridge_batch_failures_total 1", "bridge_unsettled_total 0"] {
+        assert!(text.lines().any(|l| l == line), "{line} missing in:\n{text}");
+    }
+    stop(second, shutdown, bridge).await;
+}
+
+#[tokio::test]
+async fn in_confirm_mode_a_send_the_broker_refuses_is_dead_lettered_with_the_broker_reason() {
+    let (listener, metrics, shutdown, bridge) = start_confirming().await;
+    for attempt in 1..=2 {
+        let mut conn = Conn::accept(&listener).await;
+        let sub = conn.subscriptions().await;
+        conn.deliver(&sub, &format!("ack-{attempt}")).await;
+        let (send, _) = confirmed_send(&mut conn, false).await;
+        let error = Frame::new(Command::Error)
+            .with("message", "Not authorized to write to queue://fake.civ.Weather")
+            .with("receipt-id", send.header("receipt").unwrap());
+        conn.send(error).await;
+        assert_eq!(conn.until_closed_settling_nothing().await, Vec::<Command>::new());
+    }
+    let mut conn = Conn::accept(&listener).await;
+    let sub = conn.subscriptions().await;
+    conn.deliver(&sub, "ack-3").await;
+    let (send, ack) = confirmed_send(&mut conn, true).await;
+    assert_eq!(send.header("destination"), Some(DEAD), "the third time it is dead-lettered");
+    assert_eq!(send.header("bridge-error-kind"), Some("broker"));
+    assert!(send.header("bridge-error").unwrap_or_default().contains("Not authorized"));
+    assert_eq!(ack.unwrap().header("id"), Some("ack-3"));
+    wait_for(&metrics, "bridge_dead_letters_total{kind=\"broker\"} 1").await;
+    stop(conn, shutdown, bridge).await;
+}
