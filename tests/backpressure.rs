@@ -205,9 +205,10 @@ async fn a_destination_nobody_consumes_holds_the_bridge_at_its_bound_and_a_consu
 }
 
 /// What an operator may well do to a bridge that is not ready: restart it. A stalled bridge
-/// stops on SIGTERM within its shutdown bounds, and the next one delivers everything.
+/// stops on SIGTERM within its shutdown bounds, and the next one delivers everything (what the
+/// stopped one held possibly twice).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_stalled_bridge_stops_on_sigterm_and_the_next_one_delivers_everything_once() {
+async fn a_stalled_bridge_stops_on_sigterm_and_the_next_one_delivers_everything() {
     let (bridge, inbox, _) = stalled_bridge().await;
     let (config, http_port) = (bridge.config.clone(), bridge.http_port);
     let asked = Instant::now();
@@ -219,10 +220,16 @@ async fn a_stalled_bridge_stops_on_sigterm_and_the_next_one_delivers_everything_
     assert!(stopped_in < Duration::from_secs(9), "stopped in {stopped_in:?}");
     let next = BridgeProcess::start_with(config, http_port);
     let seen = consume_all(&inbox, || {}).await;
-    let deliveries: usize = seen.values().sum();
-    assert_eq!(seen, every_request_once(), "every request once, by its text ({deliveries} deliveries)");
+    assert!(seen.keys().eq(every_request_once().keys()), "every request, by its text");
+    // In confirm mode (the default) the SENDs the broker was holding back when the bridge
+    // stopped are taken once a consumer makes room, and their sources, never acknowledged,
+    // are published again by the next bridge: duplicates, at most what the stopped one held.
+    let twice: Vec<String> = seen.iter().filter(|(_, n)| **n > 1).map(|(t, n)| format!("{t} x{n}")).collect();
+    assert!(twice.len() <= IN_FLIGHT as usize, "more duplicates than the bridge held: {twice:?}");
     wait_readyz(&next, 30, |code, _| code == 200);
     eprintln!(
-        "backpressure: SIGTERM while stalled: exited 0 in {stopped_in:.1?}; the next bridge delivered all {N} once"
+        "backpressure: SIGTERM while stalled: exited 0 in {stopped_in:.1?}; the next bridge delivered all {N}, \
+         {} of them twice: {twice:?}",
+        twice.len()
     );
 }
