@@ -23,6 +23,8 @@ fn replay(target: &str, at_least: usize, run: fn(&[u8])) {
     assert!(count >= at_least, "{}: {count} inputs, expected at least {at_least}", dir.display());
     for file in files {
         let data = std::fs::read(&file).unwrap();
+        // A stack overflow aborts without a panic message: the last name shown is the input.
+        eprintln!("replaying {}", file.display());
         if catch_unwind(AssertUnwindSafe(|| run(&data))).is_err() {
             panic!("{} panicked (its message is above)", file.display());
         }

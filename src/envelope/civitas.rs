@@ -104,6 +104,18 @@ pub struct CivitasMessage {
     pub seq: Option<i64>,
 }
 
+/// How deeply msgpack may nest: as deeply as JSON may (serde_json stops at 128). rmp-serde's
+/// own limit, 1024, let a 2.7 KB body of nested arrays overflow a test thread's 2 MiB stack
+/// (found by fuzzing the pipeline); the daemon's worker threads have 2 MiB stacks too.
+const MSGPACK_MAX_DEPTH: usize = 128;
+
+/// Reads msgpack no deeper than [`MSGPACK_MAX_DEPTH`].
+fn from_msgpack<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, rmp_serde::decode::Error> {
+    let mut de = rmp_serde::Deserializer::from_read_ref(body);
+    de.set_max_depth(MSGPACK_MAX_DEPTH);
+    T::deserialize(&mut de)
+}
+
 const fn schema_version() -> i64 {
     1
 }
@@ -140,16 +152,14 @@ impl CivitasMessage {
         }
         let signed: Option<Signed> = match encoding {
             Encoding::Json => serde_json::from_slice(body).ok(),
-            Encoding::Msgpack => rmp_serde::from_slice(body).ok(),
+            Encoding::Msgpack => from_msgpack(body).ok(),
         };
         if signed.is_some_and(|s| s.msg.is_some() && s.sig.is_some()) {
             return Err(EnvelopeError::Signed);
         }
         let value: Value = match encoding {
             Encoding::Json => serde_json::from_slice(body)?,
-            Encoding::Msgpack => {
-                rmp_serde::from_slice(body).map_err(|e| EnvelopeError::Msgpack(e.to_string()))?
-            }
+            Encoding::Msgpack => from_msgpack(body).map_err(|e| EnvelopeError::Msgpack(e.to_string()))?,
         };
         let value = match value {
             Value::Object(map) => Value::Object(map),

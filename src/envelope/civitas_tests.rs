@@ -192,3 +192,34 @@ fn a_reply_is_known_by_its_token_whatever_its_type_and_errors_are_cannot_answer(
     assert_eq!((back.kind.as_str(), back.payload["status"].as_str()), ("reply", Some("error")));
     assert_eq!(back.payload["error"], "agent 'W' was terminated");
 }
+
+#[test]
+fn msgpack_nested_deeper_than_json_may_be_is_refused_without_exhausting_a_small_stack() {
+    // On 1 MiB, half a tokio worker's stack, in a debug build; rmp-serde's own limit overflowed it.
+    // 100,000 nested one-element arrays (0x91) around a nil: rmp-serde alone would recurse
+    // 1,024 levels before refusing; the bridge stops at 128, like JSON.
+    let mut deep = vec![0x91u8; 100_000];
+    deep.push(0xc0);
+    let shallow = {
+        let mut b = vec![0x81, 0xa4, b't', b'y', b'p', b'e'];
+        b.extend(std::iter::repeat_n(0x91u8, 100));
+        b.push(0xc0);
+        b
+    };
+    let outcome = std::thread::Builder::new()
+        .stack_size(1024 * 1024)
+        .spawn(move || {
+            (
+                CivitasMessage::decode(&deep, Encoding::Msgpack),
+                CivitasMessage::decode(&shallow, Encoding::Msgpack),
+            )
+        })
+        .unwrap()
+        .join()
+        .expect("no stack overflow, no panic");
+    let err = outcome.0.expect_err("too deep").to_string();
+    assert!(err.contains("depth limit exceeded"), "{err}");
+    // 100 levels are read (and refused for what they are: a map without the Civitas fields).
+    let err = outcome.1.expect_err("not a Civitas message").to_string();
+    assert!(!err.contains("depth"), "{err}");
+}
