@@ -59,6 +59,15 @@ async fn the_redelivery_is_settled(second: &mut Conn, metrics: &Metrics) -> Stri
     wait_for(metrics, "bridge_messages_total{route=\"wiseagents->civitas\",outcome=\"delivered\"} 1").await
 }
 
+/// Refuses `send` as a broker refuses a destination the bridge may not write to: an ERROR
+/// naming the SEND's receipt.
+async fn refuse(conn: &mut Conn, send: &Frame) {
+    let error = Frame::new(Command::Error)
+        .with("message", "Not authorized to write to queue://fake.civ.Weather")
+        .with("receipt-id", send.header("receipt").expect("the SEND asked for a receipt"));
+    conn.send(error).await;
+}
+
 #[tokio::test]
 async fn a_commit_never_confirmed_resets_the_connection_and_the_redelivery_is_settled() {
     let (listener, metrics, shutdown, bridge) = start().await;
@@ -90,10 +99,7 @@ async fn a_send_the_broker_refuses_is_tried_alone_then_dead_lettered_with_the_br
         let sub = conn.subscriptions().await;
         conn.deliver(&sub, &format!("ack-{attempt}")).await;
         let (send, _) = transaction(&mut conn, false).await;
-        let error = Frame::new(Command::Error)
-            .with("message", "Not authorized to write to queue://fake.civ.Weather")
-            .with("receipt-id", send.header("receipt").expect("the barrier receipt"));
-        conn.send(error).await;
+        refuse(&mut conn, &send).await;
         while conn.next().await.is_some() {}
     }
     let mut conn = Conn::accept(&listener).await;
@@ -267,10 +273,7 @@ async fn in_confirm_mode_a_send_the_broker_refuses_is_dead_lettered_with_the_bro
         let sub = conn.subscriptions().await;
         conn.deliver(&sub, &format!("ack-{attempt}")).await;
         let (send, _) = confirmed_send(&mut conn, false).await;
-        let error = Frame::new(Command::Error)
-            .with("message", "Not authorized to write to queue://fake.civ.Weather")
-            .with("receipt-id", send.header("receipt").unwrap());
-        conn.send(error).await;
+        refuse(&mut conn, &send).await;
         assert_eq!(conn.until_closed_settling_nothing().await, Vec::<Command>::new());
     }
     let mut conn = Conn::accept(&listener).await;

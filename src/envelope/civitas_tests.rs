@@ -195,9 +195,9 @@ fn a_reply_is_known_by_its_token_whatever_its_type_and_errors_are_cannot_answer(
 
 #[test]
 fn msgpack_nested_deeper_than_json_may_be_is_refused_without_exhausting_a_small_stack() {
-    // On 1 MiB, half a tokio worker's stack, in a debug build; rmp-serde's own limit overflowed it.
-    // 100,000 nested one-element arrays (0x91) around a nil: rmp-serde alone would recurse
-    // 1,024 levels before refusing; the bridge stops at 128, like JSON.
+    // 100,000 nested one-element arrays (0x91) around a nil, decoded on 1 MiB (half a tokio
+    // worker's stack) in a debug build: rmp-serde alone recursed 1,024 levels and overflowed
+    // it; the bridge stops at 128, like JSON.
     let mut deep = vec![0x91u8; 100_000];
     deep.push(0xc0);
     let shallow = {
