@@ -287,3 +287,43 @@ async fn in_confirm_mode_a_send_the_broker_refuses_is_dead_lettered_with_the_bro
     wait_for(&metrics, "bridge_dead_letters_total{kind=\"broker\"} 1").await;
     stop(conn, shutdown, bridge).await;
 }
+
+#[tokio::test]
+async fn the_asks_of_rolled_back_batches_are_forgotten_and_only_the_redeliveries_wait_for_answers() {
+    // One batch of one at a time: the second request waits, already asked, behind the first;
+    // when the first fails it is started on the broken connection and rolled back too.
+    let (listener, metrics, shutdown, bridge) = start_bridge("settle-forget", |port| {
+        let delivery = format!(
+            "dead_letter = \"{DEAD}\"\nreceipt_timeout_ms = 400\nmode = \"transaction\"\nbatch_max = 1\nbatches_in_flight = 1"
+        );
+        weather_config(port, "[0, 0]", &delivery)
+    })
+    .await;
+    let mut first = Conn::accept(&listener).await;
+    let sub = first.subscriptions().await;
+    first.deliver(&sub, "ack-1").await;
+    first.deliver(&sub, "ack-2").await;
+    let (_, confirmed) = transaction(&mut first, false).await;
+    assert!(confirmed.is_none());
+    first.until_closed_settling_nothing().await;
+
+    // Both come again; each is published once and settled. The table holds the asks of what
+    // was published (the two redeliveries), not those of the attempts rolled back.
+    let mut second = Conn::accept(&listener).await;
+    let sub = second.subscriptions().await;
+    for ack in ["ack-3", "ack-4"] {
+        second.deliver(&sub, ack).await;
+    }
+    for ack in ["ack-3", "ack-4"] {
+        let (_, committed) = transaction(&mut second, true).await;
+        let (acked, commit) = committed.unwrap();
+        assert_eq!(acked.header("id"), Some(ack));
+        second.receipt(&commit).await;
+    }
+    let text =
+        wait_for(&metrics, "bridge_messages_total{route=\"wiseagents->civitas\",outcome=\"delivered\"} 2")
+            .await;
+    let pending = text.lines().find(|l| l.starts_with("bridge_pending_asks ")).unwrap_or_default();
+    assert_eq!(pending, "bridge_pending_asks 2", "in:\n{text}");
+    stop(second, shutdown, bridge).await;
+}

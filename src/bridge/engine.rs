@@ -290,11 +290,9 @@ impl Engine {
                     .emit(&self.metrics);
                 let refused = failure.error.broker_error().map(|e| e.to_string());
                 for (i, work) in done.works.into_iter().enumerate() {
-                    if let (Mode::Transaction, Outcome::Delivered { ask: Some(ask), .. }) =
-                        (self.settler.mode(), &work.outcome)
-                    {
+                    if self.settler.mode() == Mode::Transaction {
                         // Rolled back: the request was not published; its redelivery asks again.
-                        self.pipeline.forget_ask(ask);
+                        self.forget_ask(&work);
                     }
                     let blamed = failure.culprit.is_none_or(|c| c == i);
                     if let Some(reason) = refused.as_ref().filter(|_| blamed) {
@@ -308,6 +306,7 @@ impl Engine {
                 }
             }
         }
+        self.metrics.set_pending_asks(self.pipeline.pending_asks());
     }
 
     /// A handle dropped without settlement: if its connection is still the current one, the
@@ -347,8 +346,17 @@ impl Engine {
             self.ready.drain(..).partition(|w| w.source.ack_ref().epoch < epoch);
         self.ready = current.into();
         for work in stale {
+            // Never started: its request was not published; its redelivery asks again.
+            self.forget_ask(&work);
             work.source.settle(Settled::Released);
             work.also.into_iter().for_each(|d| d.settle(Settled::Released));
+        }
+    }
+
+    /// The ask `work` would have made, taken back: its request was not published.
+    fn forget_ask(&self, work: &Work) {
+        if let Outcome::Delivered { ask: Some(ask), .. } = &work.outcome {
+            self.pipeline.forget_ask(ask);
         }
     }
 

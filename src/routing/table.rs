@@ -60,6 +60,8 @@ pub struct CorrelationTable {
     by_pair: HashMap<(String, String), BTreeSet<u64>>,
     /// Reply deadlines, soonest first.
     deadlines: BTreeSet<(Instant, u64)>,
+    /// How many of the slots are timed out (kept only to recognise a late answer).
+    timed_out: usize,
     evicted: u64,
 }
 
@@ -73,6 +75,7 @@ impl CorrelationTable {
             by_id: HashMap::new(),
             by_pair: HashMap::new(),
             deadlines: BTreeSet::new(),
+            timed_out: 0,
             evicted: 0,
         }
     }
@@ -96,6 +99,7 @@ impl CorrelationTable {
         if let Some(deadline) = ask.reply_deadline {
             self.deadlines.insert((deadline, seq));
         }
+        self.timed_out += usize::from(ask.timed_out);
         self.slots.insert(seq, Slot { at: now, ask });
     }
 
@@ -144,8 +148,9 @@ impl CorrelationTable {
                 break;
             }
             self.deadlines.remove(&(deadline, seq));
-            if let Some(slot) = self.slots.get_mut(&seq) {
+            if let Some(slot) = self.slots.get_mut(&seq).filter(|s| !s.ask.timed_out) {
                 slot.ask.timed_out = true;
+                self.timed_out += 1;
                 out.push(slot.ask.clone());
             }
         }
@@ -154,7 +159,7 @@ impl CorrelationTable {
 
     /// Asks still waiting for an answer (not timed out).
     pub fn pending(&self) -> usize {
-        self.slots.values().filter(|s| !s.ask.timed_out).count()
+        self.slots.len().saturating_sub(self.timed_out)
     }
 
     pub fn len(&self) -> usize {
@@ -172,6 +177,7 @@ impl CorrelationTable {
 
     fn remove(&mut self, seq: u64) -> Option<PendingAsk> {
         let slot = self.slots.remove(&seq)?;
+        self.timed_out -= usize::from(slot.ask.timed_out);
         self.by_id.remove(&slot.ask.id);
         let pair = (slot.ask.asker.clone(), slot.ask.answerer.clone());
         if let Some(set) = self.by_pair.get_mut(&pair) {

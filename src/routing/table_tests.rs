@@ -110,11 +110,12 @@ fn a_million_asks_stay_within_the_bound() {
     // 50,000 asks a second for an hour's TTL would be 180 million: the bound is the capacity.
     let mut t = CorrelationTable::new(1000, Duration::from_secs(3600));
     let start = Instant::now();
+    let mut saw_timed_out = false;
     for i in 0..1_000_000u64 {
         let now = start + Duration::from_micros(i * 20);
         let mut a = ask(&i.to_string(), "A", &format!("B{}", i % 7));
         a.reply_deadline =
-            (i % 2 == 0).then(|| now + Duration::from_millis(if i % 8 == 0 { 5 } else { 1_800_000 }));
+            (i % 2 == 0).then(|| now + Duration::from_millis(if i % 8 == 2 { 5 } else { 1_800_000 }));
         t.insert(a, now);
         match i % 4 {
             0 => assert!(t.answer_by_id(&i.to_string(), false, now).is_some()),
@@ -123,7 +124,13 @@ fn a_million_asks_stay_within_the_bound() {
             _ => {}
         }
         assert!(t.slots.len() <= 1000);
+        if i % 10_000 == 0 {
+            let counted = t.slots.values().filter(|s| !s.ask.timed_out).count();
+            assert_eq!(t.pending(), counted, "the count of timed-out asks follows every removal");
+            saw_timed_out |= counted < t.len();
+        }
     }
+    assert!(saw_timed_out, "some asks timed out while still kept");
     assert_eq!(t.len(), 1000);
     assert!(t.evicted() > 100_000, "{}", t.evicted());
     assert_eq!(t.by_id.len(), t.slots.len());
