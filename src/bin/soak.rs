@@ -16,7 +16,8 @@
 //! At the end, after the traffic stops and the queues drain: every message the broker
 //! confirmed must have arrived at least once (asks at the agent they were for, answers at the
 //! asker), or be in the dead-letter queue with its reason. The bridge's RSS and open file
-//! descriptors are sampled every 10 s. Exit status 1 when a message is unaccounted for, when a
+//! descriptors are sampled every 10 s, with its `bridge_pending_asks` and `bridge_unacknowledged`
+//! gauges (what it legitimately holds) beside them. Exit status 1 when a message is unaccounted for, when a
 //! well-formed message was dead-lettered, or when descriptors grew.
 
 mod support;
@@ -33,7 +34,7 @@ use stomp_agent_bridge::envelope::wiseagents::WiseMessage;
 use stomp_agent_bridge::stomp::{
     AckMode, Client, ClientConfig, Command, Event, Events, Frame, Message, Subscription,
 };
-use support::{BridgeProcess, ProcStats};
+use support::{BridgeProcess, ProcStats, gauges};
 
 const CALLER: &str = "SoakCaller";
 const WA_AGENT: &str = "SoakWA";
@@ -353,7 +354,7 @@ async fn wise_agents(ledger: Shared) {
     }
 }
 
-fn bridge_config(dir: &std::path::Path) -> PathBuf {
+fn bridge_config(dir: &std::path::Path, http_port: u16) -> PathBuf {
     let config = format!(
         r#"[broker]
 url = "stomp://127.0.0.1:{port}"
@@ -400,7 +401,7 @@ protocol = "penguiflow"
 dead_letter = "{DEAD}"
 
 [http]
-listen = ""
+listen = "127.0.0.1:{http_port}"
 
 [log]
 format = "json"
@@ -416,11 +417,34 @@ level = "info"
     path
 }
 
-/// One bridge process's life: its samples (seconds into the run, RSS MiB, descriptors).
+/// One bridge process's life: its samples.
 struct Life {
     pid: u32,
-    samples: Vec<(f64, f64, usize)>,
+    samples: Vec<Sample>,
     end: &'static str,
+}
+
+/// What the bridge looked like at one moment of the run.
+struct Sample {
+    /// Seconds into the run.
+    at: f64,
+    proc: ProcStats,
+    /// Asks waiting for their answer in the correlation table (`bridge_pending_asks`).
+    pending: f64,
+    /// Messages received and not yet acknowledged (`bridge_unacknowledged`).
+    unacked: f64,
+}
+
+impl Sample {
+    fn of(bridge: &BridgeProcess, http_port: u16, at: f64) -> Sample {
+        let [pending, unacked] = gauges(http_port, ["bridge_pending_asks", "bridge_unacknowledged"]);
+        Sample {
+            at,
+            proc: bridge.stats(),
+            pending: pending.unwrap_or(f64::NAN),
+            unacked: unacked.unwrap_or(f64::NAN),
+        }
+    }
 }
 
 fn restart_broker() {
@@ -450,7 +474,8 @@ async fn main() {
     let run_for = Duration::from_secs_f64(args.minutes * 60.0);
     let dir = std::env::temp_dir().join(format!("sab-soak-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let config = bridge_config(&dir);
+    let http_port = support::free_port();
+    let config = bridge_config(&dir, http_port);
     eprintln!(
         "[soak] {} min at {} msg/s on ActiveMQ :{}; broker restart every {} s, {} kill -9",
         args.minutes,
@@ -489,17 +514,18 @@ async fn main() {
     loop {
         tick.tick().await;
         let now = start.elapsed().as_secs_f64();
-        let s: ProcStats = bridge.stats();
+        let s = Sample::of(&bridge, http_port, now);
+        eprintln!(
+            "[soak] {now:6.0} s: bridge RSS {:.1} MiB (anonymous {:.1}, files {:.1}), fds {}, pending asks {}, unacknowledged {}",
+            s.proc.rss_mib, s.proc.anon_mib, s.proc.file_mib, s.proc.fds, s.pending, s.unacked
+        );
         let life = lives.last_mut().expect("a life");
-        life.samples.push((now, s.rss_mib, s.fds));
+        life.samples.push(s);
         let (sent, open) = {
             let l = ledger.lock().expect("ledger");
             (l.sent.len(), unaccounted(&l).len())
         };
-        eprintln!(
-            "[soak] {now:6.0} s: sent {sent}, unaccounted {open}, bridge RSS {:.1} MiB, fds {}",
-            s.rss_mib, s.fds
-        );
+        eprintln!("[soak] {now:6.0} s: sent {sent}, unaccounted {open}");
         if next_kill < kills.len() && now >= kills[next_kill] {
             eprintln!("[soak] kill -9 the bridge (pid {})", bridge.pid());
             life.end = "kill -9";
@@ -528,12 +554,8 @@ async fn main() {
         }
     }
     let produced = producing.await.expect("producer");
-    let final_stats = bridge.stats();
-    lives.last_mut().expect("a life").samples.push((
-        start.elapsed().as_secs_f64(),
-        final_stats.rss_mib,
-        final_stats.fds,
-    ));
+    let last = Sample::of(&bridge, http_port, start.elapsed().as_secs_f64());
+    lives.last_mut().expect("a life").samples.push(last);
     bridge.stop();
     natives.abort();
     wise.abort();
@@ -598,8 +620,8 @@ fn report(l: &Ledger, produced: u64, lives: &[Life], took: Duration) -> bool {
     );
     let mut fd_grew = false;
     for life in lives {
-        let after_warmup: Vec<&(f64, f64, usize)> =
-            life.samples.iter().filter(|s| s.0 >= life.samples[0].0 + 30.0).collect();
+        let after_warmup: Vec<&Sample> =
+            life.samples.iter().filter(|s| s.at >= life.samples[0].at + 30.0).collect();
         if after_warmup.is_empty() {
             println!(
                 "  bridge pid {} ({}): lived under 30 s, no samples after its warm-up",
@@ -608,21 +630,36 @@ fn report(l: &Ledger, produced: u64, lives: &[Life], took: Duration) -> bool {
             continue;
         }
         let quarter = (after_warmup.len() / 4).max(1);
-        let first = median(after_warmup.iter().take(quarter).map(|s| s.1).collect());
-        let last = median(after_warmup.iter().rev().take(quarter).map(|s| s.1).collect());
-        let fds: Vec<usize> = after_warmup.iter().map(|s| s.2).collect();
+        let first = |f: fn(&Sample) -> f64| median(after_warmup.iter().take(quarter).map(|s| f(s)).collect());
+        let last =
+            |f: fn(&Sample) -> f64| median(after_warmup.iter().rev().take(quarter).map(|s| f(s)).collect());
+        let max = |f: fn(&Sample) -> f64| after_warmup.iter().map(|s| f(s)).fold(0.0, f64::max);
+        let fds: Vec<usize> = after_warmup.iter().map(|s| s.proc.fds).collect();
         let (fd_min, fd_max) =
             (fds.iter().min().copied().unwrap_or(0), fds.iter().max().copied().unwrap_or(0));
         let fd_last = fds.last().copied().unwrap_or(0);
         fd_grew |= fd_last > fd_min + 16;
-        let rss_max = after_warmup.iter().map(|s| s.1).fold(0.0, f64::max);
+        let span = life.samples.last().map(|s| s.at - life.samples[0].at).unwrap_or(0.0);
         println!(
-            "  bridge pid {} ({}, {} samples over {:.0} s): RSS median first quarter {first:.1} MiB, last quarter {last:.1} MiB, max {rss_max:.1}; fds min {fd_min} max {fd_max} last {fd_last}",
+            "  bridge pid {} ({}, {} samples over {span:.0} s):",
             life.pid,
             life.end,
-            life.samples.len(),
-            life.samples.last().map(|s| s.0 - life.samples[0].0).unwrap_or(0.0),
+            life.samples.len()
         );
+        let row = |what: &str, unit: &str, f: fn(&Sample) -> f64| {
+            println!(
+                "    {what}: median of the first quarter {:.1}{unit}, of the last {:.1}{unit}, max {:.1}{unit}",
+                first(f),
+                last(f),
+                max(f)
+            )
+        };
+        row("RSS", " MiB", |s| s.proc.rss_mib);
+        row("  anonymous (heap, stacks)", " MiB", |s| s.proc.anon_mib);
+        row("  mapped files (code read so far)", " MiB", |s| s.proc.file_mib);
+        row("pending asks", "", |s| s.pending);
+        row("unacknowledged", "", |s| s.unacked);
+        println!("    descriptors: min {fd_min} max {fd_max} last {fd_last}");
     }
     println!(
         "{}",

@@ -86,6 +86,11 @@ impl BridgeProcess {
 pub struct ProcStats {
     pub cpu_secs: f64,
     pub rss_mib: f64,
+    /// The part of the RSS that is the process's own memory (heap, stacks): what a leak grows.
+    pub anon_mib: f64,
+    /// The part that is mapped files (the binary's code and the libraries' pages read so
+    /// far): grows as new code paths first run, up to the binaries' size; shared and clean.
+    pub file_mib: f64,
     pub peak_rss_mib: f64,
     pub fds: usize,
 }
@@ -110,8 +115,32 @@ impl ProcStats {
         ProcStats {
             cpu_secs: (ticks(11) + ticks(12)) as f64 / 100.0,
             rss_mib: kb("VmRSS:") / 1024.0,
+            anon_mib: kb("RssAnon:") / 1024.0,
+            file_mib: (kb("RssFile:") + kb("RssShmem:")) / 1024.0,
             peak_rss_mib: kb("VmHWM:") / 1024.0,
             fds,
         }
     }
+}
+
+/// A free TCP port on loopback, for the bridge's HTTP endpoint.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap_or(0)
+}
+
+/// The bridge's gauges named in `names`, read from its `/metrics` on `port`; a gauge the
+/// bridge did not answer with (not up, or not yet set) reads as `None`.
+pub fn gauges<const N: usize>(port: u16, names: [&str; N]) -> [Option<f64>; N] {
+    use std::io::{Read, Write};
+    let mut text = String::new();
+    if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+        let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nhost: soak\r\nconnection: close\r\n\r\n");
+        let _ = s.read_to_string(&mut text);
+    }
+    names.map(|name| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name).and_then(|rest| rest.strip_prefix(' ')))
+            .and_then(|v| v.trim().parse().ok())
+    })
 }
