@@ -12,6 +12,11 @@ use stomp_agent_bridge::envelope::codecs::{Codecs, Framework, Origin};
 use stomp_agent_bridge::telemetry::Metrics;
 use tokio_util::sync::CancellationToken;
 
+/// Counts the live heap for `bridge_heap_bytes` (telemetry::heap).
+#[global_allocator]
+static ALLOCATOR: stomp_agent_bridge::telemetry::heap::Counting =
+    stomp_agent_bridge::telemetry::heap::Counting;
+
 #[derive(Parser)]
 #[command(version, about = "Bridges Wise Agents (STOMP + YAML) to Civitas, VOX and PenguiFlow agents")]
 struct Cli {

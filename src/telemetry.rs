@@ -9,6 +9,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 use tracing::{debug, info, warn};
 
+pub mod heap;
+
 /// The outcomes a message can have, each a counter per route.
 const OUTCOMES: [&str; 6] =
     ["delivered", "dead_lettered", "retried", "receipt", "late_reply", "reply_timeout"];
@@ -278,6 +280,15 @@ impl Metrics {
             ),
         ] {
             gauge(&mut out, name, help, kind, value);
+        }
+        if let Some(bytes) = heap::live_bytes() {
+            gauge(
+                &mut out,
+                "bridge_heap_bytes",
+                "Bytes allocated and not freed (the live heap; RSS also holds freed memory the allocator keeps).",
+                "gauge",
+                bytes.to_string(),
+            );
         }
         out.push_str("# HELP bridge_latency_seconds From receipt of a message to the broker's confirmation of what it caused.\n");
         out.push_str("# TYPE bridge_latency_seconds histogram\n");

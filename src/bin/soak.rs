@@ -16,9 +16,10 @@
 //! At the end, after the traffic stops and the queues drain: every message the broker
 //! confirmed must have arrived at least once (asks at the agent they were for, answers at the
 //! asker), or be in the dead-letter queue with its reason. The bridge's RSS and open file
-//! descriptors are sampled every 10 s, with its `bridge_pending_asks` and `bridge_unacknowledged`
-//! gauges (what it legitimately holds) beside them. Exit status 1 when a message is unaccounted for, when a
-//! well-formed message was dead-lettered, or when descriptors grew.
+//! descriptors are sampled every 10 s, with its `bridge_heap_bytes` (the live heap),
+//! `bridge_pending_asks` and `bridge_unacknowledged` gauges beside them. Exit status 1 when a message is unaccounted for, when a
+//! well-formed message was dead-lettered, or when descriptors or the live heap grew within one
+//! process life (RSS is reported, not judged: after a burst glibc keeps freed memory).
 
 mod support;
 
@@ -43,6 +44,10 @@ const IDX: &str = "SoakIdx"; // Civitas, msgpack
 const VOX: &str = "SoakVox";
 const PF: &str = "SoakPf";
 const DEAD: &str = "/queue/soak.dead";
+const MIB: f64 = 1024.0 * 1024.0;
+/// How much the live heap's floor may rise within one process life before the run fails: a
+/// leak of 100 bytes a message at 100 msg/s passes it in under two minutes.
+const HEAP_GROWTH_MIB: f64 = 1.0;
 const INGRESS: [(&str, &str); 3] = [
     ("civitas", "/queue/soak.bridge.civitas"),
     ("vox", "/queue/soak.bridge.vox"),
@@ -433,16 +438,20 @@ struct Sample {
     pending: f64,
     /// Messages received and not yet acknowledged (`bridge_unacknowledged`).
     unacked: f64,
+    /// Bytes allocated and not freed (`bridge_heap_bytes`), MiB.
+    heap_mib: f64,
 }
 
 impl Sample {
     fn of(bridge: &BridgeProcess, http_port: u16, at: f64) -> Sample {
-        let [pending, unacked] = gauges(http_port, ["bridge_pending_asks", "bridge_unacknowledged"]);
+        let [pending, unacked, heap] =
+            gauges(http_port, ["bridge_pending_asks", "bridge_unacknowledged", "bridge_heap_bytes"]);
         Sample {
             at,
             proc: bridge.stats(),
             pending: pending.unwrap_or(f64::NAN),
             unacked: unacked.unwrap_or(f64::NAN),
+            heap_mib: heap.map_or(f64::NAN, |b| b / MIB),
         }
     }
 }
@@ -516,8 +525,8 @@ async fn main() {
         let now = start.elapsed().as_secs_f64();
         let s = Sample::of(&bridge, http_port, now);
         eprintln!(
-            "[soak] {now:6.0} s: bridge RSS {:.1} MiB (anonymous {:.1}, files {:.1}), fds {}, pending asks {}, unacknowledged {}",
-            s.proc.rss_mib, s.proc.anon_mib, s.proc.file_mib, s.proc.fds, s.pending, s.unacked
+            "[soak] {now:6.0} s: bridge RSS {:.1} MiB (anonymous {:.1}, files {:.1}), live heap {:.2} MiB, fds {}, pending asks {}, unacknowledged {}",
+            s.proc.rss_mib, s.proc.anon_mib, s.proc.file_mib, s.heap_mib, s.proc.fds, s.pending, s.unacked
         );
         let life = lives.last_mut().expect("a life");
         life.samples.push(s);
@@ -618,7 +627,7 @@ fn report(l: &Ledger, produced: u64, lives: &[Life], took: Duration) -> bool {
         "  dead letters without a reason: {no_reason}; strangers: {:?}",
         l.strangers.iter().take(10).collect::<Vec<_>>()
     );
-    let mut fd_grew = false;
+    let (mut fd_grew, mut heap_grew) = (false, false);
     for life in lives {
         let after_warmup: Vec<&Sample> =
             life.samples.iter().filter(|s| s.at >= life.samples[0].at + 30.0).collect();
@@ -657,9 +666,24 @@ fn report(l: &Ledger, produced: u64, lives: &[Life], took: Duration) -> bool {
         row("RSS", " MiB", |s| s.proc.rss_mib);
         row("  anonymous (heap, stacks)", " MiB", |s| s.proc.anon_mib);
         row("  mapped files (code read so far)", " MiB", |s| s.proc.file_mib);
+        row("live heap", " MiB", |s| s.heap_mib);
         row("pending asks", "", |s| s.pending);
         row("unacknowledged", "", |s| s.unacked);
         println!("    descriptors: min {fd_min} max {fd_max} last {fd_last}");
+        // The floor, not the median: a sample taken in a catch-up burst holds that burst.
+        let (early, late) = after_warmup.split_at(after_warmup.len() / 2);
+        let floor = |half: &[&Sample]| half.iter().map(|s| s.heap_mib).fold(f64::INFINITY, f64::min);
+        let (from, to) = (floor(early), floor(late));
+        if from.is_finite() && to.is_finite() {
+            let grew = to - from > HEAP_GROWTH_MIB;
+            heap_grew |= grew;
+            println!(
+                "    live heap floor: {from:.2} MiB in the first half, {to:.2} MiB in the second{}",
+                if grew { format!(": GREW by more than {HEAP_GROWTH_MIB} MiB") } else { String::new() }
+            );
+        } else {
+            println!("    live heap floor: not judged (too few samples, or no bridge_heap_bytes)");
+        }
     }
     println!(
         "{}",
@@ -667,7 +691,12 @@ fn report(l: &Ledger, produced: u64, lives: &[Life], took: Duration) -> bool {
             "delivered": l.delivered.len(), "answered": l.answered.len(),
             "duplicate_deliveries": dup(&l.delivered), "duplicate_answers": dup(&l.answered),
             "dead_lettered": l.dead.len(), "dead_letter_kinds": kinds, "unaccounted": open.len(),
-            "wrongly_dead_lettered": wrongly_dead.len(), "fd_growth": fd_grew})
+            "wrongly_dead_lettered": wrongly_dead.len(), "fd_growth": fd_grew, "heap_growth": heap_grew})
     );
-    !open.is_empty() || !wrongly_dead.is_empty() || no_reason > 0 || !l.strangers.is_empty() || fd_grew
+    !open.is_empty()
+        || !wrongly_dead.is_empty()
+        || no_reason > 0
+        || !l.strangers.is_empty()
+        || fd_grew
+        || heap_grew
 }
