@@ -17,9 +17,10 @@
 //! confirmed must have arrived at least once (asks at the agent they were for, answers at the
 //! asker), or be in the dead-letter queue with its reason. The bridge's RSS and open file
 //! descriptors are sampled every 10 s, with its `bridge_heap_bytes` (the live heap),
-//! `bridge_pending_asks` and `bridge_unacknowledged` gauges beside them. Exit status 1 when a message is unaccounted for, when a
-//! well-formed message was dead-lettered, or when descriptors or the live heap grew within one
-//! process life (RSS is reported, not judged: after a burst glibc keeps freed memory).
+//! `bridge_pending_asks` and `bridge_unacknowledged` gauges beside them. Exit status 1 when a
+//! message is unaccounted for, when a well-formed message was dead-lettered, or when
+//! descriptors or the live heap grew within one process life (RSS is reported, not judged:
+//! after a burst glibc keeps freed memory).
 
 mod support;
 
