@@ -17,20 +17,12 @@ pub struct Counting;
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: the caller's guarantees for `layout` are passed on as they are.
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            LIVE.fetch_add(layout.size(), Ordering::Relaxed);
-        }
-        p
+        counted(unsafe { System.alloc(layout) }, layout.size())
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: as `alloc`.
-        let p = unsafe { System.alloc_zeroed(layout) };
-        if !p.is_null() {
-            LIVE.fetch_add(layout.size(), Ordering::Relaxed);
-        }
-        p
+        counted(unsafe { System.alloc_zeroed(layout) }, layout.size())
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
@@ -41,13 +33,20 @@ unsafe impl GlobalAlloc for Counting {
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: as `dealloc` for `ptr` and `layout`; `new_size` is the caller's, unchanged.
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        let p = counted(unsafe { System.realloc(ptr, layout, new_size) }, new_size);
         if !p.is_null() {
-            LIVE.fetch_add(new_size, Ordering::Relaxed);
             LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
         }
         p
     }
+}
+
+/// `p`, with its `size` bytes counted if the allocation succeeded.
+fn counted(p: *mut u8, size: usize) -> *mut u8 {
+    if !p.is_null() {
+        LIVE.fetch_add(size, Ordering::Relaxed);
+    }
+    p
 }
 
 /// Bytes allocated and not freed; `None` when [`Counting`] is not the global allocator.
