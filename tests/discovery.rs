@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::fake::{Conn, start, stop};
+use common::fake::{Conn, Pair, start, stop_pair};
 use stomp_agent_bridge::stomp::{Command, Frame};
 
 const ADVISORY: &str = "/topic/ActiveMQ.Advisory.Queue";
@@ -43,6 +43,8 @@ async fn subscribed(conn: &mut Conn, confirm: bool) -> (String, String) {
 async fn a_discovered_queue_whose_receipt_is_late_is_subscribed_once_and_unsubscribed_at_the_end() {
     let (listener, _metrics, shutdown, bridge) = start("discovery", config).await;
     let mut conn = Conn::accept(&listener).await;
+    // Confirm mode publishes on a connection of its own; nothing is published here.
+    let publishing = Conn::accept(&listener).await;
     assert_eq!(subscribed(&mut conn, true).await.0, "/queue/fake.civ.ingress");
     let (advisory, advisory_id) = subscribed(&mut conn, true).await;
     assert_eq!(advisory, ADVISORY);
@@ -59,7 +61,7 @@ async fn a_discovered_queue_whose_receipt_is_late_is_subscribed_once_and_unsubsc
     announce(&mut conn, &advisory_id, 3, "request/CivOther").await;
     assert_eq!(subscribed(&mut conn, true).await.0, "/queue/request/CivOther", "CivScout once only");
 
-    let stopping = stop(conn, shutdown, bridge).await;
+    let stopping = stop_pair(Pair { consuming: conn, publishing }, shutdown, bridge).await;
     let unsubscribed: Vec<&str> = stopping
         .iter()
         .filter(|f| f.command == Command::Unsubscribe)

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::fake::{Conn, start as start_bridge, stop, wait_for, weather_config};
+use common::fake::{Conn, Pair, start as start_bridge, stop_pair, wait_for, weather_config};
 use stomp_agent_bridge::stomp::Command;
 use stomp_agent_bridge::telemetry::heap::{Counting, live_bytes};
 use tokio::net::TcpListener;
@@ -12,24 +12,30 @@ use tokio::net::TcpListener;
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
-/// One life of the connection: subscribed, a burst of `BURST` requests delivered, each
-/// published (confirmed) and acknowledged.
-async fn one_connection(listener: &TcpListener, round: usize) -> Conn {
+/// One life of the consuming connection: subscribed, a burst of `BURST` requests delivered,
+/// each published (confirmed, on the publishing connection, which stays) and acknowledged.
+async fn one_connection(pair: &mut Pair, sub: &str, round: usize) {
+    for i in 0..BURST {
+        pair.consuming.deliver(sub, &format!("ack-{round}-{i}")).await;
+    }
+    let (mut sent, mut acked) = (0, 0);
+    while sent < BURST {
+        let frame = pair.publishing.expect(Command::Send).await;
+        pair.publishing.receipt(&frame).await;
+        sent += 1;
+    }
+    while acked < BURST {
+        pair.consuming.expect(Command::Ack).await;
+        acked += 1;
+    }
+}
+
+/// The consuming connection dropped and made again, its subscriptions confirmed.
+async fn reconnected_after(listener: &TcpListener, dropped: Conn) -> (Conn, String) {
+    drop(dropped);
     let mut conn = Conn::accept(listener).await;
     let sub = conn.subscriptions().await;
-    for i in 0..BURST {
-        conn.deliver(&sub, &format!("ack-{round}-{i}")).await;
-    }
-    let mut acked = 0;
-    while acked < BURST {
-        let frame = conn.next().await.expect("the bridge settles the burst");
-        match frame.command {
-            Command::Send => conn.receipt(&frame).await,
-            Command::Ack => acked += 1,
-            other => panic!("{other:?} while the burst was settled"),
-        }
-    }
-    conn
+    (conn, sub)
 }
 
 const BURST: usize = 32;
@@ -43,14 +49,17 @@ async fn many_reconnects_leave_the_live_heap_where_a_few_left_it() {
     })
     .await;
     let mut heap = Vec::with_capacity(60); // allocated once: the test counts its own heap too
-    let mut conn = one_connection(&listener, 0).await;
+    let (mut pair, sub) = Pair::accept(&listener).await;
+    one_connection(&mut pair, &sub, 0).await;
     for round in 1..=60 {
         wait_for(&metrics, &format!("outcome=\"delivered\"}} {}", round * BURST)).await;
         heap.push(live_bytes().expect("the counting allocator is installed"));
-        drop(conn); // the broker goes away; the bridge connects again
-        conn = one_connection(&listener, round).await;
+        // The broker drops the consuming connection; the bridge connects again.
+        let (consuming, sub) = reconnected_after(&listener, pair.consuming).await;
+        pair.consuming = consuming;
+        one_connection(&mut pair, &sub, round).await;
     }
-    stop(conn, shutdown, bridge).await;
+    stop_pair(pair, shutdown, bridge).await;
     eprintln!("live heap after each reconnect: {heap:?}");
     let floor = |rounds: &[usize]| rounds.iter().copied().min().unwrap_or(0);
     let (after_ten, after_sixty) = (floor(&heap[10..20]), floor(&heap[50..60]));

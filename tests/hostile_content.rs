@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::fake::{Conn, start, stop, wait_for};
+use common::fake::{Conn, Pair, start, stop_pair, wait_for};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use stomp_agent_bridge::stomp::{Command, Frame};
@@ -98,30 +98,22 @@ async fn deliver(conn: &mut Conn, subscriptions: &HashMap<String, String>, n: us
     conn.send(msg).await;
 }
 
-/// Plays the broker until the bridge has sent one frame for the message just delivered: the
-/// SEND (confirmed) and its ACK. Returns the SEND.
-async fn settled(conn: &mut Conn, n: usize) -> Frame {
-    let mut sent = None;
-    loop {
-        let f = conn.next().await.expect("the bridge stays connected");
-        if f.header("receipt").is_some() {
-            conn.receipt(&f).await;
-        }
-        match f.command {
-            Command::Send => sent = Some(f),
-            Command::Ack => {
-                assert_eq!(f.header("id"), Some(format!("ack-{n}").as_str()));
-                return sent.expect("a SEND before the ACK");
-            }
-            other => panic!("unexpected {other:?}"),
-        }
-    }
+/// Plays the broker until the bridge has settled the message just delivered: the SEND
+/// (confirmed) on the publishing connection, then its ACK on the consuming one. Returns the
+/// SEND.
+async fn settled(pair: &mut Pair, n: usize) -> Frame {
+    let sent = pair.publishing.expect(Command::Send).await;
+    pair.publishing.receipt(&sent).await;
+    let ack = pair.consuming.expect(Command::Ack).await;
+    assert_eq!(ack.header("id"), Some(format!("ack-{n}").as_str()));
+    sent
 }
 
 #[tokio::test]
 async fn hostile_bodies_are_dead_lettered_with_their_reason_counted_and_the_stream_goes_on() {
     let (listener, metrics, shutdown, bridge) = start("hostile", config).await;
     let mut conn = Conn::accept(&listener).await;
+    let publishing = Conn::accept(&listener).await;
     let mut subscriptions = HashMap::new();
     for _ in 0..3 {
         let sub = conn.expect(Command::Subscribe).await;
@@ -129,11 +121,12 @@ async fn hostile_bodies_are_dead_lettered_with_their_reason_counted_and_the_stre
         subscriptions
             .insert(sub.header("destination").unwrap().to_owned(), sub.header("id").unwrap().to_owned());
     }
+    let mut pair = Pair { consuming: conn, publishing };
     let cases = hostile();
     let mut counts: HashMap<&str, usize> = HashMap::new();
     for (n, case) in cases.iter().enumerate() {
-        deliver(&mut conn, &subscriptions, n, case).await;
-        let sent = settled(&mut conn, n).await;
+        deliver(&mut pair.consuming, &subscriptions, n, case).await;
+        let sent = settled(&mut pair, n).await;
         let (what, destination, _, body, kind) = case;
         assert_eq!(sent.header("destination"), Some(DEAD), "{what}");
         assert_eq!(
@@ -153,8 +146,8 @@ async fn hostile_bodies_are_dead_lettered_with_their_reason_counted_and_the_stre
         .replace("_sender: Asker", "_sender: _agency.register")
         .replace("_context_name: default", "_context_name: civitas.stream.end");
     let case: HostileCase = ("injection", REQUEST, None, injection.into_bytes(), "");
-    deliver(&mut conn, &subscriptions, cases.len(), &case).await;
-    let sent = settled(&mut conn, cases.len()).await;
+    deliver(&mut pair.consuming, &subscriptions, cases.len(), &case).await;
+    let sent = settled(&mut pair, cases.len()).await;
     assert_eq!(sent.header("destination"), Some(INBOX));
     let civitas: Value = serde_json::from_slice(&sent.body).unwrap();
     assert_eq!(civitas["type"], "message", "{civitas}");
@@ -164,5 +157,5 @@ async fn hostile_bodies_are_dead_lettered_with_their_reason_counted_and_the_stre
     for (kind, n) in counts {
         wait_for(&metrics, &format!("bridge_dead_letters_total{{kind=\"{kind}\"}} {n}")).await;
     }
-    stop(conn, shutdown, bridge).await;
+    stop_pair(pair, shutdown, bridge).await;
 }

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::fake::{Conn, start as start_bridge, stop, wait_for, weather_config};
+use common::fake::{Conn, Pair, start as start_bridge, stop, stop_pair, wait_for, weather_config};
 use futures_util::StreamExt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -214,7 +214,8 @@ async fn a_stalled_connection_whose_heart_beats_stop_is_replaced_and_the_redeliv
     stop(second, shutdown, bridge).await;
 }
 
-// The default mode, `confirm`: a receipt on every SEND, then the ACK outside any transaction.
+// The default mode, `confirm`: a receipt on every SEND, on a publishing connection of its own,
+// then the ACK on the consuming connection, outside any transaction.
 
 async fn start_confirming() -> (TcpListener, Arc<Metrics>, CancellationToken, tokio::task::JoinHandle<()>) {
     start_bridge("settle-confirm", |port| {
@@ -225,35 +226,42 @@ async fn start_confirming() -> (TcpListener, Arc<Metrics>, CancellationToken, to
     .await
 }
 
-/// The bridge's confirmed SEND for one message; if `confirm`, the broker's receipt and then
-/// the ACK the bridge writes for it. Returns (SEND, ACK).
-async fn confirmed_send(conn: &mut Conn, confirm: bool) -> (Frame, Option<Frame>) {
-    let send = conn.expect(Command::Send).await;
+/// The bridge's confirmed SEND for one message, on the publishing connection; if `confirm`,
+/// the broker's receipt and then the ACK the bridge writes for it on the consuming one.
+/// Returns (SEND, ACK).
+async fn confirmed_send(pair: &mut Pair, confirm: bool) -> (Frame, Option<Frame>) {
+    let send = pair.publishing.expect(Command::Send).await;
     assert_eq!(send.header("transaction"), None, "no transaction in confirm mode");
     assert!(send.header("receipt").is_some(), "every SEND asks for a receipt");
     if !confirm {
         return (send, None);
     }
-    conn.receipt(&send).await;
-    let ack = conn.expect(Command::Ack).await;
+    pair.publishing.receipt(&send).await;
+    let ack = pair.consuming.expect(Command::Ack).await;
     assert_eq!(ack.header("transaction"), None);
     (send, Some(ack))
+}
+
+/// Both connections end, and nothing was acknowledged on the consuming one: a SEND whose
+/// fate is unknown is never acknowledged blind.
+async fn both_closed_settling_nothing(mut pair: Pair) {
+    assert_eq!(pair.publishing.until_closed_settling_nothing().await, Vec::<Command>::new());
+    assert_eq!(pair.consuming.until_closed_settling_nothing().await, Vec::<Command>::new());
 }
 
 #[tokio::test]
 async fn in_confirm_mode_a_send_never_confirmed_is_not_acknowledged_and_its_redelivery_is_settled() {
     let (listener, metrics, shutdown, bridge) = start_confirming().await;
-    let mut first = Conn::accept(&listener).await;
-    let sub = first.subscriptions().await;
-    first.deliver(&sub, "ack-1").await;
+    let (mut first, sub) = Pair::accept(&listener).await;
+    first.consuming.deliver(&sub, "ack-1").await;
     let (send, _) = confirmed_send(&mut first, false).await;
     assert_eq!(send.header("destination"), Some("/queue/fake.civ.Weather"));
-    // No RECEIPT and no heart-beats: the bridge closes the connection without an ACK.
-    assert_eq!(first.until_closed_settling_nothing().await, Vec::<Command>::new());
+    // No RECEIPT and no heart-beats: the bridge closes the publishing connection, and the
+    // consuming one so that the broker redelivers; no ACK.
+    both_closed_settling_nothing(first).await;
 
-    let mut second = Conn::accept(&listener).await;
-    let sub = second.subscriptions().await;
-    second.deliver(&sub, "ack-2").await;
+    let (mut second, sub) = Pair::accept(&listener).await;
+    second.consuming.deliver(&sub, "ack-2").await;
     let (_, ack) = confirmed_send(&mut second, true).await;
     assert_eq!(ack.unwrap().header("id"), Some("ack-2"), "the redelivery is what is acknowledged");
     let text =
@@ -262,30 +270,28 @@ async fn in_confirm_mode_a_send_never_confirmed_is_not_acknowledged_and_its_rede
     for line in ["bridge_batch_failures_total 1", "bridge_unsettled_total 0"] {
         assert!(text.lines().any(|l| l == line), "{line} missing in:\n{text}");
     }
-    stop(second, shutdown, bridge).await;
+    stop_pair(second, shutdown, bridge).await;
 }
 
 #[tokio::test]
 async fn in_confirm_mode_a_send_the_broker_refuses_is_dead_lettered_with_the_broker_reason() {
     let (listener, metrics, shutdown, bridge) = start_confirming().await;
     for attempt in 1..=2 {
-        let mut conn = Conn::accept(&listener).await;
-        let sub = conn.subscriptions().await;
-        conn.deliver(&sub, &format!("ack-{attempt}")).await;
-        let (send, _) = confirmed_send(&mut conn, false).await;
-        refuse(&mut conn, &send).await;
-        assert_eq!(conn.until_closed_settling_nothing().await, Vec::<Command>::new());
+        let (mut pair, sub) = Pair::accept(&listener).await;
+        pair.consuming.deliver(&sub, &format!("ack-{attempt}")).await;
+        let (send, _) = confirmed_send(&mut pair, false).await;
+        refuse(&mut pair.publishing, &send).await;
+        both_closed_settling_nothing(pair).await;
     }
-    let mut conn = Conn::accept(&listener).await;
-    let sub = conn.subscriptions().await;
-    conn.deliver(&sub, "ack-3").await;
-    let (send, ack) = confirmed_send(&mut conn, true).await;
+    let (mut pair, sub) = Pair::accept(&listener).await;
+    pair.consuming.deliver(&sub, "ack-3").await;
+    let (send, ack) = confirmed_send(&mut pair, true).await;
     assert_eq!(send.header("destination"), Some(DEAD), "the third time it is dead-lettered");
     assert_eq!(send.header("bridge-error-kind"), Some("broker"));
     assert!(send.header("bridge-error").unwrap_or_default().contains("Not authorized"));
     assert_eq!(ack.unwrap().header("id"), Some("ack-3"));
     wait_for(&metrics, "bridge_dead_letters_total{kind=\"broker\"} 1").await;
-    stop(conn, shutdown, bridge).await;
+    stop_pair(pair, shutdown, bridge).await;
 }
 
 #[tokio::test]

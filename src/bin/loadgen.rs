@@ -239,17 +239,24 @@ async fn forward(
     stop: tokio::sync::oneshot::Receiver<()>,
 ) {
     let (client, mut events) = connect(broker).await;
-    let prefetch = (stomp_agent_bridge::config::DeliveryConfig::default().in_flight / 3).to_string();
+    let mode = Mode::choose(match std::env::var("BRIDGE__DELIVERY__MODE").as_deref() {
+        Ok("transaction") => DeliveryMode::Transaction,
+        _ => DeliveryMode::Auto,
+    });
+    // As the bridge: in confirm mode the SENDs on a connection of their own and the whole
+    // budget as prefetch; in transaction mode one connection and a third of it.
+    let in_flight = stomp_agent_bridge::config::DeliveryConfig::default().in_flight;
+    let (publisher, prefetch) = match mode {
+        Mode::Confirm => (connect(broker).await.0, in_flight.to_string()),
+        Mode::Transaction => (client.clone(), (in_flight / 3).to_string()),
+    };
     let sub = Subscription::new(&from, AckMode::ClientIndividual)
         .with("activemq.prefetchSize", prefetch.as_str())
         .with("prefetch-count", prefetch.as_str());
     client.subscribe(sub).await.expect("subscribe");
     let _ = subscribed.send(());
-    let mode = Mode::choose(match std::env::var("BRIDGE__DELIVERY__MODE").as_deref() {
-        Ok("transaction") => DeliveryMode::Transaction,
-        _ => DeliveryMode::Auto,
-    });
-    let mut settler = Settler::new(client.clone(), Default::default(), mode, Duration::from_secs(30));
+    let mut settler =
+        Settler::new(publisher.clone(), client.clone(), Default::default(), mode, Duration::from_secs(30));
     let (dropped, _keep) = tokio::sync::mpsc::unbounded_channel();
     let mut ready = VecDeque::new();
     let mut batches = FuturesUnordered::new();
@@ -282,6 +289,7 @@ async fn forward(
         }
     }
     let _ = client.disconnect().await;
+    let _ = publisher.disconnect().await;
 }
 
 /// The bridge as a process, with its own configuration.

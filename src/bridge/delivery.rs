@@ -7,6 +7,7 @@
 use crate::stomp::{AckRef, Frame, Message};
 use crate::telemetry::Metrics;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 use tokio::sync::mpsc;
 
@@ -29,11 +30,20 @@ pub struct Delivery {
     dropped: mpsc::UnboundedSender<AckRef>,
     /// Where the handle is counted while it lives (`bridge_unacknowledged`).
     counted: Option<Arc<Metrics>>,
+    /// The engine's count of the handles it holds, which bounds what it reads.
+    held: Option<Arc<AtomicUsize>>,
 }
 
 impl Delivery {
     pub fn new(message: Message, dropped: mpsc::UnboundedSender<AckRef>) -> Self {
-        Delivery { message, received: Instant::now(), settled: false, dropped, counted: None }
+        Delivery { message, received: Instant::now(), settled: false, dropped, counted: None, held: None }
+    }
+
+    /// Counts the handle in `held` until it ends (the engine's in-flight budget).
+    pub fn held_in(mut self, held: Arc<AtomicUsize>) -> Self {
+        held.fetch_add(1, Ordering::Relaxed);
+        self.held = Some(held);
+        self
     }
 
     /// Counts the handle in `metrics` until it ends, however it ends: the messages the
@@ -58,6 +68,9 @@ impl Drop for Delivery {
     fn drop(&mut self) {
         if let Some(metrics) = &self.counted {
             metrics.unacknowledged(-1);
+        }
+        if let Some(held) = &self.held {
+            held.fetch_sub(1, Ordering::Relaxed);
         }
         if !self.settled {
             let _ = self.dropped.send(self.message.ack.clone());

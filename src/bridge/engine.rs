@@ -19,6 +19,7 @@ use futures_util::stream::FuturesUnordered;
 use std::collections::{HashMap, VecDeque};
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -56,6 +57,13 @@ pub struct Engine {
     dropped: mpsc::UnboundedReceiver<AckRef>,
     /// The connection messages now come on; handles of earlier ones are released.
     epoch: u64,
+    /// Where SENDs that settle nothing go (the error answers of timed-out asks).
+    publisher: Client,
+    /// The handles alive now; with a `budget`, no message is taken while it is reached.
+    holding: Arc<AtomicUsize>,
+    budget: Option<usize>,
+    /// Which connections are down (bit 0: consuming, bit 1: publishing).
+    down: u8,
 }
 
 type AckKey = (u64, String);
@@ -64,8 +72,22 @@ fn ack_key(ack: &AckRef) -> AckKey {
     (ack.epoch, ack.message_id.clone())
 }
 
+/// The consuming and the publishing connection, as bits of [`Engine::down`].
+const CONSUMING: u8 = 1;
+const PUBLISHING: u8 = 2;
+
 impl Engine {
-    pub fn new(settler: Settler, pipeline: Pipeline, metrics: Arc<Metrics>, config: &DeliveryConfig) -> Self {
+    /// `budget`: the most handles held at once, past which the engine takes no message (so the
+    /// client stops reading the consuming socket). Only where nothing the engine waits for
+    /// comes on that socket: receipts on a publishing connection of their own.
+    pub fn new(
+        settler: Settler,
+        pipeline: Pipeline,
+        metrics: Arc<Metrics>,
+        config: &DeliveryConfig,
+        publisher: Client,
+        budget: Option<usize>,
+    ) -> Self {
         let (dropped_tx, dropped) = mpsc::unbounded_channel();
         Engine {
             settler,
@@ -82,13 +104,28 @@ impl Engine {
             dropped_tx,
             dropped,
             epoch: 1,
+            publisher,
+            holding: Arc::new(AtomicUsize::new(0)),
+            budget,
+            down: 0,
         }
+    }
+
+    /// The router the pipeline routes with.
+    pub fn router(&self) -> &crate::routing::Router {
+        &self.pipeline.router
+    }
+
+    /// Whether the engine may take another message now.
+    fn has_room(&self) -> bool {
+        self.budget.is_none_or(|b| self.holding.load(Ordering::Relaxed) < b)
     }
 
     /// Serves until shutdown or until the client ends.
     pub async fn serve(
         &mut self,
         mut events: Events,
+        mut publishing: Option<Events>,
         client: &Client,
         discovery: &mut impl Discover,
         shutdown: &CancellationToken,
@@ -96,22 +133,29 @@ impl Engine {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         loop {
             self.start_batches().await;
+            let room = self.has_room();
             tokio::select! {
                 biased;
                 _ = shutdown.cancelled() => break,
-                Some(done) = self.batches.next(), if !self.batches.is_empty() => self.finished(done),
+                Some(done) = self.batches.next(), if !self.batches.is_empty() => {
+                    if self.finished(done) {
+                        // Its messages are still unacknowledged on a live consuming connection.
+                        client.reset("a batch failed on the publishing connection").await;
+                    }
+                }
                 Some(ack) = self.dropped.recv() => self.unsettled(&ack, client).await,
-                event = events.recv() => match event {
+                Some(event) = next_event(&mut publishing) => self.on_publishing_event(event),
+                event = events.recv(), if room => match event {
                     Some(Event::Message(m)) if discovery.is_advisory(&m) => {
                         discovery.discover(client, &self.pipeline, &m).await;
                     }
                     Some(Event::Message(m)) => self.take(m),
-                    Some(other) => self.on_connection_event(other),
+                    Some(other) => self.on_consuming_event(other),
                     None => break,
                 },
                 _ = tick.tick() => {
                     self.expire_streams();
-                    self.expire_asks(client);
+                    self.expire_asks();
                 }
             }
         }
@@ -131,6 +175,7 @@ impl Engine {
             while !self.ready.is_empty() || !self.batches.is_empty() {
                 self.start_batches().await;
                 if let Some(done) = self.batches.next().await {
+                    // A failed batch is given back by the DISCONNECT that follows.
                     self.finished(done);
                 }
             }
@@ -155,7 +200,9 @@ impl Engine {
         if message.ack.epoch > self.epoch {
             self.new_epoch(message.ack.epoch);
         }
-        let delivery = Delivery::new(message, self.dropped_tx.clone()).counted(self.metrics.clone());
+        let delivery = Delivery::new(message, self.dropped_tx.clone())
+            .counted(self.metrics.clone())
+            .held_in(self.holding.clone());
         match self.pipeline.process(&delivery.message) {
             Ok(Processed::Held) => {
                 self.held.insert(ack_key(delivery.ack_ref()), delivery);
@@ -255,9 +302,9 @@ impl Engine {
 
     /// Error answers to asks whose reply timeout passed: published with a receipt, apart from
     /// the batches (no consumed message stands behind them); and the pending-asks gauge.
-    fn expire_asks(&mut self, client: &Client) {
+    fn expire_asks(&mut self) {
         for out in self.pipeline.expire_asks(Instant::now()) {
-            let (client, metrics) = (client.clone(), self.metrics.clone());
+            let (client, metrics) = (self.publisher.clone(), self.metrics.clone());
             tokio::spawn(async move {
                 let destination = out.frame.header("destination").unwrap_or_default().to_owned();
                 match client.send_confirmed(out.frame).await {
@@ -271,8 +318,11 @@ impl Engine {
         self.metrics.set_pending_asks(self.pipeline.pending_asks());
     }
 
-    /// A batch's outcome: settled and reported, or left to the broker to redeliver.
-    fn finished(&mut self, done: Finished) {
+    /// A batch's outcome: settled and reported, or left to the broker to redeliver. True when
+    /// it failed while its messages' consuming connection may still be up (publishing on a
+    /// connection of its own): only a reset of that connection gives them back.
+    fn finished(&mut self, done: Finished) -> bool {
+        let mut give_back = false;
         let count: i64 = done.works.iter().map(|w| 1 + w.also.len() as i64).sum();
         self.metrics.in_flight(-count);
         match done.result {
@@ -299,14 +349,17 @@ impl Engine {
                         self.attempts.refused(work_key(&work), reason.clone());
                     }
                     self.metrics.count_retried(route_of(&work.outcome));
-                    // Every failure ends the connection (an ERROR, a loss, or a reset after a
-                    // missing receipt): the broker redelivers.
+                    // Every failure ends a connection (an ERROR, a loss, or a reset after a
+                    // missing receipt). If it was the publishing one, the consuming one is
+                    // reset too: the broker redelivers, and nothing is acknowledged blind.
+                    give_back |= self.budget.is_some() && work.source.ack_ref().epoch >= self.epoch;
                     work.source.settle(Settled::Released);
                     work.also.into_iter().for_each(|d| d.settle(Settled::Released));
                 }
             }
         }
         self.metrics.set_pending_asks(self.pipeline.pending_asks());
+        give_back
     }
 
     /// A handle dropped without settlement: if its connection is still the current one, the
@@ -318,15 +371,36 @@ impl Engine {
         }
     }
 
-    fn on_connection_event(&mut self, event: Event) {
+    fn on_consuming_event(&mut self, event: Event) {
+        if let Event::Reconnected { epoch } = event {
+            self.new_epoch(epoch);
+        }
+        self.on_connection_event(event, CONSUMING);
+    }
+
+    /// The publishing connection has no subscription: only its losses and returns come.
+    fn on_publishing_event(&mut self, event: Event) {
+        self.on_connection_event(event, PUBLISHING);
+    }
+
+    /// Readiness follows both connections: ready once neither is down.
+    fn on_connection_event(&mut self, event: Event, link: u8) {
+        let which = if link == CONSUMING { "consuming" } else { "publishing" };
         match event {
-            Event::ConnectionLost(e) => Disconnected { reason: &e.to_string() }.emit(&self.metrics),
-            Event::Reconnected { epoch } => {
-                self.new_epoch(epoch);
-                Reconnected.emit(&self.metrics);
+            Event::ConnectionLost(e) => {
+                self.down |= link;
+                Disconnected { reason: &format!("{which} connection: {e}") }.emit(&self.metrics)
             }
-            Event::ReconnectFailed(e) => warn!(error = %e, "reconnect attempt failed"),
-            Event::BrokerError(e) => warn!(error = %e, "the broker sent an ERROR"),
+            Event::Reconnected { .. } => {
+                self.down &= !link;
+                if self.down == 0 {
+                    Reconnected.emit(&self.metrics);
+                } else {
+                    info!(connection = which, "reconnected; waiting for the other connection");
+                }
+            }
+            Event::ReconnectFailed(e) => warn!(connection = which, error = %e, "reconnect attempt failed"),
+            Event::BrokerError(e) => warn!(connection = which, error = %e, "the broker sent an ERROR"),
             Event::Message(_) => {}
         }
     }
@@ -368,6 +442,14 @@ impl Engine {
             work.source.settle(Settled::Released);
             work.also.into_iter().for_each(|d| d.settle(Settled::Released));
         }
+    }
+}
+
+/// The next event of the publishing connection, if there is one (never, otherwise).
+async fn next_event(events: &mut Option<Events>) -> Option<Event> {
+    match events {
+        Some(events) => events.recv().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -6,7 +6,6 @@ use super::engine::{Discover, Engine};
 use super::pipeline::Pipeline;
 use super::settle::{Mode, Settler};
 use crate::config::{Config, Discovery};
-use crate::routing::Router;
 use crate::stomp::{
     AckMode, Backoff, Client, ClientConfig, ConnectOptions, Events, Message, SessionError, Subscription,
     TlsOptions,
@@ -15,6 +14,7 @@ use crate::telemetry::Metrics;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
@@ -56,46 +56,106 @@ fn spawn_mirror(
 }
 
 /// Proxy mode: the agents the bridge stands in for.
+///
+/// In confirm mode the SENDs and their receipts go on a publishing connection of their own, so
+/// nothing the engine waits for comes on the consuming one: the engine stops taking messages
+/// at `in_flight` (and the client stops reading the consuming socket), and each subscription
+/// may have the whole budget as prefetch. Transaction mode keeps one connection (a transaction
+/// lives on one), with the budget shared out as prefetch and the socket always read.
 async fn proxy(
     config: Config,
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
 ) -> Result<(), BridgeError> {
     let pipeline = Pipeline::of(&config);
-    let Some((client, events)) = connect(&client_config(&config)?, &metrics, &shutdown).await else {
+    let mode = Mode::choose(config.delivery.mode);
+    let split = mode == Mode::Confirm;
+    let base = client_config(&config)?;
+    let consuming_config = if split { consuming(base.clone()) } else { base.clone() };
+    let Some((client, events)) = connect(&consuming_config, &metrics, &shutdown).await else {
         return Ok(());
     };
-    let consuming = Consuming::of(&config, pipeline.router.subscriptions().len());
-    let mut subscriptions = subscribe(&client, &pipeline.router, consuming).await?;
+    let (publisher, publishing) = if split {
+        let Some((publisher, events)) = connect(&publishing(base), &metrics, &shutdown).await else {
+            return Ok(());
+        };
+        (publisher, Some(events))
+    } else {
+        (client.clone(), None)
+    };
+    let consuming = Consuming::of(&config, pipeline.router.subscriptions().len(), split);
+    let receipt_timeout = Duration::from_millis(config.delivery.receipt_timeout_ms);
+    let settler = Settler::new(publisher.clone(), client.clone(), metrics.clone(), mode, receipt_timeout);
+    let budget = split.then_some(config.delivery.in_flight);
+    let mut engine = Engine::new(settler, pipeline, metrics.clone(), &config.delivery, publisher.clone(), budget);
     let discovering =
-        pipeline.router.has_patterns() && config.wiseagents.discovery == Discovery::ActivemqAdvisory;
+        engine.router().has_patterns() && config.wiseagents.discovery == Discovery::ActivemqAdvisory;
+    // Subscribed while the engine serves: with a backlog on every queue, the SUBSCRIBE receipts
+    // come behind messages that only the engine's progress lets the client read. A SUBSCRIBE
+    // that fails stops the engine as shutdown does.
+    let serving = shutdown.child_token();
+    let (destinations, failed) = (engine.router().subscriptions(), serving.clone());
+    let (sub_client, sub_metrics) = (client.clone(), metrics.clone());
+    let subscribing = tokio::spawn(async move {
+        let made = subscribe_all(sub_client, destinations, consuming, discovering, sub_metrics, mode).await;
+        if made.is_err() {
+            failed.cancel();
+        }
+        made
+    });
+    let mut discovery = Discovering::new(consuming);
+    engine.serve(events, publishing, &client, &mut discovery, &serving).await;
+    engine.finish(Duration::from_millis(config.delivery.shutdown_timeout_ms)).await;
+    let subscribed = subscribing.await.unwrap_or_else(|e| Err(BridgeError::Config(format!("subscribing: {e}"))));
+    let mut subscriptions = subscribed.as_ref().map_or_else(|_| Vec::new(), Clone::clone);
+    subscriptions.extend(discovery.subscriptions().await);
+    stop(&client, &metrics, &subscriptions).await;
+    if split {
+        let _ = publisher.disconnect().await;
+    }
+    subscribed.map(|_| ())
+}
+
+/// Subscribes to every configured destination (and the advisory topic when discovering),
+/// then says the bridge is ready.
+async fn subscribe_all(
+    client: Client,
+    destinations: Vec<String>,
+    consuming: Consuming,
+    discovering: bool,
+    metrics: Arc<Metrics>,
+    mode: Mode,
+) -> Result<Vec<String>, BridgeError> {
+    let mut subscriptions = subscribe(&client, &destinations, consuming).await?;
     if discovering {
         let advisory = Subscription::new(ADVISORY, AckMode::Auto).with("transformation", "jms-advisory-json");
         subscriptions.push(client.subscribe(advisory).await?);
         info!(topic = ADVISORY, "discovering the queues of agents named by a glob");
     }
     metrics.set_subscribed(true);
-    let mode = Mode::choose(config.delivery.mode);
-    info!(
-        subscriptions = subscriptions.len(),
-        prefetch = consuming.prefetch,
-        mode = mode.as_str(),
-        batch_max = config.delivery.batch_max,
-        "bridge ready"
-    );
-    let receipt_timeout = Duration::from_millis(config.delivery.receipt_timeout_ms);
-    let mut engine = Engine::new(
-        Settler::new(client.clone(), metrics.clone(), mode, receipt_timeout),
-        pipeline,
-        metrics.clone(),
-        &config.delivery,
-    );
-    let mut discovery = Discovering { consuming, known: HashSet::new(), subscriptions };
-    engine.serve(events, &client, &mut discovery, &shutdown).await;
-    engine.finish(Duration::from_millis(config.delivery.shutdown_timeout_ms)).await;
-    stop(&client, &metrics, &discovery.subscriptions).await;
-    Ok(())
+    info!(subscriptions = subscriptions.len(), prefetch = consuming.prefetch, mode = mode.as_str(), "bridge ready");
+    Ok(subscriptions)
 }
+
+/// The consuming connection's client when publishing has its own: it holds few messages
+/// beyond the engine's (the engine's budget is what bounds them), so that the client stops
+/// reading the socket soon after the engine stops taking messages.
+fn consuming(mut c: ClientConfig) -> ClientConfig {
+    c.event_capacity = CONSUMING_BUFFER;
+    c.max_buffered = CONSUMING_BUFFER;
+    c
+}
+
+/// The publishing connection's client: it receives nothing but receipts, ERRORs and its own
+/// connection events, and always reads.
+fn publishing(mut c: ClientConfig) -> ClientConfig {
+    c.event_capacity = 16;
+    c
+}
+
+/// Messages the consuming client holds beyond the engine's budget, in its channel and in its
+/// buffer each.
+const CONSUMING_BUFFER: usize = 32;
 
 /// The STOMP client settings for the configured broker.
 pub fn client_config(config: &Config) -> Result<ClientConfig, BridgeError> {
@@ -152,9 +212,10 @@ pub(crate) async fn connect(
 /// ActiveMQ Classic's topic announcing new queues.
 const ADVISORY: &str = "/topic/ActiveMQ.Advisory.Queue";
 
-/// How the bridge consumes: `client-individual` acks, each subscription's prefetch an equal
-/// share of `in_flight` (ActiveMQ's and RabbitMQ's headers both), and ActiveMQ's exclusive
-/// consumer when asked.
+/// How the bridge consumes: `client-individual` acks, each subscription's prefetch
+/// (ActiveMQ's and RabbitMQ's headers both) the whole of `in_flight` when the engine's budget
+/// bounds what is read, else an equal share of it; and ActiveMQ's exclusive consumer when
+/// asked.
 #[derive(Debug, Clone, Copy)]
 struct Consuming {
     prefetch: usize,
@@ -162,8 +223,9 @@ struct Consuming {
 }
 
 impl Consuming {
-    fn of(config: &Config, subscriptions: usize) -> Self {
-        let prefetch = (config.delivery.in_flight / subscriptions.max(1)).max(1);
+    fn of(config: &Config, subscriptions: usize, budgeted: bool) -> Self {
+        let in_flight = config.delivery.in_flight;
+        let prefetch = if budgeted { in_flight } else { (in_flight / subscriptions.max(1)).max(1) };
         Consuming { prefetch, exclusive: config.delivery.exclusive }
     }
 
@@ -179,10 +241,9 @@ impl Consuming {
 /// awaited together; messages arriving meanwhile do not hold them up).
 async fn subscribe(
     client: &Client,
-    router: &Router,
+    destinations: &[String],
     consuming: Consuming,
 ) -> Result<Vec<String>, BridgeError> {
-    let destinations = router.subscriptions();
     let pending = destinations.iter().map(|d| client.subscribe(consuming.subscription(d)));
     let ids = futures_util::future::join_all(pending).await;
     let mut out = Vec::with_capacity(ids.len());
@@ -193,11 +254,30 @@ async fn subscribe(
     Ok(out)
 }
 
-/// Agents named by a glob: their queues, found through ActiveMQ's advisory topic.
+/// Agents named by a glob: their queues, found through ActiveMQ's advisory topic. Each
+/// SUBSCRIBE is awaited by a task of its own: its receipt comes on the consuming connection,
+/// which the engine may not be reading while it awaits.
 struct Discovering {
     consuming: Consuming,
     known: HashSet<String>,
-    subscriptions: Vec<String>,
+    /// The tasks subscribing, each ending with the subscription it made.
+    made: Vec<tokio::task::JoinHandle<Option<String>>>,
+    /// Destinations whose SUBSCRIBE did not stand: a later announcement may try again.
+    failed_tx: mpsc::UnboundedSender<String>,
+    failed: mpsc::UnboundedReceiver<String>,
+}
+
+impl Discovering {
+    fn new(consuming: Consuming) -> Self {
+        let (failed_tx, failed) = mpsc::unbounded_channel();
+        Discovering { consuming, known: HashSet::new(), made: Vec::new(), failed_tx, failed }
+    }
+
+    /// Every subscription made (each task's wait is bounded by the receipt timeout).
+    async fn subscriptions(self) -> Vec<String> {
+        let made = futures_util::future::join_all(self.made).await;
+        made.into_iter().filter_map(|m| m.ok().flatten()).collect()
+    }
 }
 
 impl Discover for Discovering {
@@ -207,6 +287,9 @@ impl Discover for Discovering {
 
     /// An advisory announcing a queue: subscribes when it is the queue of an agent a glob names.
     async fn discover(&mut self, client: &Client, pipeline: &Pipeline, advisory: &Message) {
+        while let Ok(destination) = self.failed.try_recv() {
+            self.known.remove(&destination);
+        }
         let Ok(info) = serde_json::from_slice::<serde_json::Value>(advisory.body()) else { return };
         let info = &info["DestinationInfo"];
         let added = info["operationType"].as_i64() == Some(0);
@@ -218,26 +301,29 @@ impl Discover for Discovering {
         if !self.known.insert(destination.clone()) {
             return;
         }
-        let (id, confirmed) = client.try_subscribe(self.consuming.subscription(&destination)).await;
-        match confirmed {
-            Ok(()) => info!(%destination, "discovered and subscribed"),
-            // Never written, or refused by name: there is no subscription; a later
-            // announcement may try again.
-            Err(e @ (SessionError::NotConnected | SessionError::Shutdown | SessionError::Rejected(_))) => {
-                warn!(%destination, error = %e, "cannot subscribe to a discovered queue");
-                let _ = client.unsubscribe(&id).await;
-                self.known.remove(&destination);
-                return;
-            }
-            // A receipt late or lost with its connection: the SUBSCRIBE was written (or is
-            // restored on the next connection), and a broker that refused it would have sent an
-            // ERROR naming it (STOMP 1.2). It stands: subscribing again would consume twice.
-            Err(e) => {
-                warn!(%destination, error = %e, "no receipt for a discovered queue's SUBSCRIBE; it stands")
-            }
-        }
         pipeline.meet(&destination);
-        self.subscriptions.push(id);
+        let (client, sub) = (client.clone(), self.consuming.subscription(&destination));
+        let failed = self.failed_tx.clone();
+        self.made.push(tokio::spawn(async move {
+            let (id, confirmed) = client.try_subscribe(sub).await;
+            match confirmed {
+                Ok(()) => info!(%destination, "discovered and subscribed"),
+                // Never written, or refused by name: there is no subscription.
+                Err(e @ (SessionError::NotConnected | SessionError::Shutdown | SessionError::Rejected(_))) => {
+                    warn!(%destination, error = %e, "cannot subscribe to a discovered queue");
+                    let _ = client.unsubscribe(&id).await;
+                    let _ = failed.send(destination);
+                    return None;
+                }
+                // A receipt late or lost with its connection: the SUBSCRIBE was written (or is
+                // restored on the next connection), and a broker that refused it would have sent
+                // an ERROR naming it (STOMP 1.2). It stands: subscribing again would consume twice.
+                Err(e) => {
+                    warn!(%destination, error = %e, "no receipt for a discovered queue's SUBSCRIBE; it stands")
+                }
+            }
+            Some(id)
+        }));
     }
 }
 

@@ -84,7 +84,11 @@ pub struct Finished {
 
 /// Starts batches in order; the broker's answers are awaited by the futures it returns.
 pub struct Settler {
-    client: Client,
+    /// Where the SENDs go (and, in transaction mode, everything: it is `consumer` then).
+    publisher: Client,
+    /// Where the messages came from, so where their ACKs go (STOMP acknowledges a message on
+    /// the connection that received it).
+    consumer: Client,
     metrics: Arc<Metrics>,
     mode: Mode,
     receipt_timeout: Duration,
@@ -95,8 +99,16 @@ pub struct Settler {
 }
 
 impl Settler {
-    pub fn new(client: Client, metrics: Arc<Metrics>, mode: Mode, receipt_timeout: Duration) -> Self {
-        Settler { client, metrics, mode, receipt_timeout, next_tx: 0, turn: None }
+    /// SENDs on `publisher`, ACKs on `consumer`. Transaction mode needs one connection for
+    /// both (a transaction lives on one connection): give it the same client twice.
+    pub fn new(
+        publisher: Client,
+        consumer: Client,
+        metrics: Arc<Metrics>,
+        mode: Mode,
+        receipt_timeout: Duration,
+    ) -> Self {
+        Settler { publisher, consumer, metrics, mode, receipt_timeout, next_tx: 0, turn: None }
     }
 
     pub fn mode(&self) -> Mode {
@@ -109,11 +121,12 @@ impl Settler {
         self.next_tx += 1;
         let tx = format!("sab-{}", self.next_tx);
         let (first, owners) = first_half(self.mode, &tx, &mut works);
-        let submitted = self.client.enqueue(first).await;
+        let submitted = self.publisher.enqueue(first).await;
         let (done, next_turn) = oneshot::channel();
         let turn = self.turn.replace(next_turn);
         let batch = Batch {
-            client: self.client.clone(),
+            publisher: self.publisher.clone(),
+            consumer: self.consumer.clone(),
             metrics: self.metrics.clone(),
             mode: self.mode,
             receipt_timeout: self.receipt_timeout,
@@ -164,7 +177,8 @@ fn first_half(mode: Mode, tx: &str, works: &mut [Work]) -> (Vec<Item>, Vec<usize
 }
 
 struct Batch {
-    client: Client,
+    publisher: Client,
+    consumer: Client,
     metrics: Arc<Metrics>,
     mode: Mode,
     receipt_timeout: Duration,
@@ -193,7 +207,7 @@ impl Batch {
         }
         let t2 = t0.elapsed();
         let second = self.second_half(works);
-        let receipts = self.client.enqueue(second).await;
+        let receipts = self.consumer.enqueue(second).await;
         drop(done);
         let receipts = match receipts {
             Ok(submitted) => match submitted.await {
@@ -251,7 +265,7 @@ impl Batch {
         tokio::pin!(all);
         match timeout(self.receipt_timeout, &mut all).await {
             Ok(result) => result,
-            Err(_) if self.client.watched() => {
+            Err(_) if self.publisher.watched() => {
                 let stall = PublishStalled { since, messages }.emit(&self.metrics);
                 let result = all.await;
                 if result.is_ok() {
@@ -261,7 +275,7 @@ impl Batch {
             }
             Err(_) => {
                 let error = SessionError::ReceiptTimeout(self.receipt_timeout);
-                self.client.reset(error.to_string()).await;
+                self.publisher.reset(error.to_string()).await;
                 Err(Failure { error, culprit: None })
             }
         }

@@ -400,7 +400,11 @@ impl EventLoop {
         let read_timeout = conn.negotiated.read_timeout();
         self.watched.store(read_timeout.is_some(), Ordering::Relaxed);
         let send_every = conn.negotiated.send_every;
-        let mut beat = interval(send_every.unwrap_or(Duration::from_secs(3600)));
+        // Checked at half the period, so that silence never reaches the period: ActiveMQ checks
+        // each period for a frame and closes a connection without one ("Channel was inactive
+        // for too (>2000) long"), which beats exactly at the period missed by a few ms on a
+        // connection with nothing else to send (a publishing connection held by flow control).
+        let mut beat = interval(send_every.map_or(Duration::from_secs(3600), |d| d / 2));
         beat.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let silence = read_timeout.unwrap_or(Duration::from_secs(86400 * 365));
         let mut deadline = Instant::now() + silence;
@@ -437,7 +441,7 @@ impl EventLoop {
                         return End::Lost(e);
                     }
                 }
-                Step::Beat if last_write.elapsed() * 2 >= send_every.unwrap_or_default() => {
+                Step::Beat if last_write.elapsed() * 4 >= send_every.unwrap_or_default() => {
                     if let Err(e) = conn.framed.send(Heartbeat).await {
                         return End::Lost(e.into());
                     }

@@ -95,14 +95,48 @@ impl Conn {
     }
 }
 
+/// The bridge's two connections in confirm mode (the default): it consumes on one and
+/// publishes on the other.
+pub struct Pair {
+    pub consuming: Conn,
+    pub publishing: Conn,
+}
+
+impl Pair {
+    /// Accepts both connections, the bridge's first start or after it lost both, and tells
+    /// them apart: the consuming one is the one that subscribes. Confirms its SUBSCRIBEs (the
+    /// agent `Weather`'s three) and returns the request queue's subscription id too.
+    pub async fn accept(listener: &TcpListener) -> (Pair, String) {
+        let mut a = Conn::accept(listener).await;
+        let mut b = Conn::accept(listener).await;
+        let (first, a_subscribes) = tokio::select! {
+            f = a.next() => (f, true),
+            f = b.next() => (f, false),
+        };
+        let first = first.expect("a SUBSCRIBE");
+        let (mut consuming, publishing) = if a_subscribes { (a, b) } else { (b, a) };
+        let sub = consuming.subscriptions_from(Some(first)).await;
+        (Pair { consuming, publishing }, sub)
+    }
+}
+
 /// The bridge configured with the one agent `Weather`, as most of these tests have it.
 impl Conn {
     /// Confirms the bridge's SUBSCRIBEs (there are three: ingress, request, response) and
     /// returns the subscription id of the request queue.
     pub async fn subscriptions(&mut self) -> String {
+        self.subscriptions_from(None).await
+    }
+
+    /// [`Conn::subscriptions`], the first SUBSCRIBE already read.
+    pub async fn subscriptions_from(&mut self, mut first: Option<Frame>) -> String {
         let mut request = None;
         for _ in 0..3 {
-            let sub = self.expect(Command::Subscribe).await;
+            let sub = match first.take() {
+                Some(sub) => sub,
+                None => self.expect(Command::Subscribe).await,
+            };
+            assert_eq!(sub.command, Command::Subscribe, "{sub:?}");
             if sub.header("destination") == Some(REQUEST) {
                 request = sub.header("id").map(str::to_owned);
             }
@@ -135,6 +169,29 @@ pub async fn stop(
     bridge: tokio::task::JoinHandle<()>,
 ) -> Vec<Frame> {
     shutdown.cancel();
+    let sent = until_disconnect(&mut conn).await;
+    timeout(Duration::from_secs(10), bridge).await.expect("the bridge stops").unwrap();
+    sent
+}
+
+/// [`stop`] for a bridge with two connections: the consuming one disconnects first, then the
+/// publishing one. Returns the frames sent on the consuming one.
+#[allow(dead_code)]
+pub async fn stop_pair(
+    mut pair: Pair,
+    shutdown: CancellationToken,
+    bridge: tokio::task::JoinHandle<()>,
+) -> Vec<Frame> {
+    shutdown.cancel();
+    let sent = until_disconnect(&mut pair.consuming).await;
+    let published = until_disconnect(&mut pair.publishing).await;
+    assert_eq!(published.len(), 1, "only the DISCONNECT once stopping: {published:?}");
+    timeout(Duration::from_secs(10), bridge).await.expect("the bridge stops").unwrap();
+    sent
+}
+
+/// Plays the broker (every receipt answered) until the bridge's DISCONNECT on `conn`.
+async fn until_disconnect(conn: &mut Conn) -> Vec<Frame> {
     let mut sent = Vec::new();
     while let Some(f) = conn.next().await {
         if f.header("receipt").is_some() {
@@ -146,7 +203,6 @@ pub async fn stop(
             break;
         }
     }
-    timeout(Duration::from_secs(10), bridge).await.expect("the bridge stops").unwrap();
     sent
 }
 
