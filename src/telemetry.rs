@@ -12,8 +12,8 @@ use tracing::{debug, info, warn};
 pub mod heap;
 
 /// The outcomes a message can have, each a counter per route.
-const OUTCOMES: [&str; 6] =
-    ["delivered", "dead_lettered", "retried", "receipt", "late_reply", "reply_timeout"];
+const OUTCOMES: [&str; 7] =
+    ["delivered", "dead_lettered", "retried", "receipt", "late_reply", "reply_timeout", "chunk"];
 
 /// One route's counters, indexed like [`OUTCOMES`].
 type RouteCounters = [AtomicU64; OUTCOMES.len()];
@@ -388,6 +388,26 @@ impl Receipt<'_> {
         );
         metrics.count_message(self.route, "receipt");
         metrics.receipts.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A stream chunk taken in: acknowledged, its text kept until its stream is whole.
+pub struct ChunkTaken<'a> {
+    pub route: &'a str,
+    pub source: &'a str,
+    pub message_id: &'a str,
+}
+
+impl ChunkTaken<'_> {
+    pub fn emit(&self, metrics: &Metrics) {
+        debug!(
+            outcome = "chunk",
+            route = self.route,
+            source = self.source,
+            message_id = self.message_id,
+            "stream chunk taken in"
+        );
+        metrics.count_message(self.route, "chunk");
     }
 }
 

@@ -78,12 +78,12 @@ impl Drop for Delivery {
     }
 }
 
-/// What one consumed message (and the stream chunks it completed) asks of the broker.
+/// What one consumed message asks of the broker.
 #[derive(Debug)]
 pub struct Work {
     pub source: Delivery,
-    /// Stream chunks acknowledged together with `source`.
-    pub also: Vec<Delivery>,
+    /// The stream `source` completed, whose text is kept until this work is settled.
+    pub stream: Option<super::pipeline::StreamKey>,
     /// SEND frames to publish before acknowledging (none: acknowledge only).
     pub publish: Vec<Frame>,
     pub outcome: Outcome,
@@ -106,7 +106,7 @@ pub enum Outcome {
         kind: &'static str,
         reason: String,
     },
-    /// Consumed with nothing to publish (a receipt, a late answer).
+    /// Consumed with nothing to publish (a receipt, a late answer, a stream chunk).
     Absorbed(super::pipeline::Absorbed),
 }
 

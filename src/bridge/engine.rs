@@ -5,18 +5,17 @@
 
 use super::BridgeError;
 use super::delivery::{Delivery, Outcome, Settled, Work};
-use super::pipeline::{Absorbed, HeldChunk, Pipeline, Processed, dead_letter_frame};
+use super::pipeline::{Absorbed, Outgoing, Pipeline, Processed, dead_letter_frame};
 use super::settle::{Attempts, Finished, Mode, Settler, next_batch, route_of, work_key};
 use crate::config::DeliveryConfig;
-use crate::envelope::penguiflow::stream::Abandoned;
 use crate::stomp::{AckRef, Client, Event, Events, Message};
 use crate::telemetry::{
-    BatchFailed, DeadLettered, Delivered, Disconnected, LateReply, Metrics, Receipt, Reconnected,
+    BatchFailed, ChunkTaken, DeadLettered, Delivered, Disconnected, LateReply, Metrics, Receipt, Reconnected,
     ReplyTimedOut, Unsettled,
 };
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -50,8 +49,6 @@ pub struct Engine {
     ready: VecDeque<Work>,
     /// Batches awaiting the broker.
     batches: FuturesUnordered<Batch>,
-    /// Stream chunks held until their stream is whole, by message.
-    held: HashMap<AckKey, Delivery>,
     attempts: Attempts,
     dropped_tx: mpsc::UnboundedSender<AckRef>,
     dropped: mpsc::UnboundedReceiver<AckRef>,
@@ -64,12 +61,6 @@ pub struct Engine {
     budget: Option<usize>,
     /// Which connections are down (bit 0: consuming, bit 1: publishing).
     down: u8,
-}
-
-type AckKey = (u64, String);
-
-fn ack_key(ack: &AckRef) -> AckKey {
-    (ack.epoch, ack.message_id.clone())
 }
 
 /// The consuming and the publishing connection, as bits of [`Engine::down`].
@@ -99,7 +90,6 @@ impl Engine {
             max_attempts: config.max_attempts,
             ready: VecDeque::new(),
             batches: FuturesUnordered::new(),
-            held: HashMap::new(),
             attempts: Attempts::default(),
             dropped_tx,
             dropped,
@@ -189,13 +179,13 @@ impl Engine {
     async fn start_batches(&mut self) {
         while self.batches.len() < self.window && !self.ready.is_empty() {
             let batch = next_batch(&mut self.ready, &self.attempts, self.batch_max);
-            self.metrics.in_flight(batch.iter().map(|w| 1 + w.also.len() as i64).sum());
+            self.metrics.in_flight(batch.len() as i64);
             let future = self.settler.start(batch).await;
             self.batches.push(Box::pin(future));
         }
     }
 
-    /// One message from the broker: through the pipeline, then ready to settle (or held).
+    /// One message from the broker: through the pipeline, then ready to settle.
     fn take(&mut self, message: Message) {
         if message.ack.epoch > self.epoch {
             self.new_epoch(message.ack.epoch);
@@ -203,12 +193,8 @@ impl Engine {
         let delivery = Delivery::new(message, self.dropped_tx.clone())
             .counted(self.metrics.clone())
             .held_in(self.holding.clone());
-        match self.pipeline.process(&delivery.message) {
-            Ok(Processed::Held) => {
-                self.held.insert(ack_key(delivery.ack_ref()), delivery);
-            }
+        let work = match self.pipeline.process(&delivery.message) {
             Ok(Processed::Send(out)) => {
-                let also = self.take_held(&out.also_ack);
                 let destination = out.frame.header("destination").unwrap_or_default().to_owned();
                 let outcome = Outcome::Delivered {
                     route: out.route,
@@ -217,36 +203,26 @@ impl Engine {
                     unmatched_reply: out.unmatched_reply,
                     ask: out.ask,
                 };
-                self.ready_up(Work { source: delivery, also, publish: vec![out.frame], outcome });
+                Work { source: delivery, stream: out.stream, publish: vec![out.frame], outcome }
             }
-            Ok(Processed::Absorbed { why, also_ack }) => {
-                // Nothing to publish: acknowledged (with the chunks of a stream it completed).
-                let also = self.take_held(&also_ack);
-                self.ready_up(Work {
-                    source: delivery,
-                    also,
-                    publish: Vec::new(),
-                    outcome: Outcome::Absorbed(why),
-                });
+            // Nothing to publish: acknowledged (a chunk's text is kept by the pipeline).
+            Ok(Processed::Absorbed { why, stream }) => {
+                Work { source: delivery, stream, publish: Vec::new(), outcome: Outcome::Absorbed(why) }
             }
-            Err(BridgeError::Stream(abandoned)) => {
-                self.held.insert(ack_key(delivery.ack_ref()), delivery);
-                self.abandon(abandoned);
+            Ok(Processed::Chunk) => {
+                let route =
+                    format!("{}->stream", source_label(&self.pipeline, &delivery.message.destination));
+                let outcome = Outcome::Absorbed(Absorbed::Chunk { route });
+                Work { source: delivery, stream: None, publish: Vec::new(), outcome }
             }
-            Err(BridgeError::Chunks { error, chunks }) => {
-                let also = self.take_held(&chunks);
-                let work = self.dead_letter_work(delivery, &error);
-                self.ready_up(work);
-                for chunk in also {
-                    let work = self.dead_letter_work(chunk, &error);
-                    self.ready_up(work);
-                }
+            Err(BridgeError::Whole { error, body, stream }) => {
+                let mut work = self.dead_letter_work(delivery, &error, Some(body));
+                work.stream = Some(stream);
+                work
             }
-            Err(error) => {
-                let work = self.dead_letter_work(delivery, &error);
-                self.ready_up(work);
-            }
-        }
+            Err(error) => self.dead_letter_work(delivery, &error, None),
+        };
+        self.ready_up(work);
     }
 
     /// Queues work, unless the broker refused its output too often: then its dead letter.
@@ -255,9 +231,9 @@ impl Engine {
         let work = match refused {
             Some((attempts, reason)) if matches!(work.outcome, Outcome::Delivered { .. }) => {
                 let error = BridgeError::Refused { attempts, reason };
-                let Work { source, also, .. } = work;
-                let mut dead = self.dead_letter_work(source, &error);
-                dead.also = also;
+                let Work { source, stream, .. } = work;
+                let mut dead = self.dead_letter_work(source, &error, None);
+                dead.stream = stream;
                 dead
             }
             _ => work,
@@ -265,38 +241,22 @@ impl Engine {
         self.ready.push_back(work);
     }
 
-    fn take_held(&mut self, acks: &[AckRef]) -> Vec<Delivery> {
-        acks.iter().filter_map(|a| self.held.remove(&ack_key(a))).collect()
-    }
-
-    fn dead_letter_work(&self, source: Delivery, error: &BridgeError) -> Work {
+    /// The dead letter of `source`: its body unchanged, or `body` (a whole stream) instead.
+    fn dead_letter_work(&self, source: Delivery, error: &BridgeError, body: Option<bytes::Bytes>) -> Work {
         let m = &source.message;
-        let frame = dead_letter_frame(
-            &self.dead_letter,
-            &m.destination,
-            m.frame.body.clone(),
-            m.header("content-type"),
-            error,
-        );
+        let body = body.unwrap_or_else(|| m.frame.body.clone());
+        let frame =
+            dead_letter_frame(&self.dead_letter, &m.destination, body, m.header("content-type"), error);
         let route = format!("{}->dead_letter", source_label(&self.pipeline, &m.destination));
         let outcome = Outcome::DeadLettered { route, kind: error.kind(), reason: error.to_string() };
-        Work { source, also: Vec::new(), publish: vec![frame], outcome }
+        Work { source, stream: None, publish: vec![frame], outcome }
     }
 
-    /// Dead-letters every chunk of an abandoned stream that is still held.
-    fn abandon(&mut self, abandoned: Abandoned<HeldChunk>) {
-        let error = BridgeError::Stream(Abandoned { error: abandoned.error, tokens: Vec::new() });
-        for chunk in abandoned.tokens {
-            if let Some(delivery) = self.held.remove(&ack_key(&chunk.ack)) {
-                let work = self.dead_letter_work(delivery, &error);
-                self.ready_up(work);
-            }
-        }
-    }
-
+    /// Streams given up on for age: their askers' error answers, published apart from the
+    /// batches (their chunks were acknowledged as they came).
     fn expire_streams(&mut self) {
-        for abandoned in self.pipeline.expire_streams(Instant::now()) {
-            self.abandon(abandoned);
+        for out in self.pipeline.expire_streams(Instant::now()) {
+            self.publish_apart(out, |_, _| {});
         }
     }
 
@@ -304,18 +264,27 @@ impl Engine {
     /// the batches (no consumed message stands behind them); and the pending-asks gauge.
     fn expire_asks(&mut self) {
         for out in self.pipeline.expire_asks(Instant::now()) {
-            let (client, metrics) = (self.publisher.clone(), self.metrics.clone());
-            tokio::spawn(async move {
-                let destination = out.frame.header("destination").unwrap_or_default().to_owned();
-                match client.send_confirmed(out.frame).await {
-                    Ok(()) => ReplyTimedOut { route: &out.route, destination: &destination }.emit(&metrics),
-                    Err(e) => {
-                        warn!(error = %e, %destination, "cannot publish the error answer of a timed-out ask")
-                    }
-                }
+            self.publish_apart(out, |out, metrics| {
+                let destination = out.frame.header("destination").unwrap_or_default();
+                ReplyTimedOut { route: &out.route, destination }.emit(metrics)
             });
         }
         self.metrics.set_pending_asks(self.pipeline.pending_asks());
+    }
+
+    /// Publishes an error answer with a receipt, on its own (no consumed message stands
+    /// behind it); `done` reports it once confirmed. One that cannot be published is logged.
+    fn publish_apart(&self, out: Outgoing, done: impl FnOnce(&Outgoing, &Metrics) + Send + 'static) {
+        let (client, metrics) = (self.publisher.clone(), self.metrics.clone());
+        tokio::spawn(async move {
+            match client.send_confirmed(out.frame.clone()).await {
+                Ok(()) => done(&out, &metrics),
+                Err(e) => {
+                    let destination = out.frame.header("destination").unwrap_or_default();
+                    warn!(error = %e, %destination, route = %out.route, "cannot publish an error answer")
+                }
+            }
+        });
     }
 
     /// A batch's outcome: settled and reported, or left to the broker to redeliver. True when
@@ -323,15 +292,17 @@ impl Engine {
     /// connection of its own): only a reset of that connection gives them back.
     fn finished(&mut self, done: Finished) -> bool {
         let mut give_back = false;
-        let count: i64 = done.works.iter().map(|w| 1 + w.also.len() as i64).sum();
+        let count = done.works.len() as i64;
         self.metrics.in_flight(-count);
         match done.result {
             Ok(()) => {
                 for work in done.works {
                     self.attempts.forget(&work);
                     report(&work, &self.metrics);
+                    if let Some(stream) = &work.stream {
+                        self.pipeline.stream_settled(stream);
+                    }
                     work.source.settle(Settled::Acked);
-                    work.also.into_iter().for_each(|d| d.settle(Settled::Acked));
                 }
             }
             Err(failure) => {
@@ -353,8 +324,7 @@ impl Engine {
                     // missing receipt). If it was the publishing one, the consuming one is
                     // reset too: the broker redelivers, and nothing is acknowledged blind.
                     give_back |= self.budget.is_some() && work.source.ack_ref().epoch >= self.epoch;
-                    work.source.settle(Settled::Released);
-                    work.also.into_iter().for_each(|d| d.settle(Settled::Released));
+                    self.release(work);
                 }
             }
         }
@@ -405,26 +375,27 @@ impl Engine {
         }
     }
 
-    /// A new connection: what was held from earlier ones is released (the broker redelivers
-    /// it), and so is work not yet started.
+    /// A new connection: work of earlier ones not yet started is released (the broker
+    /// redelivers it). Streams being joined are kept: their chunks were acknowledged.
     fn new_epoch(&mut self, epoch: u64) {
         self.epoch = epoch;
-        let stale: Vec<AckKey> = self.held.keys().filter(|(e, _)| *e < epoch).cloned().collect();
-        for key in stale {
-            if let Some(d) = self.held.remove(&key) {
-                d.settle(Settled::Released);
-            }
-        }
-        self.pipeline.forget_streams();
         let (stale, current): (Vec<Work>, Vec<Work>) =
             self.ready.drain(..).partition(|w| w.source.ack_ref().epoch < epoch);
         self.ready = current.into();
         for work in stale {
             // Never started: its request was not published; its redelivery asks again.
             self.forget_ask(&work);
-            work.source.settle(Settled::Released);
-            work.also.into_iter().for_each(|d| d.settle(Settled::Released));
+            self.release(work);
         }
+    }
+
+    /// Gives a work's message back to the broker (its connection is gone or going), and the
+    /// stream it completed back to the pipeline, to be completed again by its redelivery.
+    fn release(&self, work: Work) {
+        if let Some(stream) = &work.stream {
+            self.pipeline.stream_released(stream);
+        }
+        work.source.settle(Settled::Released);
     }
 
     /// The ask `work` would have made, taken back: its request was not published.
@@ -435,12 +406,8 @@ impl Engine {
     }
 
     fn release_all(&mut self) {
-        for (_, d) in self.held.drain() {
-            d.settle(Settled::Released);
-        }
-        for work in self.ready.drain(..) {
-            work.source.settle(Settled::Released);
-            work.also.into_iter().for_each(|d| d.settle(Settled::Released));
+        for work in std::mem::take(&mut self.ready) {
+            self.release(work);
         }
     }
 }
@@ -472,6 +439,9 @@ fn report(work: &Work, metrics: &Metrics) {
         }
         Outcome::Absorbed(Absorbed::LateReply { route, ask }) => {
             LateReply { route, source: &m.destination, message_id: &m.ack.message_id, ask }.emit(metrics)
+        }
+        Outcome::Absorbed(Absorbed::Chunk { route }) => {
+            ChunkTaken { route, source: &m.destination, message_id: &m.ack.message_id }.emit(metrics)
         }
         Outcome::DeadLettered { route, kind, reason } => {
             DeadLettered { route, source: &m.destination, message_id: &m.ack.message_id, kind, reason }

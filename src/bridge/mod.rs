@@ -12,10 +12,9 @@ pub(crate) use run::connect;
 pub use run::{client_config, run};
 
 use crate::envelope::EnvelopeError;
-use crate::envelope::penguiflow::stream::Abandoned;
 use crate::routing::RouteError;
-use crate::stomp::{AckRef, SessionError};
-use pipeline::HeldChunk;
+use crate::stomp::SessionError;
+use pipeline::StreamKey;
 
 /// Why one message could not be bridged.
 #[derive(Debug, thiserror::Error)]
@@ -28,11 +27,9 @@ pub enum BridgeError {
     UnknownSource(String),
     #[error("the message passed through the bridge {hops} times: it loops")]
     Loop { hops: u32 },
-    #[error("{}", .0.error)]
-    Stream(Abandoned<HeldChunk>),
-    /// A message that completed a stream failed: the stream's chunks go with it.
+    /// A message that completed a stream failed: the whole stream is dead-lettered as `body`.
     #[error("{error}")]
-    Chunks { error: Box<BridgeError>, chunks: Vec<AckRef> },
+    Whole { error: Box<BridgeError>, body: bytes::Bytes, stream: StreamKey },
     #[error(transparent)]
     Stomp(#[from] SessionError),
     #[error("the message expired {ago:.3} s before it arrived (its deadline or ttl passed)")]
@@ -58,8 +55,7 @@ impl BridgeError {
                 "unknown_source"
             }
             BridgeError::Loop { .. } => "loop",
-            BridgeError::Stream(_) => "stream",
-            BridgeError::Chunks { error, .. } => error.kind(),
+            BridgeError::Whole { error, .. } => error.kind(),
             BridgeError::Stomp(_) | BridgeError::Refused { .. } => "broker",
             BridgeError::Config(_) => "config",
             BridgeError::Expired { .. } => "expired",

@@ -3,6 +3,7 @@
 
 use super::BridgeError;
 use crate::config::{glob_matches, is_glob};
+use crate::envelope::EnvelopeError;
 use crate::envelope::civitas::{self, CivitasMessage, Encoding};
 use crate::envelope::civitas_stream::{self, StreamFrame};
 use crate::envelope::codecs::{Codecs, Framework, Origin};
@@ -14,7 +15,7 @@ use crate::envelope::{Content, Direction, Envelope, Intent, apply_traceparent, n
 use crate::routing::reply_base::ReplyBase;
 use crate::routing::table::{CorrelationTable, Matched, PendingAsk};
 use crate::routing::{Router, Source, Target};
-use crate::stomp::{AckRef, Command, Frame, Message};
+use crate::stomp::{Command, Frame, Message};
 use bytes::Bytes;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -22,13 +23,13 @@ use std::time::{Duration, Instant};
 /// The header that counts how many times a message passed through a bridge.
 pub const HOPS: &str = "bridge-hops";
 
-/// A PenguiFlow stream chunk held until its stream is whole: what is needed to acknowledge
-/// it, or to dead-letter it unchanged.
-#[derive(Debug, Clone)]
-pub struct HeldChunk {
-    pub ack: AckRef,
-    pub destination: String,
-    pub body: Bytes,
+/// A stream whose last chunk a message was: the stream's text stays in memory until that
+/// message is settled (forgotten once its answer is safe, joined again from the chunk's
+/// redelivery if the answer never left).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamKey {
+    PenguiFlow(String),
+    Civitas(String),
 }
 
 /// What to publish for one consumed message.
@@ -44,21 +45,22 @@ pub struct Outgoing {
     /// The ask this frame makes, now pending: if the frame turns out never to have been
     /// published (a batch rolled back), [`Pipeline::forget_ask`] takes it back.
     pub ask: Option<String>,
-    /// Stream chunks to acknowledge with the message (a reassembled stream).
-    pub also_ack: Vec<AckRef>,
+    /// The stream this message completed (a reassembled answer).
+    pub stream: Option<StreamKey>,
 }
 
 /// The outcome of processing.
 #[derive(Debug)]
 pub enum Processed {
     Send(Outgoing),
-    /// A stream chunk, held until its stream is complete (acknowledged then).
-    Held,
-    /// Consumed with nothing to publish: acknowledge it (and `also_ack`, the chunks of a
-    /// stream it completed) and count it.
+    /// A stream chunk, its text kept until its stream is whole: acknowledge it now, so that
+    /// a stream can be longer than any prefetch.
+    Chunk,
+    /// Consumed with nothing to publish: acknowledge it and count it (and settle the stream
+    /// it completed).
     Absorbed {
         why: Absorbed,
-        also_ack: Vec<AckRef>,
+        stream: Option<StreamKey>,
     },
 }
 
@@ -69,13 +71,17 @@ pub enum Absorbed {
     Receipt { route: String },
     /// An answer after its ask's reply timeout (the asker had its error answer).
     LateReply { route: String, ask: String },
+    /// A stream chunk, its text kept until the stream is whole.
+    Chunk { route: String },
 }
 
 impl Absorbed {
     /// `<from>->receipt` or `<from>->late`, for metrics.
     pub fn route(&self) -> &str {
         match self {
-            Absorbed::Receipt { route } | Absorbed::LateReply { route, .. } => route,
+            Absorbed::Receipt { route } | Absorbed::LateReply { route, .. } | Absorbed::Chunk { route } => {
+                route
+            }
         }
     }
 }
@@ -135,9 +141,9 @@ pub struct Pipeline {
     /// The largest body published (`delivery.max_body_bytes`).
     max_body: usize,
     table: Mutex<CorrelationTable>,
-    streams: Mutex<StreamAssembler<HeldChunk>>,
+    streams: Mutex<StreamAssembler>,
     /// Civitas `stream_reply()` answers, reassembled the same way (keyed `civitas:<cid>`).
-    civitas_streams: Mutex<StreamAssembler<HeldChunk>>,
+    civitas_streams: Mutex<StreamAssembler>,
     conversations: Conversations,
 }
 
@@ -162,7 +168,7 @@ impl Pipeline {
         router: Router,
         max_hops: u32,
         table: CorrelationTable,
-        streams: StreamAssembler<HeldChunk>,
+        streams: StreamAssembler,
     ) -> Self {
         Pipeline {
             codecs,
@@ -211,35 +217,38 @@ impl Pipeline {
             .router
             .classify(&msg.destination)
             .ok_or_else(|| BridgeError::UnknownSource(msg.destination.clone()))?;
-        let (from, env, also_ack) = match self.decode(&source, msg)? {
-            Some(decoded) => decoded,
-            None => return Ok(Processed::Held),
+        let (from, env, whole) = match self.decode(&source, msg)? {
+            Some((from, env, whole)) => (from, env, whole),
+            None => return Ok(Processed::Chunk),
         };
-        match self.translate(msg, &source, from, env, hops) {
-            Ok(Processed::Send(out)) => Ok(Processed::Send(Outgoing { also_ack, ..out })),
-            Ok(Processed::Absorbed { why, .. }) => Ok(Processed::Absorbed { why, also_ack }),
-            Ok(Processed::Held) => Ok(Processed::Held),
-            Err(error) if also_ack.is_empty() => Err(error),
-            // The chunks of a completed stream share the fate of the message that completed it.
-            Err(error) => Err(BridgeError::Chunks { error: Box::new(error), chunks: also_ack }),
+        let result = self.translate(Some(msg), &source, from, env, hops);
+        let Some(Whole { stream, body }) = whole else { return result };
+        match result {
+            Ok(Processed::Send(out)) => Ok(Processed::Send(Outgoing { stream: Some(stream), ..out })),
+            Ok(Processed::Absorbed { why, .. }) => Ok(Processed::Absorbed { why, stream: Some(stream) }),
+            Ok(Processed::Chunk) => Ok(Processed::Chunk),
+            // The whole stream goes to the dead-letter destination, as one body.
+            Err(error) => Err(BridgeError::Whole { error: Box::new(error), body, stream }),
         }
     }
 
     /// Checks expiry, correlates, routes and encodes a decoded message.
     fn translate(
         &self,
-        msg: &Message,
+        msg: Option<&Message>,
         source: &Source,
         from: Framework,
         mut env: Envelope,
         hops: u32,
     ) -> Result<Processed, BridgeError> {
-        read_headers(msg, &mut env);
+        if let Some(msg) = msg {
+            read_headers(msg, &mut env);
+        }
         if let Some(ago) = env.deadline.map(|d| crate::envelope::now_unix() - d).filter(|ago| *ago > 0.0) {
             return Err(BridgeError::Expired { ago });
         }
         let now = Instant::now();
-        let absorbed = |why| Ok(Processed::Absorbed { why, also_ack: Vec::new() });
+        let absorbed = |why| Ok(Processed::Absorbed { why, stream: None });
         let mut asker = None;
         let (correlated, wise_context) = match self.correlate(source, &mut env, now) {
             Correlation::Receipt => return absorbed(Absorbed::Receipt { route: format!("{from}->receipt") }),
@@ -263,7 +272,7 @@ impl Pipeline {
         let target = self.target(&env, asker.as_deref())?;
         let original_context = self.fit_for(&target, &mut env, wise_context);
         let ask = self.remember(&target, &mut env, now);
-        let mut out = self.outgoing(&env, &target, hops + 1, from.as_str(), correlated, Vec::new())?;
+        let mut out = self.outgoing(&env, &target, hops + 1, from.as_str(), correlated)?;
         out.unmatched_reply = !correlated && env.direction == Direction::Response;
         out.ask = ask;
         if let Some(ctx) = original_context {
@@ -289,7 +298,6 @@ impl Pipeline {
         hops: u32,
         from: &str,
         correlated: bool,
-        also_ack: Vec<AckRef>,
     ) -> Result<Outgoing, BridgeError> {
         let encoded = self.codecs.encode(target.framework, env, target.encoding)?;
         if encoded.body.len() > self.max_body {
@@ -307,7 +315,7 @@ impl Pipeline {
             frame = frame.with("traceparent", tp);
         }
         let route = format!("{from}->{}", target.framework);
-        Ok(Outgoing { frame, route, correlated, unmatched_reply: false, ask: None, also_ack })
+        Ok(Outgoing { frame, route, correlated, unmatched_reply: false, ask: None, stream: None })
     }
 
     /// Whether the asker of this answer is a Wise Agents agent (not proxied, not a
@@ -345,100 +353,136 @@ impl Pipeline {
         original
     }
 
-    /// The envelope of a message and the framework it came from; `None` for a held chunk.
-    fn decode(
-        &self,
-        source: &Source,
-        msg: &Message,
-    ) -> Result<Option<(Framework, Envelope, Vec<AckRef>)>, BridgeError> {
+    /// The envelope of a message and the framework it came from, or a chunk taken in.
+    fn decode(&self, source: &Source, msg: &Message) -> Result<Decoded, BridgeError> {
         let content_type = msg.header("content-type");
         match source {
             Source::WiseAgents { agent, direction } => {
                 let origin = Origin { direction: *direction, recipient: agent, content_type };
-                Ok(Some((
-                    Framework::WiseAgents,
-                    self.codecs.decode(Framework::WiseAgents, msg.body(), origin)?,
-                    Vec::new(),
-                )))
+                let env = self.codecs.decode(Framework::WiseAgents, msg.body(), origin)?;
+                Ok(Some((Framework::WiseAgents, env, None)))
             }
             Source::Ingress(Framework::PenguiFlow) => self.decode_penguiflow(msg),
             Source::Ingress(Framework::Civitas) => self.decode_civitas(msg),
             Source::Ingress(fw) => {
                 let origin = Origin { direction: Direction::Request, recipient: "", content_type };
-                Ok(Some((*fw, self.codecs.decode(*fw, msg.body(), origin)?, Vec::new())))
+                Ok(Some((*fw, self.codecs.decode(*fw, msg.body(), origin)?, None)))
             }
         }
     }
 
-    /// PenguiFlow, where a stream chunk is held until its stream is whole.
-    fn decode_penguiflow(
-        &self,
-        msg: &Message,
-    ) -> Result<Option<(Framework, Envelope, Vec<AckRef>)>, BridgeError> {
+    /// PenguiFlow, where a stream chunk is taken in until its stream is whole.
+    fn decode_penguiflow(&self, msg: &Message) -> Result<Decoded, BridgeError> {
         let message = PenguiMessage::decode(msg.body())?;
         let Payload::StreamChunk(chunk) = Payload::classify(&message.payload) else {
-            return Ok(Some((Framework::PenguiFlow, penguiflow::to_envelope(message)?, Vec::new())));
+            return Ok(Some((Framework::PenguiFlow, penguiflow::to_envelope(message)?, None)));
         };
-        let held = HeldChunk {
-            ack: msg.ack.clone(),
-            destination: msg.destination.clone(),
-            body: msg.frame.body.clone(),
-        };
+        let key = StreamKey::PenguiFlow(chunk.stream_id.clone());
         let fed =
-            self.streams.lock().unwrap_or_else(|e| e.into_inner()).feed(message, chunk, held, Instant::now());
+            self.streams.lock().unwrap_or_else(|e| e.into_inner()).feed(message, chunk, Instant::now())?;
         match fed {
-            Ok(Fed::Pending) => Ok(None),
-            Ok(Fed::Complete { message, tokens }) => {
-                let acks = tokens.into_iter().map(|t| t.ack).filter(|a| *a != msg.ack).collect();
-                Ok(Some((Framework::PenguiFlow, penguiflow::to_envelope(message)?, acks)))
+            Fed::Pending => Ok(None),
+            Fed::Complete(whole) => {
+                let body = Bytes::from(whole.encode().unwrap_or_default());
+                whole_message(Framework::PenguiFlow, penguiflow::to_envelope(whole), key, body)
             }
-            Err(abandoned) => Err(BridgeError::Stream(abandoned)),
+            Fed::Abandoned(abandoned) => {
+                Ok(Some((Framework::PenguiFlow, self.stream_error(&key, abandoned)?, None)))
+            }
         }
     }
 
-    /// Civitas, where the frames of a `stream_reply()` answer are held until the answer is
-    /// whole, then become one reply (`envelope::civitas_stream`).
-    fn decode_civitas(
-        &self,
-        msg: &Message,
-    ) -> Result<Option<(Framework, Envelope, Vec<AckRef>)>, BridgeError> {
+    /// Civitas, where the frames of a `stream_reply()` answer are taken in until the answer
+    /// is whole, then become one reply (`envelope::civitas_stream`).
+    fn decode_civitas(&self, msg: &Message) -> Result<Decoded, BridgeError> {
         let encoding = Encoding::of(msg.header("content-type"), msg.body())?;
-        let others =
-            |tokens: Vec<HeldChunk>| tokens.into_iter().map(|t| t.ack).filter(|a| *a != msg.ack).collect();
-        let mut streams = self.civitas_streams.lock().unwrap_or_else(|e| e.into_inner());
-        let (reply, acks) = match civitas_stream::classify(CivitasMessage::decode(msg.body(), encoding)?)? {
-            StreamFrame::Message(message) => (message, Vec::new()),
-            // The stream failed: its error is the answer, and the chunks so far go with it.
-            StreamFrame::Failed { stream_id, reply } => (reply, others(streams.take(&stream_id))),
+        let reply = match civitas_stream::classify(CivitasMessage::decode(msg.body(), encoding)?)? {
+            StreamFrame::Message(message) => message,
+            // The stream failed: its error is the answer.
+            StreamFrame::Failed { stream_id, reply } => {
+                self.civitas_streams.lock().unwrap_or_else(|e| e.into_inner()).take(&stream_id);
+                reply
+            }
             StreamFrame::Part { chunk, template } => {
-                let held = HeldChunk {
-                    ack: msg.ack.clone(),
-                    destination: msg.destination.clone(),
-                    body: msg.frame.body.clone(),
-                };
-                match streams.feed(template, chunk, held, Instant::now()) {
-                    Ok(Fed::Pending) => return Ok(None),
-                    Ok(Fed::Complete { message, tokens }) => {
-                        (civitas_stream::reply_of(message)?, others(tokens))
+                let key = StreamKey::Civitas(chunk.stream_id.clone());
+                let mut streams = self.civitas_streams.lock().unwrap_or_else(|e| e.into_inner());
+                match streams.feed(template, chunk, Instant::now())? {
+                    Fed::Pending => return Ok(None),
+                    Fed::Complete(whole) => {
+                        drop(streams);
+                        let reply = civitas_stream::reply_of(whole);
+                        let body =
+                            reply.as_ref().ok().and_then(|r| r.encode(encoding).ok()).unwrap_or_default();
+                        let env = reply.and_then(civitas::to_envelope);
+                        return whole_message(Framework::Civitas, env, key, Bytes::from(body));
                     }
-                    Err(abandoned) => return Err(BridgeError::Stream(abandoned)),
+                    Fed::Abandoned(abandoned) => {
+                        drop(streams);
+                        let env = self.stream_error(&key, abandoned)?;
+                        return Ok(Some((Framework::Civitas, env, None)));
+                    }
                 }
             }
         };
-        Ok(Some((Framework::Civitas, civitas::to_envelope(reply)?, acks)))
+        Ok(Some((Framework::Civitas, civitas::to_envelope(reply)?, None)))
     }
 
-    /// Forgets every stream being reassembled (after a reconnect the broker redelivers their
-    /// chunks).
-    pub fn forget_streams(&self) {
-        self.streams.lock().unwrap_or_else(|e| e.into_inner()).clear();
-        self.civitas_streams.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    /// The error answer of a stream given up on, for its asker: from the first chunk's message
+    /// (where the whole answer would have gone), `CANNOT_ANSWER` with the reason.
+    fn stream_error(&self, key: &StreamKey, abandoned: Abandoned) -> Result<Envelope, BridgeError> {
+        let Abandoned { error, template: mut first } = abandoned;
+        first.payload = serde_json::json!({"text": "", "citations": []});
+        let mut env = match key {
+            StreamKey::PenguiFlow(_) => penguiflow::to_envelope(first)?,
+            StreamKey::Civitas(_) => civitas::to_envelope(civitas_stream::reply_of(first)?)?,
+        };
+        env.intent = Some(Intent::CannotAnswer);
+        env.content = Content::Text(format!("the streamed answer could not be delivered: {error}"));
+        tracing::warn!(%error, "a stream was given up on: its asker gets an error answer");
+        Ok(env)
     }
 
-    /// Streams given up on for age: their chunks go to the dead-letter destination.
-    pub fn expire_streams(&self, now: Instant) -> Vec<Abandoned<HeldChunk>> {
-        let mut out = self.streams.lock().unwrap_or_else(|e| e.into_inner()).expire(now);
-        out.extend(self.civitas_streams.lock().unwrap_or_else(|e| e.into_inner()).expire(now));
+    /// The answer a whole stream made is safe: the stream is forgotten.
+    pub fn stream_settled(&self, key: &StreamKey) {
+        match key {
+            StreamKey::PenguiFlow(id) => self.streams.lock().unwrap_or_else(|e| e.into_inner()).settled(id),
+            StreamKey::Civitas(id) => {
+                self.civitas_streams.lock().unwrap_or_else(|e| e.into_inner()).settled(id)
+            }
+        }
+    }
+
+    /// The answer a whole stream made was not published: the redelivery of the message that
+    /// completed it completes it again.
+    pub fn stream_released(&self, key: &StreamKey) {
+        match key {
+            StreamKey::PenguiFlow(id) => self.streams.lock().unwrap_or_else(|e| e.into_inner()).released(id),
+            StreamKey::Civitas(id) => {
+                self.civitas_streams.lock().unwrap_or_else(|e| e.into_inner()).released(id)
+            }
+        }
+    }
+
+    /// Streams given up on for age (their start lost with a crashed bridge, or a sender that
+    /// stopped): the error answer for each asker, to publish.
+    pub fn expire_streams(&self, now: Instant) -> Vec<Outgoing> {
+        let pf = self.streams.lock().unwrap_or_else(|e| e.into_inner()).expire(now);
+        let civ = self.civitas_streams.lock().unwrap_or_else(|e| e.into_inner()).expire(now);
+        let keyed = pf
+            .into_iter()
+            .map(|a| (Framework::PenguiFlow, StreamKey::PenguiFlow(String::new()), a))
+            .chain(civ.into_iter().map(|a| (Framework::Civitas, StreamKey::Civitas(String::new()), a)));
+        let mut out = Vec::new();
+        for (fw, key, abandoned) in keyed {
+            let answer = self
+                .stream_error(&key, abandoned)
+                .and_then(|env| self.translate(None, &Source::Ingress(fw), fw, env, 0));
+            match answer {
+                Ok(Processed::Send(o)) => out.push(o),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "no error answer for a stream given up on"),
+            }
+        }
         out
     }
 
@@ -458,7 +502,7 @@ impl Pipeline {
         let target = self.target(&env, Some(&ask.asker)).ok()?;
         let wise = env.context.clone();
         self.fit_for(&target, &mut env, wise);
-        self.outgoing(&env, &target, 1, "timeout", true, Vec::new()).ok()
+        self.outgoing(&env, &target, 1, "timeout", true).ok()
     }
 
     /// Asks waiting for their answer.
@@ -540,6 +584,29 @@ impl Pipeline {
     /// stand first in its pair's queue and take the next plain answer.
     pub fn forget_ask(&self, ask: &str) {
         self.table.lock().unwrap_or_else(|e| e.into_inner()).forget(ask);
+    }
+}
+
+/// What decoding a message gave: a message to translate (with the stream it completed, if it
+/// did), or `None` for a stream chunk taken in.
+type Decoded = Option<(Framework, Envelope, Option<Whole>)>;
+
+/// A stream a message completed, and the whole stream as one body (dead-lettered as that if
+/// its translation fails).
+struct Whole {
+    stream: StreamKey,
+    body: Bytes,
+}
+
+fn whole_message(
+    fw: Framework,
+    env: Result<Envelope, EnvelopeError>,
+    stream: StreamKey,
+    body: Bytes,
+) -> Result<Decoded, BridgeError> {
+    match env {
+        Ok(env) => Ok(Some((fw, env, Some(Whole { stream, body })))),
+        Err(e) => Err(BridgeError::Whole { error: Box::new(e.into()), body, stream }),
     }
 }
 

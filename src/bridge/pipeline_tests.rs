@@ -388,17 +388,17 @@ fn rule10_a_civitas_stream_reply_is_reassembled_into_one_answer() {
     };
     assert!(matches!(
         p.process(&frame("civitas.stream.chunk", 1, json!({"token": "21 C"}))).unwrap(),
-        Processed::Held
+        Processed::Chunk
     ));
     assert!(matches!(
         p.process(&frame("civitas.stream.chunk", 0, json!({"token": "sunny, "}))).unwrap(),
-        Processed::Held
+        Processed::Chunk
     ));
     let out = sent(&p, &frame("civitas.stream.end", 2, json!({})));
     let answer = wa_of(&out);
     assert_eq!((answer.message.as_str(), answer.message_type), ("sunny, 21 C", Some(Intent::Response)));
     assert_eq!(answer.tool_id.as_deref(), Some("call_s"));
-    assert_eq!(out.also_ack.len(), 2, "the held chunks are acknowledged with it");
+    assert!(out.stream.is_some(), "the stream is settled with the message that completed it");
     // A stream that fails: its error is the answer.
     let asked = json_of(&sent(&p, &wa_ask("WeatherAgent", None, "default")));
     let frame = |kind: &str, seq: i64, payload: Value| {
@@ -408,7 +408,7 @@ fn rule10_a_civitas_stream_reply_is_reassembled_into_one_answer() {
     };
     assert!(matches!(
         p.process(&frame("civitas.stream.chunk", 0, json!({"token": "sun"}))).unwrap(),
-        Processed::Held
+        Processed::Chunk
     ));
     let failed = wa_of(&sent(&p, &frame("civitas.stream.error", 1, json!({"error": "model crashed"}))));
     assert_eq!((failed.message.as_str(), failed.message_type), ("model crashed", Some(Intent::CannotAnswer)));
@@ -438,9 +438,9 @@ fn a_late_streamed_answer_is_dropped_with_its_chunks() {
             "correlation_id": asked["correlation_id"], "payload": {"token": "x"}, "seq": seq});
         msg(CIV_IN, body.to_string())
     };
-    assert!(matches!(p.process(&frame("civitas.stream.chunk", 0)).unwrap(), Processed::Held));
+    assert!(matches!(p.process(&frame("civitas.stream.chunk", 0)).unwrap(), Processed::Chunk));
     match p.process(&frame("civitas.stream.end", 1)).unwrap() {
-        Processed::Absorbed { why: Absorbed::LateReply { .. }, also_ack } => assert_eq!(also_ack.len(), 1),
+        Processed::Absorbed { why: Absorbed::LateReply { .. }, stream } => assert!(stream.is_some()),
         other => panic!("{other:?}"),
     }
 }

@@ -87,7 +87,8 @@ async fn proxy(
     let receipt_timeout = Duration::from_millis(config.delivery.receipt_timeout_ms);
     let settler = Settler::new(publisher.clone(), client.clone(), metrics.clone(), mode, receipt_timeout);
     let budget = split.then_some(config.delivery.in_flight);
-    let mut engine = Engine::new(settler, pipeline, metrics.clone(), &config.delivery, publisher.clone(), budget);
+    let mut engine =
+        Engine::new(settler, pipeline, metrics.clone(), &config.delivery, publisher.clone(), budget);
     let discovering =
         engine.router().has_patterns() && config.wiseagents.discovery == Discovery::ActivemqAdvisory;
     // Subscribed while the engine serves: with a backlog on every queue, the SUBSCRIBE receipts
@@ -106,7 +107,8 @@ async fn proxy(
     let mut discovery = Discovering::new(consuming);
     engine.serve(events, publishing, &client, &mut discovery, &serving).await;
     engine.finish(Duration::from_millis(config.delivery.shutdown_timeout_ms)).await;
-    let subscribed = subscribing.await.unwrap_or_else(|e| Err(BridgeError::Config(format!("subscribing: {e}"))));
+    let subscribed =
+        subscribing.await.unwrap_or_else(|e| Err(BridgeError::Config(format!("subscribing: {e}"))));
     let mut subscriptions = subscribed.as_ref().map_or_else(|_| Vec::new(), Clone::clone);
     subscriptions.extend(discovery.subscriptions().await);
     stop(&client, &metrics, &subscriptions).await;
@@ -133,7 +135,12 @@ async fn subscribe_all(
         info!(topic = ADVISORY, "discovering the queues of agents named by a glob");
     }
     metrics.set_subscribed(true);
-    info!(subscriptions = subscriptions.len(), prefetch = consuming.prefetch, mode = mode.as_str(), "bridge ready");
+    info!(
+        subscriptions = subscriptions.len(),
+        prefetch = consuming.prefetch,
+        mode = mode.as_str(),
+        "bridge ready"
+    );
     Ok(subscriptions)
 }
 

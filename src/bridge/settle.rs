@@ -233,8 +233,7 @@ impl Batch {
         let tx = (self.mode == Mode::Transaction).then(|| self.tx.clone());
         let mut items: Vec<Item> = works
             .iter()
-            .flat_map(|w| std::iter::once(&w.source).chain(&w.also))
-            .map(|d| Item::Ack { msg: d.ack_ref().clone(), nack: false, transaction: tx.clone() })
+            .map(|w| Item::Ack { msg: w.source.ack_ref().clone(), nack: false, transaction: tx.clone() })
             .collect();
         if let Some(tx) = tx {
             items.push(Item::Frame {

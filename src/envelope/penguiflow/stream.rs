@@ -1,13 +1,14 @@
 //! Reassembles PenguiFlow `StreamChunk`s of one `stream_id` into one message, in `seq`
-//! order, once the chunk with `done` and every chunk before it have arrived. Buffered bytes
-//! and time waited are bounded; each chunk carries a caller's token (a message to ack) that
-//! comes back with the whole message, or with the error that ends the stream.
+//! order, once the chunk with `done` and every chunk before it have arrived. It keeps the
+//! chunks' text, not the chunks: the bridge acknowledges each chunk as it is taken in, so a
+//! stream may be longer than any prefetch. Buffered bytes and time waited are bounded; a
+//! stream given up on comes back with the first chunk's message, to answer the asker with.
 
 use super::PenguiMessage;
 use crate::envelope::EnvelopeError;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 /// `penguiflow.types.StreamChunk`.
@@ -24,41 +25,52 @@ pub struct StreamChunk {
 
 /// What feeding a chunk gave.
 #[derive(Debug)]
-pub enum Fed<T> {
+pub enum Fed {
     /// More chunks are needed.
     Pending,
-    /// The whole stream, as one message whose payload is `FinalAnswer{text}`, and the tokens
-    /// of every chunk that made it.
-    Complete { message: PenguiMessage, tokens: Vec<T> },
+    /// The whole stream, as one message whose payload is `FinalAnswer{text}`. The stream is
+    /// kept until [`StreamAssembler::settled`] (its answer is safe) or handed out again by the
+    /// next chunk that completes it after [`StreamAssembler::released`].
+    Complete(PenguiMessage),
+    /// The stream was given up on by this chunk (too many bytes buffered, or a `seq` that can
+    /// never end it); later chunks of it are refused.
+    Abandoned(Abandoned),
 }
 
-/// A stream given up on, with the tokens of its chunks (to dead-letter them).
+/// A stream given up on: why, and the first chunk's message (where the answer would have
+/// gone).
 #[derive(Debug)]
-pub struct Abandoned<T> {
+pub struct Abandoned {
     pub error: EnvelopeError,
-    pub tokens: Vec<T>,
+    pub template: PenguiMessage,
 }
 
-struct Partial<T> {
+struct Partial {
     template: PenguiMessage,
     texts: BTreeMap<u64, String>,
     last_seq: Option<u64>,
     started: Instant,
     bytes: usize,
-    tokens: Vec<T>,
+    /// Handed out as a whole message whose fate is not known yet.
+    out: bool,
 }
 
+/// Streams ended (given up on, or answered) remembered, so that a stray chunk of one is not
+/// taken for the start of a new stream.
+const ENDED_REMEMBERED: usize = 1024;
+
 /// Streams being reassembled, bounded in bytes and in age.
-pub struct StreamAssembler<T> {
+pub struct StreamAssembler {
     max_bytes: usize,
     max_wait: Duration,
     buffered: usize,
-    streams: HashMap<String, Partial<T>>,
+    streams: HashMap<String, Partial>,
+    ended: VecDeque<(String, &'static str)>,
 }
 
-impl<T> StreamAssembler<T> {
+impl StreamAssembler {
     pub fn new(max_bytes: usize, max_wait: Duration) -> Self {
-        StreamAssembler { max_bytes, max_wait, buffered: 0, streams: HashMap::new() }
+        StreamAssembler { max_bytes, max_wait, buffered: 0, streams: HashMap::new(), ended: VecDeque::new() }
     }
 
     /// An empty assembler with the same bounds.
@@ -66,12 +78,9 @@ impl<T> StreamAssembler<T> {
         StreamAssembler::new(self.max_bytes, self.max_wait)
     }
 
-    /// Drops a stream (its sender ended it with an error): the tokens of its chunks.
-    pub fn take(&mut self, id: &str) -> Vec<T> {
-        let partial = self.streams.remove(id);
-        let (bytes, tokens) = partial.map_or((0, Vec::new()), |p| (p.bytes, p.tokens));
-        self.buffered -= bytes;
-        tokens
+    /// Drops a stream (its sender ended it with an error).
+    pub fn take(&mut self, id: &str) {
+        self.remove(id, "failed");
     }
 
     /// Bytes of chunk text held now, across all streams.
@@ -79,28 +88,41 @@ impl<T> StreamAssembler<T> {
         self.buffered
     }
 
+    /// Streams held now.
+    pub fn len(&self) -> usize {
+        self.streams.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.streams.is_empty()
+    }
+
     /// Adds one chunk (`message` is the message that carried it). A chunk seen twice (a
-    /// redelivery) replaces itself.
+    /// redelivery) replaces itself. A chunk of a stream that ended is refused.
     pub fn feed(
         &mut self,
         message: PenguiMessage,
         chunk: StreamChunk,
-        token: T,
         now: Instant,
-    ) -> Result<Fed<T>, Abandoned<T>> {
+    ) -> Result<Fed, EnvelopeError> {
         let id = chunk.stream_id.clone();
+        if let Some((_, how)) = self.ended.iter().find(|(e, _)| *e == id) {
+            return Err(EnvelopeError::Stream {
+                stream_id: id,
+                reason: format!("a chunk of a stream that {how}"),
+            });
+        }
         let partial = self.streams.entry(id.clone()).or_insert_with(|| Partial {
             template: message,
             texts: BTreeMap::new(),
             last_seq: None,
             started: now,
             bytes: 0,
-            tokens: Vec::new(),
+            out: false,
         });
-        partial.tokens.push(token);
         if chunk.done && chunk.seq.checked_add(1).is_none() {
             // Its stream would need 2^64 chunks: it can never be whole.
-            return Err(self.abandon(&id, format!("seq {} cannot end a stream", chunk.seq)));
+            return Ok(Fed::Abandoned(self.abandon(&id, format!("seq {} cannot end a stream", chunk.seq))));
         }
         if chunk.done {
             partial.last_seq = Some(chunk.seq);
@@ -111,49 +133,74 @@ impl<T> StreamAssembler<T> {
         self.buffered = self.buffered + added - replaced;
         if self.buffered > self.max_bytes {
             let reason = format!("more than {} bytes of stream chunks buffered", self.max_bytes);
-            return Err(self.abandon(&id, reason));
+            return Ok(Fed::Abandoned(self.abandon(&id, reason)));
         }
         Ok(self.complete(&id).unwrap_or(Fed::Pending))
     }
 
-    fn complete(&mut self, id: &str) -> Option<Fed<T>> {
-        let partial = self.streams.get(id)?;
+    fn complete(&mut self, id: &str) -> Option<Fed> {
+        let partial = self.streams.get_mut(id)?;
         let last = partial.last_seq?;
         let chunks = u64::try_from(partial.texts.len()).ok();
-        if chunks != last.checked_add(1) || partial.texts.keys().next_back() != Some(&last) {
+        if partial.out || chunks != last.checked_add(1) || partial.texts.keys().next_back() != Some(&last) {
             return None;
         }
+        partial.out = true;
+        let mut message = partial.template.clone();
+        let text: String = partial.texts.values().map(String::as_str).collect();
+        message.payload = json!({"text": text, "citations": []});
+        Some(Fed::Complete(message))
+    }
+
+    /// The answer a complete stream made is safe: the stream is forgotten.
+    pub fn settled(&mut self, id: &str) {
+        self.remove(id, "was answered");
+    }
+
+    /// The answer a complete stream made was not published (its connection ended): the
+    /// redelivery of the chunk that completed it completes it again.
+    pub fn released(&mut self, id: &str) {
+        if let Some(partial) = self.streams.get_mut(id) {
+            partial.out = false;
+        }
+    }
+
+    fn abandon(&mut self, id: &str, reason: String) -> Abandoned {
+        let template = self.remove(id, "was given up on").map(|p| p.template).unwrap_or_else(empty_template);
+        Abandoned { error: EnvelopeError::Stream { stream_id: id.to_owned(), reason }, template }
+    }
+
+    fn remove(&mut self, id: &str, how: &'static str) -> Option<Partial> {
         let partial = self.streams.remove(id)?;
         self.buffered -= partial.bytes;
-        let mut message = partial.template;
-        let text: String = partial.texts.into_values().collect();
-        message.payload = json!({"text": text, "citations": []});
-        Some(Fed::Complete { message, tokens: partial.tokens })
+        if self.ended.len() == ENDED_REMEMBERED {
+            self.ended.pop_front();
+        }
+        self.ended.push_back((id.to_owned(), how));
+        Some(partial)
     }
 
-    fn abandon(&mut self, id: &str, reason: String) -> Abandoned<T> {
-        let partial = self.streams.remove(id);
-        let (bytes, tokens) = partial.map_or((0, Vec::new()), |p| (p.bytes, p.tokens));
-        self.buffered -= bytes;
-        Abandoned { error: EnvelopeError::Stream { stream_id: id.to_owned(), reason }, tokens }
-    }
-
-    /// Forgets every stream (their chunks will be redelivered).
-    pub fn clear(&mut self) {
-        self.streams.clear();
-        self.buffered = 0;
-    }
-
-    /// Gives up on streams older than the time bound.
-    pub fn expire(&mut self, now: Instant) -> Vec<Abandoned<T>> {
+    /// Gives up on streams older than the time bound (none handed out as a whole).
+    pub fn expire(&mut self, now: Instant) -> Vec<Abandoned> {
         let old: Vec<String> = self
             .streams
             .iter()
-            .filter(|(_, p)| now.duration_since(p.started) > self.max_wait)
+            .filter(|(_, p)| !p.out && now.duration_since(p.started) > self.max_wait)
             .map(|(id, _)| id.clone())
             .collect();
         let reason = format!("incomplete after {:?}", self.max_wait);
         old.iter().map(|id| self.abandon(id, reason.clone())).collect()
+    }
+}
+
+fn empty_template() -> PenguiMessage {
+    PenguiMessage {
+        payload: Value::Null,
+        headers: super::Headers { tenant: String::new(), topic: None, priority: 0 },
+        trace_id: String::new(),
+        ts: 0.0,
+        deadline_s: None,
+        meta: Map::new(),
     }
 }
 

@@ -14,9 +14,9 @@ fn chunk(seq: u64, text: &str, done: bool) -> (PenguiMessage, StreamChunk) {
     (msg, c)
 }
 
-fn feed(a: &mut StreamAssembler<u64>, seq: u64, text: &str, done: bool) -> Fed<u64> {
+fn feed(a: &mut StreamAssembler, seq: u64, text: &str, done: bool) -> Fed {
     let (m, c) = chunk(seq, text, done);
-    a.feed(m, c, seq, Instant::now()).map_err(|e| e.error).unwrap()
+    a.feed(m, c, Instant::now()).unwrap()
 }
 
 #[test]
@@ -25,31 +25,56 @@ fn chunks_out_of_order_join_in_seq_order_when_all_have_come() {
     assert!(matches!(feed(&mut a, 2, "c", true), Fed::Pending));
     assert!(matches!(feed(&mut a, 0, "a", false), Fed::Pending));
     assert!(matches!(feed(&mut a, 0, "a", false), Fed::Pending), "a redelivered chunk");
-    let Fed::Complete { message, mut tokens } = feed(&mut a, 1, "b", false) else { panic!("complete") };
+    let Fed::Complete(message) = feed(&mut a, 1, "b", false) else { panic!("complete") };
     assert_eq!(message.payload, json!({"text": "abc", "citations": []}));
-    tokens.sort();
-    assert_eq!(tokens, [0, 0, 1, 2], "every delivery's token comes back to be acked");
+    assert_eq!(a.buffered_bytes(), 3, "kept until its answer is safe");
+    a.settled("s1");
     assert_eq!(a.buffered_bytes(), 0);
+    assert!(a.is_empty());
 }
 
 #[test]
-fn too_many_buffered_bytes_abandon_the_stream_with_its_tokens() {
+fn a_stream_far_longer_than_any_prefetch_is_joined_from_its_text_alone() {
+    let mut a = StreamAssembler::new(1 << 20, Duration::from_secs(60));
+    for seq in 0..9_999 {
+        assert!(matches!(feed(&mut a, seq, "x", false), Fed::Pending));
+    }
+    let Fed::Complete(message) = feed(&mut a, 9_999, "y", true) else { panic!("complete") };
+    let text = message.payload["text"].as_str().unwrap();
+    assert_eq!((text.len(), text.ends_with("xy")), (10_000, true));
+}
+
+#[test]
+fn a_whole_stream_whose_answer_was_released_is_handed_out_again_once() {
+    let mut a = StreamAssembler::new(1024, Duration::from_secs(60));
+    feed(&mut a, 0, "a", false);
+    assert!(matches!(feed(&mut a, 1, "b", true), Fed::Complete(_)));
+    assert!(matches!(feed(&mut a, 1, "b", true), Fed::Pending), "out already: not twice");
+    a.released("s1");
+    assert!(matches!(feed(&mut a, 1, "b", true), Fed::Complete(_)), "the redelivery completes it again");
+    a.settled("s1");
+    let (m, c) = chunk(1, "b", true);
+    let refused = a.feed(m, c, Instant::now()).expect_err("a stray chunk of an answered stream");
+    assert_eq!(refused.kind(), "stream");
+}
+
+#[test]
+fn too_many_buffered_bytes_abandon_the_stream_and_refuse_its_later_chunks() {
     let mut a = StreamAssembler::new(4, Duration::from_secs(60));
     assert!(matches!(feed(&mut a, 0, "abc", false), Fed::Pending));
-    let (m, c) = chunk(1, "def", false);
-    let abandoned = a.feed(m, c, 1, Instant::now()).expect_err("over the bound");
-    assert_eq!(abandoned.tokens, [0, 1]);
+    let Fed::Abandoned(abandoned) = feed(&mut a, 1, "def", false) else { panic!("over the bound") };
     assert_eq!(abandoned.error.kind(), "stream");
+    assert_eq!(abandoned.template.headers.tenant, "acme", "the first chunk's message, to answer with");
     assert_eq!(a.buffered_bytes(), 0);
+    let (m, c) = chunk(2, "g", true);
+    assert!(a.feed(m, c, Instant::now()).is_err(), "not the start of a new stream");
 }
 
 #[test]
-fn a_last_seq_at_the_end_of_u64_is_refused_with_the_streams_tokens() {
+fn a_last_seq_at_the_end_of_u64_abandons_the_stream() {
     let mut a = StreamAssembler::new(1024, Duration::from_secs(60));
     assert!(matches!(feed(&mut a, 0, "a", false), Fed::Pending));
-    let (m, c) = chunk(u64::MAX, "z", true);
-    let abandoned = a.feed(m, c, 9, Instant::now()).expect_err("a stream that can never be whole");
-    assert_eq!(abandoned.tokens, [0, 9]);
+    let Fed::Abandoned(abandoned) = feed(&mut a, u64::MAX, "z", true) else { panic!("never whole") };
     assert!(abandoned.error.to_string().contains("18446744073709551615"), "{}", abandoned.error);
     assert_eq!(a.buffered_bytes(), 0);
 }
@@ -58,10 +83,10 @@ fn a_last_seq_at_the_end_of_u64_is_refused_with_the_streams_tokens() {
 fn a_stream_that_never_finishes_expires() {
     let mut a = StreamAssembler::new(1024, Duration::from_secs(5));
     let start = Instant::now();
-    let (m, c) = chunk(0, "a", false);
-    assert!(matches!(a.feed(m, c, 7, start), Ok(Fed::Pending)));
+    let (m, c) = chunk(3, "a", false);
+    assert!(matches!(a.feed(m, c, start), Ok(Fed::Pending)));
     assert!(a.expire(start + Duration::from_secs(4)).is_empty());
     let gone = a.expire(start + Duration::from_secs(6));
     assert_eq!(gone.len(), 1);
-    assert_eq!(gone[0].tokens, [7]);
+    assert!(gone[0].error.to_string().contains("incomplete"), "{}", gone[0].error);
 }
