@@ -2,6 +2,7 @@
 //!
 //!   cargo run --release --bin loadgen -- [--broker activemq|rabbitmq] [--messages N]
 //!                                        [--backlog N] [--bridge PATH] [--one-hop-only]
+//!                                        [--agents N] [--reference SCRIPT]
 //!   (SAB_ACTIVEMQ_PORT / SAB_RABBITMQ_PORT: another instance's STOMP port)
 //!
 //! Against a local broker (`scripts/brokers.sh start`), with persistent Wise Agents YAML bodies:
@@ -10,6 +11,11 @@
 //!    translation) → queue → consumer, what any bridge costs the broker;
 //! 3. the bridge (the release binary as a process), Wise Agents → Civitas;
 //! 4. the bridge, Civitas replies → Wise Agents;
+//! 5. the bridge with `--agents` proxied agents configured (default 20), one of them busy,
+//!    Wise Agents → Civitas: what a busy queue gets of the budget beside idle ones;
+//! 6. a reference bridge of the user's kind (`--reference`, default tools/ref_bridge.py, a
+//!    stomp.py script that confirms each SEND then acks its source, prefetch 256 per
+//!    subscription; run with `$SAB_VENV/bin/python`, default .venv), Wise Agents → Civitas;
 //!
 //! then end-to-end latency at half the bridge's peak rate (one hop and bridge), the bridge's
 //! CPU-seconds per 10,000 messages and peak RSS, and its RSS while it drains a backlog of
@@ -82,6 +88,10 @@ struct Args {
     messages: usize,
     backlog: usize,
     bridge: PathBuf,
+    /// Proxied agents configured for run 5 (0: skip it).
+    agents: usize,
+    /// The reference bridge's script for run 6 (skipped when it does not exist).
+    reference: PathBuf,
 }
 
 fn args() -> Result<Args, String> {
@@ -91,6 +101,8 @@ fn args() -> Result<Args, String> {
         messages: 20_000,
         backlog: 100_000,
         bridge: support::sibling_bridge(),
+        agents: 20,
+        reference: "tools/ref_bridge.py".into(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -106,6 +118,8 @@ fn args() -> Result<Args, String> {
             "--messages" => a.messages = value()?.parse().map_err(|e| format!("--messages: {e}"))?,
             "--backlog" => a.backlog = value()?.parse().map_err(|e| format!("--backlog: {e}"))?,
             "--bridge" => a.bridge = value()?.into(),
+            "--agents" => a.agents = value()?.parse().map_err(|e| format!("--agents: {e}"))?,
+            "--reference" => a.reference = value()?.into(),
             "--one-hop-only" => a.one_hop_only = true,
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -299,16 +313,27 @@ struct Bridge {
 }
 
 impl Bridge {
-    fn start(bin: &std::path::Path, broker: Broker, agent: &str, inbox: &str, ingress: &str) -> Bridge {
+    /// The bridge proxying `agent` and `idle` more Civitas agents that nobody writes to.
+    fn start(
+        bin: &std::path::Path,
+        broker: Broker,
+        agent: &str,
+        idle: usize,
+        inbox: &str,
+        ingress: &str,
+    ) -> Bridge {
         let dir = std::env::temp_dir().join(unique("bridge"));
         std::fs::create_dir_all(&dir).expect("temp dir");
         let (login, passcode) = broker.credentials();
         let (req, resp) = broker.prefixes();
+        let agents: String = std::iter::once(agent.to_owned())
+            .chain((0..idle).map(|i| format!("{agent}Idle{i}")))
+            .map(|name| format!("[[agents]]\nname = \"{name}\"\nprotocol = \"civitas\"\n\n"))
+            .collect();
         let config = format!(
             "[broker]\nurl = \"{}\"\nlogin = \"{login}\"\npasscode = \"{passcode}\"\n\n\
              [wiseagents]\nrequest_prefix = \"{req}\"\nresponse_prefix = \"{resp}\"\n\n\
-             [protocols.civitas]\ninbox = \"{inbox}\"\ningress = \"{ingress}\"\n\n\
-             [[agents]]\nname = \"{agent}\"\nprotocol = \"civitas\"\n\n\
+             [protocols.civitas]\ninbox = \"{inbox}\"\ningress = \"{ingress}\"\n\n{agents}\
              [delivery]\ndead_letter = \"/queue/{}\"\n\n[http]\nlisten = \"\"\n\n[log]\nformat = \"json\"\nlevel = \"info\"\n",
             broker.url(),
             unique("dead")
@@ -347,6 +372,100 @@ impl Bridge {
     fn stop(self) {
         self.process.stop();
     }
+}
+
+/// The reference bridge (tools/ref_bridge.py) as a process, proxying `agent`.
+struct Reference {
+    child: Child,
+}
+
+impl Reference {
+    fn start(
+        script: &std::path::Path,
+        broker: Broker,
+        agent: &str,
+        inbox: &str,
+        ingress: &str,
+    ) -> Option<Reference> {
+        if !script.exists() {
+            eprintln!("[loadgen] no reference bridge at {}: run 6 skipped", script.display());
+            return None;
+        }
+        let venv = std::env::var("SAB_VENV").unwrap_or_else(|_| ".venv".into());
+        let (login, passcode) = broker.credentials();
+        let (req, resp) = broker.prefixes();
+        let port = broker.url().rsplit(':').next().unwrap_or_default().to_owned();
+        let mut child = Process::new(PathBuf::from(venv).join("bin/python"))
+            .arg(script)
+            .args(["--agents", agent, "--request-prefix", req, "--response-prefix", resp])
+            .args([
+                "--inbox",
+                inbox,
+                "--ingress",
+                ingress,
+                "--dead-letter",
+                &format!("/queue/{}", unique("refdead")),
+            ])
+            .env("STOMP_PORT", port)
+            .env("STOMP_USER", login)
+            .env("STOMP_PASSWORD", passcode)
+            .env("STOMP_VHOST", "/")
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| eprintln!("[loadgen] cannot start the reference bridge: {e}"))
+            .ok()?;
+        let stdout = child.stdout.take()?;
+        let mut line = String::new();
+        let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line);
+        if line.trim() != "ready" {
+            eprintln!("[loadgen] the reference bridge did not start: {line:?}");
+            let _ = child.kill();
+            return None;
+        }
+        Some(Reference { child })
+    }
+
+    fn stats(&self) -> support::ProcStats {
+        support::ProcStats::of(self.child.id())
+    }
+
+    fn stop(mut self) {
+        let _ = Process::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let _ = self.child.wait();
+    }
+}
+
+/// Run 5: the bridge with `agents` proxied agents configured, one busy; its rate.
+async fn many_agents(args: &Args, inbox_pattern: &str, ingress: &str) -> Option<f64> {
+    if args.agents < 2 {
+        return None;
+    }
+    let (b, (req, _)) = (args.broker, args.broker.prefixes());
+    let agent = format!("LoadMany{}", std::process::id());
+    let inbox = inbox_pattern.replace("{agent}", &agent);
+    let bridge = Bridge::start(&args.bridge, b, &agent, args.agents - 1, inbox_pattern, ingress);
+    let (rate, _) = run_path(b, &format!("{req}{agent}"), &inbox, args.messages, None, wise_body).await;
+    bridge.stop();
+    eprintln!(
+        "[loadgen] bridge with {} agents configured, one busy, WA -> Civitas: {rate:.0} msg/s",
+        args.agents
+    );
+    Some(rate)
+}
+
+/// Run 6: the reference bridge, Wise Agents → Civitas: its rate, CPU s per 10,000 and peak RSS.
+async fn reference(args: &Args, inbox_pattern: &str, ingress: &str) -> Option<(f64, f64, f64)> {
+    let (b, (req, _)) = (args.broker, args.broker.prefixes());
+    let agent = format!("LoadRef{}", std::process::id());
+    let inbox = inbox_pattern.replace("{agent}", &agent);
+    let script = Reference::start(&args.reference, b, &agent, &inbox, ingress)?;
+    let cpu0 = script.stats().cpu_secs;
+    let (rate, _) = run_path(b, &format!("{req}{agent}"), &inbox, args.messages, None, wise_body).await;
+    let stats = script.stats();
+    script.stop();
+    let cpu = (stats.cpu_secs - cpu0) / args.messages as f64 * 10_000.0;
+    eprintln!("[loadgen] reference bridge (stomp.py), WA -> Civitas: {rate:.0} msg/s");
+    Some((rate, cpu, stats.peak_rss_mib))
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
@@ -414,7 +533,7 @@ async fn main() {
     let inbox_pattern = format!("/queue/{}.{{agent}}", unique("civitas.in"));
     let inbox = inbox_pattern.replace("{agent}", &agent);
     let ingress = format!("/queue/{}", unique("civitas.ingress"));
-    let bridge = Bridge::start(&args.bridge, b, &agent, &inbox_pattern, &ingress);
+    let bridge = Bridge::start(&args.bridge, b, &agent, 0, &inbox_pattern, &ingress);
     let perf = bridge.profile();
     let cpu0 = bridge.cpu_secs();
     let (wa_civ, _) = run_path(b, &format!("{req}{agent}"), &inbox, n, None, wise_body).await;
@@ -436,6 +555,8 @@ async fn main() {
     let (lat_one, lat_bridge) = (latency(l1), latency(lb));
     eprintln!("[loadgen] latency at {half:.0} msg/s: one hop {lat_one:.2?} ms, bridge {lat_bridge:.2?} ms");
     bridge.stop();
+    let many = many_agents(&args, &inbox_pattern, &ingress).await;
+    let reference = reference(&args, &inbox_pattern, &ingress).await;
 
     let mut backlog_rss = (0.0, 0.0);
     let mut backlog_rate = 0.0;
@@ -449,7 +570,7 @@ async fn main() {
             .with("prefetch-count", "5000");
         consumer.subscribe(sub).await.expect("subscribe");
         let start = Instant::now();
-        let bridge = Bridge::start(&args.bridge, b, &agent, &inbox_pattern, &ingress);
+        let bridge = Bridge::start(&args.bridge, b, &agent, 0, &inbox_pattern, &ingress);
         let mut got = 0;
         let mut rss = (0.0f64, 0.0f64);
         while got < args.backlog {
@@ -490,12 +611,34 @@ async fn main() {
         civ_wa / one_hop,
         civ_wa / two_hop
     );
+    if let Some(rate) = many {
+        let _ = writeln!(
+            out,
+            "| 5. bridge, {} agents configured, one busy, Wise Agents → Civitas | {rate:.0} | {:.2} | {:.2} (to run 3: {:.2}) |",
+            args.agents,
+            rate / one_hop,
+            rate / two_hop,
+            rate / wa_civ
+        );
+    }
+    if let Some((rate, _, _)) = reference {
+        let _ = writeln!(
+            out,
+            "| 6. reference bridge (stomp.py, confirm then ack), Wise Agents → Civitas | {rate:.0} | {:.2} | {:.2} (run 3 is {:.2}×) |",
+            rate / one_hop,
+            rate / two_hop,
+            wa_civ / rate
+        );
+    }
     let _ = writeln!(
         out,
         "\nlatency at {half:.0} msg/s (ms, p50 / p99 / p99.9): one hop {:.2} / {:.2} / {:.2}; bridge path {:.2} / {:.2} / {:.2}",
         lat_one[0], lat_one[1], lat_one[2], lat_bridge[0], lat_bridge[1], lat_bridge[2]
     );
     let _ = writeln!(out, "bridge CPU: {cpu_per_10k:.2} s per 10,000 messages; peak RSS {peak_rss:.1} MiB");
+    if let Some((_, cpu, rss)) = reference {
+        let _ = writeln!(out, "reference bridge CPU: {cpu:.2} s per 10,000 messages; peak RSS {rss:.1} MiB");
+    }
     if args.backlog > 0 {
         let _ = writeln!(
             out,
@@ -511,7 +654,10 @@ async fn main() {
             "bridge_wa_to_civitas": wa_civ, "bridge_civitas_to_wa": civ_wa,
             "latency_rate": half, "latency_one_hop_ms": lat_one, "latency_bridge_ms": lat_bridge,
             "cpu_s_per_10k": cpu_per_10k, "peak_rss_mib": peak_rss,
-            "backlog": args.backlog, "backlog_rate": backlog_rate, "backlog_peak_rss_mib": backlog_rss.0
+            "backlog": args.backlog, "backlog_rate": backlog_rate, "backlog_peak_rss_mib": backlog_rss.0,
+            "agents": args.agents, "bridge_many_agents_wa_to_civitas": many,
+            "reference_wa_to_civitas": reference.map(|r| r.0), "reference_cpu_s_per_10k": reference.map(|r| r.1),
+            "reference_peak_rss_mib": reference.map(|r| r.2)
         })
     );
 }
