@@ -11,6 +11,8 @@ use std::path::PathBuf;
 use stomp_agent_bridge::stomp::{AckMode, Client, Command, Events, Frame, Subscription};
 
 const BROKER: Broker = Broker::ActiveMq;
+/// `delivery.in_flight` of `config_toml`: the most messages the bridge holds.
+const IN_FLIGHT: usize = 64;
 
 fn config(names: &Names, civ: &str) -> (String, u16) {
     config_on(BROKER, names, civ)
@@ -203,6 +205,8 @@ async fn kill_9_midway(broker: Broker, n: usize, mode: &str) -> usize {
     sender.wait_success();
     assert_eq!(distinct, n);
     let duplicates = deliveries - distinct;
+    // Each duplicate is a message the killed bridge held (published, not yet acknowledged).
+    assert!(duplicates <= IN_FLIGHT, "{duplicates} duplicates, more than the {IN_FLIGHT} the bridge may hold");
     eprintln!(
         "{} ({mode}): kill -9 after {} of {n}: {distinct} distinct delivered, {deliveries} deliveries ({duplicates} duplicates)",
         broker.name(),

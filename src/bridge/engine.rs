@@ -6,7 +6,7 @@
 use super::BridgeError;
 use super::delivery::{Delivery, Outcome, Settled, Work};
 use super::pipeline::{Absorbed, Outgoing, Pipeline, Processed, dead_letter_frame};
-use super::settle::{Attempts, Finished, Mode, Settler, next_batch, route_of, work_key};
+use super::settle::{Attempts, Failure, Finished, Mode, Settler, next_batch, route_of, work_key};
 use crate::config::DeliveryConfig;
 use crate::stomp::{AckRef, Client, Event, Events, Message};
 use crate::telemetry::{
@@ -291,44 +291,50 @@ impl Engine {
     /// it failed while its messages' consuming connection may still be up (publishing on a
     /// connection of its own): only a reset of that connection gives them back.
     fn finished(&mut self, done: Finished) -> bool {
-        let mut give_back = false;
-        let count = done.works.len() as i64;
-        self.metrics.in_flight(-count);
-        match done.result {
-            Ok(()) => {
-                for work in done.works {
-                    self.attempts.forget(&work);
-                    report(&work, &self.metrics);
-                    if let Some(stream) = &work.stream {
-                        self.pipeline.stream_settled(stream);
-                    }
-                    work.source.settle(Settled::Acked);
-                }
+        let Finished { works, result, acked } = done;
+        self.metrics.in_flight(-(works.len() as i64));
+        let mut works = works.into_iter();
+        for work in works.by_ref().take(acked) {
+            self.attempts.forget(&work);
+            report(&work, &self.metrics);
+            if let Some(stream) = &work.stream {
+                self.pipeline.stream_settled(stream);
             }
-            Err(failure) => {
-                let reason = failure.error.to_string();
-                BatchFailed { messages: count as usize, mode: self.settler.mode().as_str(), reason: &reason }
-                    .emit(&self.metrics);
-                let refused = failure.error.broker_error().map(|e| e.to_string());
-                for (i, work) in done.works.into_iter().enumerate() {
-                    if self.settler.mode() == Mode::Transaction {
-                        // Rolled back: the request was not published; its redelivery asks again.
-                        self.forget_ask(&work);
-                    }
-                    let blamed = failure.culprit.is_none_or(|c| c == i);
-                    if let Some(reason) = refused.as_ref().filter(|_| blamed) {
-                        self.attempts.refused(work_key(&work), reason.clone());
-                    }
-                    self.metrics.count_retried(route_of(&work.outcome));
-                    // Every failure ends a connection (an ERROR, a loss, or a reset after a
-                    // missing receipt). If it was the publishing one, the consuming one is
-                    // reset too: the broker redelivers, and nothing is acknowledged blind.
-                    give_back |= self.budget.is_some() && work.source.ack_ref().epoch >= self.epoch;
-                    self.release(work);
-                }
-            }
+            work.source.settle(Settled::Acked);
         }
+        let give_back = match result {
+            Ok(()) => false,
+            Err(failure) => self.failed(works.collect(), acked, &failure),
+        };
         self.metrics.set_pending_asks(self.pipeline.pending_asks());
+        give_back
+    }
+
+    /// The works of a batch that were not acknowledged (`first` is the first one's place in
+    /// the batch), given back to the broker. True when the consuming connection must be reset
+    /// for that (see [`Engine::finished`]).
+    fn failed(&mut self, works: Vec<Work>, first: usize, failure: &Failure) -> bool {
+        let reason = failure.error.to_string();
+        BatchFailed { messages: works.len(), mode: self.settler.mode().as_str(), reason: &reason }
+            .emit(&self.metrics);
+        let refused = failure.error.broker_error().map(|e| e.to_string());
+        let mut give_back = false;
+        for (i, work) in works.into_iter().enumerate() {
+            if self.settler.mode() == Mode::Transaction {
+                // Rolled back: the request was not published; its redelivery asks again.
+                self.forget_ask(&work);
+            }
+            let blamed = failure.culprit.is_none_or(|c| c == first + i);
+            if let Some(reason) = refused.as_ref().filter(|_| blamed) {
+                self.attempts.refused(work_key(&work), reason.clone());
+            }
+            self.metrics.count_retried(route_of(&work.outcome));
+            // Every failure ends a connection (an ERROR, a loss, or a reset after a missing
+            // receipt). If it was the publishing one, the consuming one is reset too: the
+            // broker redelivers, and nothing is acknowledged blind.
+            give_back |= self.budget.is_some() && work.source.ack_ref().epoch >= self.epoch;
+            self.release(work);
+        }
         give_back
     }
 

@@ -80,6 +80,9 @@ pub struct Failure {
 pub struct Finished {
     pub works: Vec<Work>,
     pub result: Result<(), Failure>,
+    /// How many of `works`, from the first, were acknowledged (all of them when `result` is
+    /// `Ok`; in confirm mode, some before a failure).
+    pub acked: usize,
 }
 
 /// Starts batches in order; the broker's answers are awaited by the futures it returns.
@@ -134,11 +137,15 @@ impl Settler {
             owners,
         };
         async move {
+            let mut acked = 0;
             let result = match submitted {
-                Ok(submitted) => batch.finish(&works, submitted, turn, done).await,
+                Ok(submitted) => batch.finish(&works, submitted, turn, done, &mut acked).await,
                 Err(error) => Err(Failure { error, culprit: None }),
             };
-            Finished { works, result }
+            if result.is_ok() {
+                acked = works.len();
+            }
+            Finished { works, result, acked }
         }
     }
 }
@@ -193,12 +200,18 @@ impl Batch {
         submitted: crate::stomp::Submitted,
         turn: Option<oneshot::Receiver<()>>,
         done: oneshot::Sender<()>,
+        acked: &mut usize,
     ) -> Result<(), Failure> {
         let receipts = match submitted.await {
             Ok(Ok(receipts)) => receipts,
             Ok(Err(error)) => return Err(Failure { error, culprit: None }),
             Err(_) => return Err(Failure { error: SessionError::Shutdown, culprit: None }),
         };
+        if self.mode == Mode::Confirm {
+            // Outside a transaction the order of ACKs does not matter: no turn to wait for.
+            drop(done);
+            return self.ack_as_confirmed(works, receipts, acked).await;
+        }
         let t0 = Instant::now();
         self.confirmed(receipts, works.len()).await?;
         let t1 = t0.elapsed();
@@ -228,6 +241,68 @@ impl Batch {
         Ok(())
     }
 
+    /// Confirm mode: each work is acknowledged as soon as its SENDs are confirmed, what is
+    /// confirmed by then in one write, so that a crash finds few confirmed SENDs whose
+    /// sources are not acknowledged (each of those is published again). `acked` counts the
+    /// works acknowledged so far.
+    async fn ack_as_confirmed(
+        &self,
+        works: &[Work],
+        receipts: Vec<Receipt>,
+        acked: &mut usize,
+    ) -> Result<(), Failure> {
+        let mut receipts = receipts.into_iter().enumerate().peekable();
+        let mut ready = Vec::new();
+        for (w, work) in works.iter().enumerate() {
+            while let Some((i, mut receipt)) = receipts.next_if(|(i, _)| self.owners.get(*i) == Some(&w)) {
+                match futures_util::FutureExt::now_or_never(&mut receipt.answer) {
+                    Some(Ok(Ok(()))) => {}
+                    Some(answer) => {
+                        let error = answer
+                            .unwrap_or(Err(SessionError::Shutdown))
+                            .err()
+                            .unwrap_or(SessionError::Shutdown);
+                        return Err(self.failure(i, error));
+                    }
+                    None => {
+                        // Not confirmed yet: write what is, then wait.
+                        self.acknowledge(&mut ready, acked).await?;
+                        self.wait(i, receipt, works.len() - w).await?;
+                    }
+                }
+            }
+            ready.push(work);
+        }
+        self.acknowledge(&mut ready, acked).await
+    }
+
+    /// Writes the ACKs of `ready` on the consuming connection.
+    async fn acknowledge(&self, ready: &mut Vec<&Work>, acked: &mut usize) -> Result<(), Failure> {
+        if ready.is_empty() {
+            return Ok(());
+        }
+        let items = ready
+            .drain(..)
+            .map(|w| Item::Ack { msg: w.source.ack_ref().clone(), nack: false, transaction: None })
+            .collect::<Vec<_>>();
+        let count = items.len();
+        let written = match self.consumer.enqueue(items).await {
+            Ok(submitted) => submitted.await.unwrap_or(Err(SessionError::Shutdown)).map(|_| ()),
+            Err(error) => Err(error),
+        };
+        written.map_err(|error| Failure { error, culprit: None })?;
+        *acked += count;
+        Ok(())
+    }
+
+    /// The failure of receipt `i`: the work it belongs to is blamed when the broker refused it
+    /// by name.
+    fn failure(&self, i: usize, error: SessionError) -> Failure {
+        let culprit =
+            matches!(error, SessionError::Rejected(_)).then(|| self.owners.get(i).copied()).flatten();
+        Failure { error, culprit }
+    }
+
     /// The acknowledgements, and in transaction mode the COMMIT with a receipt.
     fn second_half(&self, works: &[Work]) -> Vec<Item> {
         let tx = (self.mode == Mode::Transaction).then(|| self.tx.clone());
@@ -244,29 +319,27 @@ impl Batch {
         items
     }
 
-    /// Waits for every receipt, in order. Past the receipt timeout, on a connection whose
-    /// broker heart-beats, the wait goes on as a reported stall (the client ends it if the
+    /// Waits for every receipt, in order (see [`Batch::wait`]).
+    async fn confirmed(&self, receipts: Vec<Receipt>, messages: usize) -> Result<(), Failure> {
+        for (i, receipt) in receipts.into_iter().enumerate() {
+            self.wait(i, receipt, messages).await?;
+        }
+        Ok(())
+    }
+
+    /// Waits for receipt `i`. Past the receipt timeout, on a connection whose broker
+    /// heart-beats, the wait goes on as a reported stall (the client ends it if the
     /// heart-beats stop); on one without heart-beats nothing tells a slow broker from a dead
     /// one, so the connection is reset: the broker then rolls back and redelivers.
-    async fn confirmed(&self, receipts: Vec<Receipt>, messages: usize) -> Result<(), Failure> {
+    async fn wait(&self, i: usize, receipt: Receipt, messages: usize) -> Result<(), Failure> {
         let since = Instant::now();
-        let all = async {
-            for (i, receipt) in receipts.into_iter().enumerate() {
-                if let Err(error) = receipt.confirmed().await {
-                    let culprit = matches!(error, SessionError::Rejected(_))
-                        .then(|| self.owners.get(i).copied())
-                        .flatten();
-                    return Err(Failure { error, culprit });
-                }
-            }
-            Ok(())
-        };
-        tokio::pin!(all);
-        match timeout(self.receipt_timeout, &mut all).await {
+        let answer = receipt.confirmed();
+        tokio::pin!(answer);
+        let result = match timeout(self.receipt_timeout, &mut answer).await {
             Ok(result) => result,
             Err(_) if self.publisher.watched() => {
                 let stall = PublishStalled { since, messages }.emit(&self.metrics);
-                let result = all.await;
+                let result = answer.await;
                 if result.is_ok() {
                     stall.resumed();
                 }
@@ -275,9 +348,10 @@ impl Batch {
             Err(_) => {
                 let error = SessionError::ReceiptTimeout(self.receipt_timeout);
                 self.publisher.reset(error.to_string()).await;
-                Err(Failure { error, culprit: None })
+                return Err(Failure { error, culprit: None });
             }
-        }
+        };
+        result.map_err(|error| self.failure(i, error))
     }
 }
 
