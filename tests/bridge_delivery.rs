@@ -206,7 +206,10 @@ async fn kill_9_midway(broker: Broker, n: usize, mode: &str) -> usize {
     assert_eq!(distinct, n);
     let duplicates = deliveries - distinct;
     // Each duplicate is a message the killed bridge held (published, not yet acknowledged).
-    assert!(duplicates <= IN_FLIGHT, "{duplicates} duplicates, more than the {IN_FLIGHT} the bridge may hold");
+    assert!(
+        duplicates <= IN_FLIGHT,
+        "{duplicates} duplicates, more than the {IN_FLIGHT} the bridge may hold"
+    );
     eprintln!(
         "{} ({mode}): kill -9 after {} of {n}: {distinct} distinct delivered, {deliveries} deliveries ({duplicates} duplicates)",
         broker.name(),
