@@ -224,13 +224,17 @@ impl Engine {
 
     fn dead_letter_work(&self, source: Delivery, error: &BridgeError) -> Work {
         let m = &source.message;
-        let frame = dead_letter_frame(
+        let mut frame = dead_letter_frame(
             &self.dead_letter,
             &m.destination,
             m.frame.body.clone(),
             m.header("content-type"),
             error,
         );
+        // A replayed message dead-lettered again keeps its replay count (`dead-letters`).
+        if let Some(replays) = m.header("bridge-replays") {
+            frame = frame.with("bridge-replays", replays);
+        }
         let route = format!("{}->dead_letter", source_label(&self.pipeline, &m.destination));
         let outcome = Outcome::DeadLettered { route, kind: error.kind(), reason: error.to_string() };
         Work { source, also: Vec::new(), publish: vec![frame], outcome }
