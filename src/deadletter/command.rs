@@ -159,10 +159,14 @@ async fn replay(
     }
     if !json {
         let [replayed, would, none] = counts;
-        let _ = writeln!(
-            out,
-            "{replayed} replayed, {would} would be replayed (dry run), {none} without a destination, of {total} chosen"
-        );
+        let mut said = vec![format!("{replayed} replayed")];
+        if dry_run {
+            said = vec![format!("{would} would be replayed (dry run)")];
+        }
+        if none > 0 {
+            said.push(format!("{none} left: no bridge-source and no --to"));
+        }
+        let _ = writeln!(out, "{} of {total} chosen", said.join(", "));
     }
     Ok(())
 }

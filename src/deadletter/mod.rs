@@ -32,7 +32,7 @@ pub enum DeadLetterError {
 /// One message of the dead-letter queue.
 #[derive(Debug, Clone)]
 pub struct DeadLetter {
-    /// A short id of its content (the same on every broker and every reading).
+    /// A short id of its kind, source and body (the same on every broker and every reading).
     pub id: String,
     pub message: Message,
 }
@@ -40,7 +40,8 @@ pub struct DeadLetter {
 impl DeadLetter {
     pub fn new(message: Message) -> DeadLetter {
         let mut content = Vec::new();
-        for name in ["bridge-error-kind", "bridge-source", "bridge-error"] {
+        // Not the error text: a message dead-lettered again for the same cause keeps its id.
+        for name in ["bridge-error-kind", "bridge-source"] {
             content.extend_from_slice(message.header(name).unwrap_or("").as_bytes());
             content.push(0);
         }
