@@ -106,11 +106,16 @@ fn values_set_by_the_environment_name_the_variable_instead_of_a_line() {
         ("BRIDGE__HTTP__LISTEN", "nowhere"),
         ("BRIDGE__BROKER__URL__HOST", "x"),
         ("BRIDGE__DELIVERY__EXCLUSIVE", "yes"),
+        ("BRIDGE__DELIVERY__BATCHMAX", "3"),
     ];
     assert_eq!(
         report("env", BROKER, &env),
         r#"error: broker.url: cannot set broker.url.host: `broker.url` is not a table
  --> the environment variable BRIDGE__BROKER__URL__HOST (over DIR/c.toml)
+
+error: delivery.batchmax: unknown key, expected one of dead_letter, in_flight, batch_max, batches_in_flight, mode, max_attempts, shutdown_timeout_ms, receipt_timeout_ms, max_hops, exclusive, correlation_capacity, correlation_ttl_ms, reply_timeout_ms, max_body_bytes
+ --> the environment variable BRIDGE__DELIVERY__BATCHMAX (over DIR/c.toml)
+  = help: did you mean `batch_max`?
 
 error: delivery.exclusive: found "yes", expected true or false
  --> the environment variable BRIDGE__DELIVERY__EXCLUSIVE (over DIR/c.toml)
@@ -121,7 +126,7 @@ error: delivery.in_flight: found "many", expected a whole number, 0 or more
 error: http.listen: "nowhere" is not host:port
  --> the environment variable BRIDGE__HTTP__LISTEN (over DIR/c.toml)
 
-error: DIR/c.toml has 4 problems"#
+error: DIR/c.toml has 5 problems"#
     );
 }
 
