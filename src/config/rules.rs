@@ -2,7 +2,8 @@
 //! destinations, agents with their framework's table, bounds that are at least 1.
 
 use super::report::{At, ConfigError, Problem};
-use super::{Config, Discovery, Protocol, is_glob};
+use super::{Config, Discovery, Protocol, glob_matches, is_glob};
+use crate::mirror::config::PROBE_AGENT;
 
 impl Config {
     /// Checks what types alone cannot; every problem is reported, not just the first.
@@ -149,6 +150,14 @@ impl Config {
             }
             if self.wiseagents.agents.contains(&agent.name) {
                 bad(&format!("{key}.name"), format!("{:?} is also listed as a native agent", agent.name));
+            }
+            let probed = self.mirror.as_ref().is_some_and(|m| m.probe_timeout_ms > 0);
+            if probed && glob_matches(&agent.name, PROBE_AGENT) {
+                let why = format!(
+                    "{:?} matches the mirror's probe queue ({PROBE_AGENT}): narrow it, or set mirror.probe_timeout_ms = 0",
+                    agent.name
+                );
+                bad(&format!("{key}.name"), why);
             }
         }
     }

@@ -5,6 +5,10 @@ use super::translate::Output;
 use crate::envelope::codecs::Framework;
 use serde::Deserialize;
 
+/// The agent name of the tap probe's queue, `<request_prefix>bridge-mirror-probe` (its
+/// messages are never copied to the mirror's topics).
+pub const PROBE_AGENT: &str = "bridge-mirror-probe";
+
 /// Mirror mode: every message on the Wise Agents request and response queues, read from a
 /// copy the broker makes (the queues themselves are never consumed), published again in
 /// each format on per-protocol topics.

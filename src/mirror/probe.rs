@@ -13,8 +13,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-/// The agent name of the probe's queue (never copied to the mirror's topics).
-pub const PROBE_AGENT: &str = "bridge-mirror-probe";
+pub use super::config::PROBE_AGENT;
 
 /// What the tap's reader tells the probe.
 #[derive(Debug)]
