@@ -138,3 +138,25 @@ fn version_prints_the_crate_version() {
         format!("stomp-agent-bridge {}", env!("CARGO_PKG_VERSION"))
     );
 }
+
+#[test]
+fn dead_letters_needs_a_configuration_and_refuses_an_age_without_a_known_unit() {
+    let out = Command::new(BIN).args(["dead-letters", "list"]).output().unwrap();
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "dead-letters needs --config FILE (the bridge's configuration)\n"
+    );
+    let out = Command::new(BIN)
+        .args(["dead-letters", "replay", "--older-than", "3w", "--config", &example()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "a usage error, before any connection");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with(
+            "error: invalid value '3w' for '--older-than <OLDER_THAN>': \"3w\": the unit is one of s, m, h, d"
+        ),
+        "{err}"
+    );
+}
