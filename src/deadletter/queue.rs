@@ -1,7 +1,8 @@
 //! Reading the dead-letter queue to its end: browsed where the broker can (ActiveMQ Classic's
 //! `browser:true`, ended by a `browser:end` message), otherwise consumed without acknowledging
-//! (the broker puts back what is not acknowledged when the connection closes), up to a
-//! marker message sent before subscribing.
+//! (the broker puts back what is not acknowledged when the connection closes; RabbitMQ, and
+//! Artemis 2.37, which ignores `browser:true` over STOMP), up to a marker message sent before
+//! subscribing.
 
 use super::{DeadLetter, DeadLetterError};
 use crate::config::Config;
