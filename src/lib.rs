@@ -7,6 +7,7 @@
 
 pub mod bridge;
 pub mod config;
+pub mod deadletter;
 pub mod envelope;
 pub mod http;
 pub mod mirror;

@@ -1,4 +1,4 @@
-//! The `stomp-agent-bridge` command: `run`, `validate`, `translate`.
+//! The `stomp-agent-bridge` command: `run`, `validate`, `health`, `dead-letters`, `translate`.
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::{IsTerminal, Read, Write};
@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use stomp_agent_bridge::config::Config;
+use stomp_agent_bridge::deadletter::command::Action;
 use stomp_agent_bridge::envelope::Direction;
 use stomp_agent_bridge::envelope::civitas::Encoding;
 use stomp_agent_bridge::envelope::codecs::{Codecs, Framework, Origin};
@@ -44,6 +45,17 @@ enum Command {
         #[arg(long, short)]
         config: PathBuf,
     },
+    /// Read, pick and replay the dead-letter queue (docs/OPERATING.md, "Dead letters").
+    DeadLetters {
+        /// The bridge's configuration (broker, credentials, `delivery.dead_letter`).
+        #[arg(long, short, global = true)]
+        config: Option<PathBuf>,
+        /// The queue to read (default: the configuration's `delivery.dead_letter`).
+        #[arg(long, global = true)]
+        queue: Option<String>,
+        #[command(subcommand)]
+        action: Action,
+    },
     /// Translate one message from stdin to stdout, offline.
     Translate {
         #[arg(long)]
@@ -81,6 +93,7 @@ fn main() -> ExitCode {
         Command::Validate { config } => validate(&config),
         Command::Run { config, log_format } => run(&config, log_format),
         Command::Health { config } => health(&config),
+        Command::DeadLetters { config, queue, action } => dead_letters(config, queue, action),
         Command::Translate { from, to, config, encoding, direction, agent } => {
             translate(from, to, config, encoding, direction, &agent)
         }
@@ -95,6 +108,34 @@ fn validate(path: &Path) -> ExitCode {
         }
         Err(e) => {
             eprintln!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn dead_letters(config: Option<PathBuf>, queue: Option<String>, action: Action) -> ExitCode {
+    let Some(path) = config else {
+        eprintln!("dead-letters needs --config FILE (the bridge's configuration)");
+        return ExitCode::FAILURE;
+    };
+    let config = match Config::load(&path) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(stomp_agent_bridge::deadletter::command::run(&config, queue.as_deref(), action)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("dead-letters: {e}");
             ExitCode::FAILURE
         }
     }

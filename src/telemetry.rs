@@ -140,6 +140,7 @@ impl Metrics {
         if !(self.connected.load(Ordering::SeqCst) && self.subscribed.load(Ordering::SeqCst)) {
             return Err("not connected or not subscribed".into());
         }
+        self.mirror.readiness()?;
         match self.stalled_for() {
             Some(waited) => Err(format!(
                 "publishing stalled: no confirmation from the broker for {} s; holding {} messages",

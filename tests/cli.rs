@@ -1,4 +1,5 @@
-//! The command line: validate (with environment overrides), translate, version.
+//! The command line: validate and run (every problem of a file, with environment overrides),
+//! translate, version.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -10,7 +11,7 @@ fn example() -> String {
 }
 
 #[test]
-fn validate_accepts_the_example_and_names_the_key_an_environment_override_broke() {
+fn validate_accepts_the_example_and_names_the_variable_that_broke_a_key() {
     let ok = Command::new(BIN).args(["validate", "--config", &example()]).output().unwrap();
     assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
     let bad = Command::new(BIN)
@@ -20,11 +21,69 @@ fn validate_accepts_the_example_and_names_the_key_an_environment_override_broke(
         .output()
         .unwrap();
     assert!(!bad.status.success());
-    let err = String::from_utf8_lossy(&bad.stderr);
-    assert!(
-        err.contains("bridge.toml: protocols.civitas.inbox") && err.contains("delivery.in_flight"),
-        "{err}"
+    let file = example();
+    assert_eq!(
+        String::from_utf8_lossy(&bad.stderr),
+        format!(
+            "error: protocols.civitas.inbox: \"/queue/x\" must contain {{agent}}
+ --> the environment variable BRIDGE__PROTOCOLS__CIVITAS__INBOX (over {file})
+
+error: delivery.in_flight: must be at least 1
+ --> the environment variable BRIDGE__DELIVERY__IN_FLIGHT (over {file})
+
+error: {file} has 2 problems
+"
+        )
     );
+}
+
+/// The example configuration with the issue's three mistakes: a misspelt protocol in the
+/// first agent, a word for a number, and a key that does not exist.
+fn three_mistakes(dir: &std::path::Path) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(example()).unwrap();
+    let text = text
+        .replacen("protocol = \"civitas\"", "protocol = \"civitaz\"", 1)
+        .replace("batch_max = 256 ", "batch_max = \"lots\"")
+        .replace("login = \"admin\"\n", "login = \"admin\"\ncolour = \"red\"\n");
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("bridge.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn validate_and_run_report_all_three_mistakes_of_a_file_with_their_lines() {
+    let dir = std::env::temp_dir().join(format!("sab-cli-three-{}", std::process::id()));
+    let path = three_mistakes(&dir);
+    let file = path.display().to_string();
+    let want = format!(
+        r#"error: broker.colour: unknown key, expected one of url, login, passcode, passcode_file, vhost, heartbeat_ms, ca_file, cert_file, key_file, reconnect_max_ms
+ --> {file}:8:1
+  |
+8 | colour = "red"
+  | ^^^^^^
+
+error: agents[0].protocol: found "civitaz", expected one of civitas, vox, penguiflow
+  --> {file}:39:12
+   |
+39 | protocol = "civitaz"
+   |            ^^^^^^^^^
+
+error: delivery.batch_max: found "lots", expected a whole number, 0 or more
+  --> {file}:58:13
+   |
+58 | batch_max = "lots"                        # most messages settled by one batch
+   |             ^^^^^^
+
+error: {file} has 3 problems
+"#
+    );
+    for command in ["validate", "run"] {
+        let out = Command::new(BIN).args([command, "--config", &file]).output().unwrap();
+        assert!(!out.status.success(), "{command} accepted it");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), want, "{command}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 fn translate(args: &[&str], input: &[u8]) -> Vec<u8> {
@@ -77,5 +136,27 @@ fn version_prints_the_crate_version() {
     assert_eq!(
         String::from_utf8(out.stdout).unwrap().trim(),
         format!("stomp-agent-bridge {}", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn dead_letters_needs_a_configuration_and_refuses_an_age_without_a_known_unit() {
+    let out = Command::new(BIN).args(["dead-letters", "list"]).output().unwrap();
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "dead-letters needs --config FILE (the bridge's configuration)\n"
+    );
+    let out = Command::new(BIN)
+        .args(["dead-letters", "replay", "--older-than", "3w", "--config", &example()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "a usage error, before any connection");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with(
+            "error: invalid value '3w' for '--older-than <OLDER_THAN>': \"3w\": the unit is one of s, m, h, d"
+        ),
+        "{err}"
     );
 }

@@ -59,6 +59,43 @@ fn start_mirror_with(
     let toml = config_toml(broker, names, proxied, port) + &mirror;
     let bridge = BridgeProcess::start(&toml, port, &names.uid);
     bridge.wait_metric(|line| line == "bridge_mirror_ready 1", 30);
+    bridge.wait_metric(|line| line == "bridge_mirror_tap_seen 1", 30);
+    assert_eq!(bridge.http_get("/readyz"), (200, "ready\n".to_owned()), "the probe came through");
+    bridge
+}
+
+/// `/readyz` once its body contains `needle`, failing the test after `secs`.
+fn wait_readyz(bridge: &BridgeProcess, needle: &str, secs: u64) -> (u16, String) {
+    let deadline = Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        let answer = bridge.http_get("/readyz");
+        if answer.1.contains(needle) {
+            return answer;
+        }
+        assert!(Instant::now() < deadline, "/readyz never said {needle:?}: {answer:?}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// A tap that copies nothing (ActiveMQ: a topic no composite queue feeds; RabbitMQ: the
+/// firehose off) makes the mirror not ready, with the fix, until the probe comes through.
+fn a_tap_that_shows_nothing_is_not_ready_and_says_the_fix(
+    broker: Broker,
+    extra: &str,
+    fix: &str,
+) -> BridgeProcess {
+    let names = Names::new(broker);
+    let port = free_port();
+    let mirror = mirror_toml(broker, &names).replacen(
+        "\n\n[mirror.topics]",
+        &format!("\nprobe_timeout_ms = 1000\n{extra}\n\n[mirror.topics]"),
+        1,
+    );
+    let bridge = BridgeProcess::start(&(config_toml(broker, &names, &[], port) + &mirror), port, &names.uid);
+    let (status, body) = wait_readyz(&bridge, "the tap shows nothing", 20);
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains(fix), "the fix is said: {body}");
+    bridge.wait_metric(|line| line == "bridge_mirror_tap_seen 0", 5);
     bridge
 }
 
@@ -230,6 +267,63 @@ async fn conversation_is_observed_in_every_format(broker: Broker) {
     assert!(bridge.terminate(20).success());
 }
 
+/// One message of a scripted exchange: queue, sender, text, `_tool_id`, `_route_response_to`.
+type Step<'a> = (&'a str, &'a str, &'a str, Option<&'a str>, Option<&'a str>);
+
+/// Answers pair with their questions first in first out per (asker, answerer), as proxy mode
+/// pairs them: two questions A asks B in one context keep their own keys, and a plain answer
+/// to a tool call routed upstream stays in the tool call's conversation.
+async fn answers_pair_with_their_questions_first_in_first_out(broker: Broker) {
+    let names = Names::new(broker);
+    let bridge = start_mirror(broker, &names, &[]);
+    let (a, b, user) = (names.agent("A"), names.agent("B"), names.agent("User"));
+    // Native consumers take every message (RabbitMQ's firehose copies deliveries).
+    let mut natives = Vec::new();
+    for queue in [names.request(&b), names.response(&a), names.request(&a), names.response(&user)] {
+        natives.push(native_consumer(broker, &queue).await);
+    }
+    let (observer, mut copies) = broker.connect().await;
+    observer
+        .subscribe(Subscription::new(all_copies(broker, &names, "canonical"), AckMode::Auto))
+        .await
+        .unwrap();
+    let (client, _events) = broker.connect().await;
+    let steps: [Step; 8] = [
+        (&names.request(&b), &a, "question 1", None, None),
+        (&names.request(&b), &a, "question 2", None, None),
+        (&names.response(&a), &b, "answer 1", None, None),
+        (&names.response(&a), &b, "answer 2", None, None),
+        (&names.request(&a), &user, "question 3", None, None),
+        (&names.request(&b), &a, "tool call 3", Some("call_3"), Some(user.as_str())),
+        (&names.response(&a), &b, "plain tool answer 3", None, None),
+        (&names.response(&user), &a, "answer 3", None, None),
+    ];
+    let mut key = BTreeMap::new();
+    for (queue, sender, text, tool_id, route) in steps {
+        let message = WiseMessage {
+            tool_id: tool_id.map(Into::into),
+            route_response_to: route.map(Into::into),
+            ..common::wise_query(text, sender, "default")
+        };
+        let frame = Frame::new(Command::Send).with("destination", queue).with_body(message.to_yaml());
+        client.send_confirmed(frame).await.unwrap();
+        // Each step once its copy is out: an answer is never tapped before its question.
+        let copy = next_message(&mut copies, 30).await;
+        let body: Value = serde_json::from_slice(copy.body()).unwrap();
+        assert_eq!(body["content"]["text"], text, "copies in order");
+        key.insert(text, copy.header("bridge-conversation").unwrap().to_owned());
+    }
+    assert_eq!(key["answer 1"], key["question 1"], "{key:?}");
+    assert_eq!(key["answer 2"], key["question 2"], "{key:?}");
+    assert_ne!(key["question 1"], key["question 2"], "{key:?}");
+    for text in ["tool call 3", "plain tool answer 3", "answer 3"] {
+        assert_eq!(key[text], key["question 3"], "{text}: {key:?}");
+    }
+    assert!(![&key["question 1"], &key["question 2"]].contains(&&key["question 3"]), "{key:?}");
+    drop(natives);
+    assert!(bridge.terminate(20).success());
+}
+
 /// A Wise Agents request as Wise Agents writes it.
 fn wise(i: usize) -> WiseMessage {
     common::wise_query(&format!("bulk {i}"), "Producer", "default")
@@ -341,10 +435,31 @@ async fn activemq_mirror_keeps_up_with_ten_thousand_messages() {
     mirror_keeps_up_with_ten_thousand_messages(Broker::ActiveMq).await;
 }
 
-/// One test on RabbitMQ, so that one process turns the firehose on and off.
+#[tokio::test(flavor = "multi_thread")]
+async fn activemq_answers_pair_with_their_questions_first_in_first_out() {
+    answers_pair_with_their_questions_first_in_first_out(Broker::ActiveMq).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn activemq_a_tap_that_shows_nothing_is_not_ready_and_says_the_fix() {
+    let names = Names::new(Broker::ActiveMq);
+    let nothing = format!("destination = \"/topic/mirror.nothing.{}\"", names.uid);
+    let fix = "merge config/mirror/activemq.xml into the broker's activemq.xml";
+    let bridge = a_tap_that_shows_nothing_is_not_ready_and_says_the_fix(Broker::ActiveMq, &nothing, fix);
+    assert!(bridge.terminate(20).success());
+}
+
+/// One test on RabbitMQ, so that one process turns the firehose on and off. It starts off:
+/// the mirror says so, and is ready once the firehose is turned on.
 #[tokio::test(flavor = "multi_thread")]
 async fn rabbitmq_conversation_is_observed_and_the_mirror_keeps_up() {
+    let fix = "turn RabbitMQ's firehose on: rabbitmqctl trace_on -p /";
+    let blind = a_tap_that_shows_nothing_is_not_ready_and_says_the_fix(Broker::RabbitMq, "", fix);
     let _firehose = Firehose::on();
+    blind.wait_metric(|line| line == "bridge_mirror_tap_seen 1", 20);
+    assert_eq!(blind.http_get("/readyz"), (200, "ready\n".to_owned()), "ready once the firehose is on");
+    assert!(blind.terminate(20).success());
+    answers_pair_with_their_questions_first_in_first_out(Broker::RabbitMq).await;
     conversation_is_observed_in_every_format(Broker::RabbitMq).await;
     mirror_keeps_up_with_ten_thousand_messages(Broker::RabbitMq).await;
     a_mirror_that_falls_behind_drops_copies_and_never_the_native_traffic(Broker::RabbitMq).await;

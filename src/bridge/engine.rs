@@ -245,8 +245,12 @@ impl Engine {
     fn dead_letter_work(&self, source: Delivery, error: &BridgeError, body: Option<bytes::Bytes>) -> Work {
         let m = &source.message;
         let body = body.unwrap_or_else(|| m.frame.body.clone());
-        let frame =
+        let mut frame =
             dead_letter_frame(&self.dead_letter, &m.destination, body, m.header("content-type"), error);
+        // A replayed message dead-lettered again keeps its replay count (`dead-letters`).
+        if let Some(replays) = m.header("bridge-replays") {
+            frame = frame.with("bridge-replays", replays);
+        }
         let route = format!("{}->dead_letter", source_label(&self.pipeline, &m.destination));
         let outcome = Outcome::DeadLettered { route, kind: error.kind(), reason: error.to_string() };
         Work { source, stream: None, publish: vec![frame], outcome }

@@ -5,6 +5,10 @@ use super::translate::Output;
 use crate::envelope::codecs::Framework;
 use serde::Deserialize;
 
+/// The agent name of the tap probe's queue, `<request_prefix>bridge-mirror-probe` (its
+/// messages are never copied to the mirror's topics).
+pub const PROBE_AGENT: &str = "bridge-mirror-probe";
+
 /// Mirror mode: every message on the Wise Agents request and response queues, read from a
 /// copy the broker makes (the queues themselves are never consumed), published again in
 /// each format on per-protocol topics.
@@ -31,6 +35,11 @@ pub struct MirrorConfig {
     /// dropped past it), so that a stopped mirror costs the broker a bounded amount.
     #[serde(default = "default_max_backlog")]
     pub max_backlog: usize,
+    /// How long a probe (a marker sent to `<request_prefix>bridge-mirror-probe` at start and
+    /// after each reconnect) may take to come back through the tap before the mirror reports
+    /// that the tap shows nothing; 0 turns the probe off.
+    #[serde(default = "default_probe_timeout_ms")]
+    pub probe_timeout_ms: u64,
     /// Where each format is published; `{direction}` is `request` or `response`, `{agent}`
     /// the agent whose queue the message was on. An empty pattern publishes no such copy.
     #[serde(default)]
@@ -97,6 +106,9 @@ const fn default_buffer() -> usize {
 }
 const fn default_prefetch() -> usize {
     1000
+}
+const fn default_probe_timeout_ms() -> u64 {
+    5_000
 }
 const fn default_max_backlog() -> usize {
     100_000

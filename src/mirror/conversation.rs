@@ -7,33 +7,85 @@
 //!   sender for a request and its recipient for a response (the agent a plain answer goes to);
 //! - a request with no `_tool_id` sent by its own originator opens a new conversation for
 //!   (context, originator);
-//! - every other message (tool calls, their answers, the final answer) belongs to the open
-//!   conversation of its (context, originator), opening one if none is known.
+//! - every other request (a tool call, a question to another agent) belongs to the open
+//!   conversation of its (context, originator), opening one if none is known;
+//! - an answer takes the key of the oldest unanswered request its sender got from its
+//!   recipient (first in, first out per (asker, answerer) pair, as proxy mode pairs them), so
+//!   two questions A asks B keep their own keys and a plain answer to a tool call stays in the
+//!   tool call's conversation; an answer to no known request falls back to the rule above.
 //!
-//! Two questions one agent asks at once in one context cannot be told apart on the wire and
-//! share a key. The table is bounded: the oldest conversations are forgotten first.
+//! The tables are bounded: the oldest conversations and pairs are forgotten first.
 
 use crate::envelope::{Direction, Envelope, new_uuid7};
 use std::collections::{HashMap, VecDeque};
 
 type Key = (String, String);
 
-/// Open conversations by (context, originator), at most `capacity` of them.
+/// Unanswered requests remembered per (asker, answerer) pair, at most.
+const PER_PAIR: usize = 1024;
+
+/// Open conversations by (context, originator), and the keys of unanswered requests by
+/// (asker, answerer), at most `capacity` of each.
 #[derive(Debug)]
 pub struct Conversations {
     open: HashMap<Key, String>,
     order: VecDeque<Key>,
+    asked: HashMap<Key, VecDeque<String>>,
+    pairs: VecDeque<Key>,
     capacity: usize,
 }
 
 impl Conversations {
     pub fn new(capacity: usize) -> Self {
-        Conversations { open: HashMap::new(), order: VecDeque::new(), capacity: capacity.max(1) }
+        Conversations {
+            open: HashMap::new(),
+            order: VecDeque::new(),
+            asked: HashMap::new(),
+            pairs: VecDeque::new(),
+            capacity: capacity.max(1),
+        }
     }
 
-    /// The conversation `env` belongs to: 32 lowercase hex digits (a UUIDv7, so keys sort by
-    /// the time the conversation began), also usable as a Civitas or PenguiFlow `trace_id`.
+    /// The conversation `env` belongs to; a request is remembered for its answer, and an
+    /// answer takes the key of the oldest request it answers.
     pub fn key(&mut self, env: &Envelope) -> String {
+        let pair = |asker: &Option<String>, answerer: &Option<String>| {
+            (asker.clone().unwrap_or_default(), answerer.clone().unwrap_or_default())
+        };
+        match env.direction {
+            Direction::Request => {
+                let key = self.by_originator(env);
+                self.remember(pair(&env.sender, &env.recipient), key.clone());
+                key
+            }
+            Direction::Response => {
+                let pair = pair(&env.recipient, &env.sender);
+                let answered = self.asked.get_mut(&pair).and_then(VecDeque::pop_front);
+                answered.unwrap_or_else(|| self.by_originator(env))
+            }
+        }
+    }
+
+    fn remember(&mut self, pair: Key, key: String) {
+        if !self.asked.contains_key(&pair) {
+            self.pairs.push_back(pair.clone());
+            while self.pairs.len() > self.capacity {
+                if let Some(old) = self.pairs.pop_front() {
+                    self.asked.remove(&old);
+                }
+            }
+        }
+        let keys = self.asked.entry(pair).or_default();
+        keys.push_back(key);
+        if keys.len() > PER_PAIR {
+            keys.pop_front();
+        }
+    }
+
+    /// The conversation of (context, originator): 32 lowercase hex digits (a UUIDv7, so keys
+    /// sort by the time the conversation began), also usable as a Civitas or PenguiFlow
+    /// `trace_id`.
+    fn by_originator(&mut self, env: &Envelope) -> String {
         let originator = env
             .route_response_to
             .clone()

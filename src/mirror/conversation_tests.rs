@@ -42,3 +42,32 @@ fn the_oldest_conversations_are_forgotten_first() {
     assert_ne!(answer, first);
     assert_eq!(c.open.len(), 1);
 }
+
+#[test]
+fn two_questions_to_one_agent_in_one_context_keep_their_own_keys_first_in_first_out() {
+    let mut c = Conversations::new(10);
+    let first = c.key(&env(Direction::Request, "A", "B", None, None));
+    let second = c.key(&env(Direction::Request, "A", "B", None, None));
+    assert_ne!(first, second);
+    assert_eq!(c.key(&env(Direction::Response, "B", "A", None, None)), first);
+    assert_eq!(c.key(&env(Direction::Response, "B", "A", None, None)), second);
+}
+
+#[test]
+fn a_plain_answer_to_a_tool_call_routed_upstream_stays_in_the_conversation() {
+    let mut c = Conversations::new(10);
+    let ask = c.key(&env(Direction::Request, "User", "Assistant", None, None));
+    let call = c.key(&env(Direction::Request, "Assistant", "Weather", Some("User"), Some("call_1")));
+    let plain = c.key(&env(Direction::Response, "Weather", "Assistant", None, None));
+    let last = c.key(&env(Direction::Response, "Assistant", "User", None, None));
+    assert!([&call, &plain, &last].iter().all(|k| **k == ask), "{ask} {call} {plain} {last}");
+}
+
+#[test]
+fn an_answer_to_no_known_question_joins_its_originators_conversation() {
+    let mut c = Conversations::new(10);
+    let ask = c.key(&env(Direction::Request, "User", "Assistant", None, None));
+    c.key(&env(Direction::Response, "Assistant", "User", None, None));
+    let extra = c.key(&env(Direction::Response, "Assistant", "User", None, None));
+    assert_eq!(extra, ask, "a second answer has no question left, so it joins by originator");
+}

@@ -5,6 +5,7 @@
 pub mod canonical;
 pub mod config;
 pub mod conversation;
+pub mod probe;
 mod run;
 pub mod tap;
 pub mod telemetry;

@@ -5,8 +5,9 @@
 
 use super::MirrorError;
 use super::config::MirrorConfig;
+use super::probe::{self, PROBE_AGENT, Probe, Signal};
 use super::tap::{Tap, Tapped};
-use super::telemetry::{self, Copied, Dropped, MirrorMetrics, Undecodable};
+use super::telemetry::{self, Copied, Dropped, MirrorMetrics, TapState, Undecodable};
 use super::translate::Translator;
 use crate::bridge::pipeline::codecs;
 use crate::bridge::{client_config, connect};
@@ -42,12 +43,28 @@ pub async fn run(
         subscriptions.push(tap_client.subscribe(sub).await?);
         info!(%destination, "mirror: tapping");
     }
+    let (signals, signalled) = mpsc::channel(16);
+    if mirror.probe_timeout_ms > 0 {
+        let queue = format!("{}{PROBE_AGENT}", wa.request_prefix);
+        subscriptions.push(tap_client.subscribe(probe::subscription(&queue)).await?);
+        metrics.mirror.set_fix(probe::fix(&mirror));
+        metrics.mirror.set_tap(TapState::Probing);
+        let timeout = Duration::from_millis(mirror.probe_timeout_ms);
+        let probe = Probe {
+            client: tap_client.clone(),
+            queue,
+            timeout,
+            fix: probe::fix(&mirror),
+            metrics: metrics.clone(),
+        };
+        tokio::spawn(probe.run(signalled, shutdown.clone()));
+    }
     metrics.mirror.set_ready(true);
     info!(subscriptions = subscriptions.len(), buffer = mirror.buffer, "mirror ready");
     let (tx, rx) = mpsc::channel(mirror.buffer);
     let translator = Translator::new(codecs(&config), &mirror.topics, CONVERSATIONS);
     let publisher = tokio::spawn(publish(out.clone(), translator, rx, metrics.clone()));
-    read(&tap_client, events, &tap, tx, &metrics, &shutdown).await;
+    read(&tap_client, events, &tap, (tx, signals), &metrics, &shutdown).await;
     metrics.mirror.set_ready(false);
     let grace = Duration::from_millis(config.delivery.shutdown_timeout_ms);
     if tokio::time::timeout(grace, publisher).await.is_err() {
@@ -63,12 +80,13 @@ pub async fn run(
 }
 
 /// Reads the tap until shutdown: each copy is queued for publishing or, the buffer full,
-/// dropped and counted; either way it is acknowledged at once.
+/// dropped and counted; either way it is acknowledged at once. The probe is told of its own
+/// copies (never published) and of reconnects.
 async fn read(
     client: &Client,
     mut events: Events,
     tap: &Tap,
-    tx: mpsc::Sender<(Tapped, Bytes)>,
+    (tx, signals): (mpsc::Sender<(Tapped, Bytes)>, mpsc::Sender<Signal>),
     metrics: &Metrics,
     shutdown: &CancellationToken,
 ) {
@@ -81,6 +99,7 @@ async fn read(
             Some(Event::Message(m)) => m,
             Some(Event::Reconnected { .. }) => {
                 info!("mirror: tap reconnected (copies sent meanwhile are not seen)");
+                let _ = signals.try_send(Signal::Again);
                 continue;
             }
             Some(other) => {
@@ -89,10 +108,18 @@ async fn read(
             }
             None => return,
         };
-        if let Some(tapped) = tap.tapped(&message)
-            && !offer(&tx, tapped, message.frame.body.clone(), &metrics.mirror)
-        {
-            return;
+        match tap.tapped(&message) {
+            Some(tapped) if tapped.agent == PROBE_AGENT => {
+                let body = String::from_utf8_lossy(message.body()).into_owned();
+                let _ = signals.try_send(Signal::Seen(body));
+            }
+            tapped => {
+                if let Some(tapped) = tapped
+                    && !offer(&tx, tapped, message.frame.body.clone(), &metrics.mirror)
+                {
+                    return;
+                }
+            }
         }
         // Queued, not awaited. A stale ack (the connection was lost meanwhile) needs nothing:
         // the broker already forgot the copy, or redelivers it.

@@ -4,7 +4,8 @@
 use super::translate::Output;
 use crate::envelope::codecs::Framework;
 use std::fmt::Write;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use tracing::{debug, warn};
 
 const FORMATS: [Output; 4] = [
@@ -14,10 +15,27 @@ const FORMATS: [Output; 4] = [
     Output::Canonical,
 ];
 
+/// What the tap's probe found (mirror/probe.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum TapState {
+    /// No mirror, or no probe (`probe_timeout_ms = 0`).
+    Unprobed = 0,
+    /// A probe is on its way.
+    Probing = 1,
+    /// The last probe came through the tap.
+    Seen = 2,
+    /// The last probe did not: the tap shows nothing.
+    Blind = 3,
+}
+
 /// The mirror's counters, rendered under `/metrics` after the proxy's.
 #[derive(Debug, Default)]
 pub struct MirrorMetrics {
     ready: AtomicBool,
+    tap: AtomicU8,
+    /// What to do when the tap shows nothing (set when the mirror starts).
+    fix: OnceLock<String>,
     tapped: AtomicU64,
     dropped: AtomicU64,
     undecodable: AtomicU64,
@@ -35,6 +53,28 @@ impl MirrorMetrics {
         self.ready.store(ready, Ordering::Relaxed);
     }
 
+    /// Records what the tap's probe found.
+    pub fn set_tap(&self, state: TapState) {
+        self.tap.store(state as u8, Ordering::Relaxed);
+    }
+
+    /// Sets what `/readyz` tells the operator to do when the tap shows nothing.
+    pub fn set_fix(&self, fix: String) {
+        let _ = self.fix.set(fix);
+    }
+
+    /// Ready unless a probe is on its way or the tap showed nothing (then with the fix).
+    pub fn readiness(&self) -> Result<(), String> {
+        match self.tap.load(Ordering::Relaxed) {
+            1 => Err("mirror: probing the tap".into()),
+            3 => Err(format!(
+                "mirror: the tap shows nothing (a probe sent to a Wise Agents queue did not come back through it): {}",
+                self.fix.get().map_or("", String::as_str)
+            )),
+            _ => Ok(()),
+        }
+    }
+
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
     }
@@ -49,6 +89,11 @@ impl MirrorMetrics {
         let _ = write!(
             out,
             "# HELP bridge_mirror_ready 1 while the mirror's tap is subscribed.\n# TYPE bridge_mirror_ready gauge\nbridge_mirror_ready {ready}\n"
+        );
+        let seen = u8::from(self.tap.load(Ordering::Relaxed) == TapState::Seen as u8);
+        let _ = write!(
+            out,
+            "# HELP bridge_mirror_tap_seen 1 when the last probe sent to a Wise Agents queue came back through the tap.\n# TYPE bridge_mirror_tap_seen gauge\nbridge_mirror_tap_seen {seen}\n"
         );
         for (name, help, counter) in [
             ("bridge_mirror_tapped_total", "Wise Agents messages read from the broker's copy.", &self.tapped),

@@ -1,10 +1,18 @@
 //! The bridge's configuration: TOML (every key overridable by `BRIDGE__SECTION__KEY`
-//! environment variables), typed, with unknown keys refused, validated once at start.
+//! environment variables), typed, with unknown keys refused, validated once at start, and
+//! every problem of a file reported at once with its key, line and column.
+
+mod decode;
+mod report;
+mod rules;
+mod source;
 
 use crate::envelope::civitas::Encoding;
 use crate::envelope::codecs::Framework;
 use crate::stomp::Secret;
 use serde::Deserialize;
+use source::Node;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use uuid::Uuid;
 
@@ -406,12 +414,7 @@ impl Default for LogConfig {
     }
 }
 
-/// Why a configuration cannot be used: every problem, each naming its key and file.
-#[derive(Debug, thiserror::Error)]
-#[error("{}", .problems.join("\n"))]
-pub struct ConfigError {
-    pub problems: Vec<String>,
-}
+pub use report::{At, ConfigError, Problem};
 
 impl Config {
     /// Reads `path`, applies `BRIDGE__…` environment overrides, and validates.
@@ -420,34 +423,58 @@ impl Config {
     }
 
     /// [`Config::load`] with the given variables in place of the process environment.
-    pub fn load_with_env(
-        path: &Path,
-        env: Option<config::Map<String, String>>,
-    ) -> Result<Config, ConfigError> {
+    pub fn load_with_env(path: &Path, env: Option<HashMap<String, String>>) -> Result<Config, ConfigError> {
+        let env: BTreeMap<String, String> = match env {
+            Some(env) => env.into_iter().collect(),
+            None => std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .filter(|(k, _)| k.starts_with("BRIDGE__"))
+                .collect(),
+        };
         let file = path.display().to_string();
-        let raw = config::Config::builder()
-            .add_source(config::File::from(path).format(config::FileFormat::Toml))
-            .add_source(
-                config::Environment::with_prefix("BRIDGE")
-                    .prefix_separator("__")
-                    .separator("__")
-                    // Every value stays the text it was (`007` is not 7): serde converts a string
-                    // to a number or a boolean only where a field has that type.
-                    .try_parsing(false)
-                    .source(env),
-            )
-            .build()
-            .and_then(|c| c.try_deserialize::<Config>())
-            .map_err(|e| ConfigError { problems: vec![format!("{file}: {e}")] })?;
-        let mut raw = raw;
-        let read = raw.read_passcode_file(path).map_err(|why| format!("{file}: broker.passcode_file: {why}"));
-        match (read, raw.validate(&file)) {
-            (Ok(()), Ok(())) => Ok(raw),
-            (read, valid) => {
-                let problems = read.err().into_iter().chain(valid.err().into_iter().flat_map(|e| e.problems));
-                Err(ConfigError { problems: problems.collect() })
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: file.clone(),
+            text: String::new(),
+            problems: vec![Problem::new("", &format!("cannot read the file: {e}"), At::File)],
+        })?;
+        let (config, mut problems) = Self::read(&text, &env, path);
+        problems.sort_by_key(|p| match &p.at {
+            At::Span(s) | At::Near(s) => (0, s.start),
+            At::Env(_) => (1, 0),
+            At::File => (2, 0),
+        });
+        match config {
+            Some(config) if problems.is_empty() => Ok(config),
+            _ => Err(ConfigError { file, text, problems }),
+        }
+    }
+
+    /// Types `text` with `env` laid over it and checks the rules, finding every problem.
+    fn read(text: &str, env: &BTreeMap<String, String>, path: &Path) -> (Option<Config>, Vec<Problem>) {
+        let mut tree = match Node::parse(text) {
+            Ok(tree) => tree,
+            Err(problems) => return (None, problems),
+        };
+        let mut problems = tree.apply_env(env);
+        let decoded = decode::decode::<Config>(&mut tree, &mut problems);
+        let Some(mut config) = decoded.value else { return (None, problems) };
+        let mut broken = Vec::new();
+        if let Err(why) = config.read_passcode_file(path) {
+            broken.push(("broker.passcode_file".to_owned(), why));
+        }
+        if !decoded.dropped_table {
+            broken.extend(config.rules());
+        }
+        let typed = problems.len();
+        for (key, why) in broken {
+            let covered = |p: &Problem| {
+                key == p.key || [".", "["].iter().any(|s| key.starts_with(&format!("{}{s}", p.key)))
+            };
+            if !problems[..typed].iter().any(covered) {
+                problems.push(locate(&tree, &key, &why));
             }
         }
+        (Some(config), problems)
     }
 
     /// Puts the text of `broker.passcode_file` (relative to the configuration file at
@@ -467,147 +494,25 @@ impl Config {
         self.broker.passcode = Some(Secret::new(text));
         Ok(())
     }
+}
 
-    /// Checks what types alone cannot; every problem is reported, not just the first.
-    pub fn validate(&self, file: &str) -> Result<(), ConfigError> {
-        let mut problems = Vec::new();
-        let mut bad = |key: &str, why: String| problems.push(format!("{file}: {key}: {why}"));
-        if let Err(e) = self.broker.url.parse::<crate::stomp::BrokerUrl>() {
-            bad("broker.url", e.to_string());
-        }
-        if self.broker.cert_file.is_some() != self.broker.key_file.is_some() {
-            bad("broker.cert_file", "a client certificate needs both cert_file and key_file".into());
-        }
-        for (key, prefix) in [
-            ("wiseagents.request_prefix", &self.wiseagents.request_prefix),
-            ("wiseagents.response_prefix", &self.wiseagents.response_prefix),
-        ] {
-            if !prefix.starts_with('/') {
-                bad(key, format!("{prefix:?} is not a STOMP destination prefix (it must start with /)"));
-            }
-        }
-        if self.wiseagents.request_prefix == self.wiseagents.response_prefix {
-            bad("wiseagents.response_prefix", "must differ from request_prefix".into());
-        }
-        if self.wiseagents.default_context.is_empty() {
-            bad("wiseagents.default_context", "must not be empty".into());
-        }
-        for (key, list) in [
-            ("wiseagents.contexts", &self.wiseagents.contexts),
-            ("wiseagents.ack_contexts", &self.wiseagents.ack_contexts),
-        ] {
-            for (i, name) in list.iter().enumerate() {
-                if name.is_empty() || name.chars().any(|c| c.is_whitespace() || c.is_control()) {
-                    bad(&format!("{key}[{i}]"), format!("{name:?} is not a context name or glob"));
-                }
-            }
-        }
-        let ttl = self.delivery.correlation_ttl_ms;
-        let timeouts =
-            std::iter::once(("delivery.reply_timeout_ms".to_owned(), self.delivery.reply_timeout_ms)).chain(
-                self.agents.iter().enumerate().filter_map(|(i, a)| {
-                    a.reply_timeout_ms.map(|t| (format!("agents[{i}].reply_timeout_ms"), t))
-                }),
-            );
-        for (key, timeout) in timeouts {
-            if timeout >= ttl {
-                bad(
-                    &key,
-                    format!(
-                        "{timeout} must be below delivery.correlation_ttl_ms ({ttl}): an ask is forgotten then"
-                    ),
-                );
-            }
-        }
-        self.validate_protocols(&mut bad);
-        self.validate_agents(&mut bad);
-        if let Some(mirror) = &self.mirror {
-            let wa = &self.wiseagents;
-            for (key, why) in mirror.problems(&wa.request_prefix, &wa.response_prefix) {
-                bad(&key, why);
-            }
-        }
-        for (key, value) in [
-            ("delivery.in_flight", self.delivery.in_flight),
-            ("delivery.batch_max", self.delivery.batch_max),
-            ("delivery.batches_in_flight", self.delivery.batches_in_flight),
-            ("delivery.max_attempts", self.delivery.max_attempts as usize),
-            ("delivery.max_body_bytes", self.delivery.max_body_bytes),
-        ] {
-            if value == 0 {
-                bad(key, "must be at least 1".into());
-            }
-        }
-        if self.delivery.max_hops == 0 {
-            bad("delivery.max_hops", "must be at least 1".into());
-        }
-        if !self.http.listen.is_empty() && self.http.listen.parse::<std::net::SocketAddr>().is_err() {
-            bad("http.listen", format!("{:?} is not host:port", self.http.listen));
-        }
-        if !matches!(self.log.format.as_str(), "auto" | "json" | "text") {
-            bad("log.format", format!("{:?} is not auto, json or text", self.log.format));
-        }
-        match problems.is_empty() {
-            true => Ok(()),
-            false => Err(ConfigError { problems }),
-        }
+/// A rule's problem at its key's place: the value, or the table it would be in.
+fn locate(tree: &Node, key: &str, why: &str) -> Problem {
+    let steps = source::steps(key);
+    let (node, _, found) = tree.find(&steps);
+    let at = match &node.origin {
+        _ if found < steps.len() => decode::near(node, &steps[..found]),
+        source::Origin::File(span) => At::Span(span.clone()),
+        source::Origin::Env(var) => At::Env(var.clone()),
+    };
+    let with_credentials =
+        matches!(&node.kind, source::Kind::Leaf(toml::Value::String(s)) if s.contains('@'));
+    let mut problem = Problem::new(key, why, at);
+    if found < steps.len() {
+        problem.note = Some("the key is not set in this table, so its default applies".into());
     }
-
-    fn validate_protocols(&self, bad: &mut impl FnMut(&str, String)) {
-        let p = &self.protocols;
-        let tables = [
-            ("civitas", p.civitas.as_ref().map(|c| (&c.inbox, &c.ingress))),
-            ("vox", p.vox.as_ref().map(|c| (&c.inbox, &c.ingress))),
-            ("penguiflow", p.penguiflow.as_ref().map(|c| (&c.inbox, &c.ingress))),
-        ];
-        for (name, dests) in tables {
-            let Some((inbox, ingress)) = dests else { continue };
-            if !inbox.contains("{agent}") {
-                bad(&format!("protocols.{name}.inbox"), format!("{inbox:?} must contain {{agent}}"));
-            }
-            if !ingress.starts_with('/') || ingress.contains("{agent}") {
-                bad(&format!("protocols.{name}.ingress"), format!("{ingress:?} must be one destination"));
-            }
-        }
-    }
-
-    fn validate_agents(&self, bad: &mut impl FnMut(&str, String)) {
-        let mut seen = std::collections::HashSet::new();
-        for (i, agent) in self.agents.iter().enumerate() {
-            let key = format!("agents[{i}]");
-            if agent.name.is_empty() || agent.name.contains(['/', ' ']) {
-                bad(
-                    &format!("{key}.name"),
-                    format!("{:?} is not an agent name or glob (no / or spaces)", agent.name),
-                );
-            }
-            if is_glob(&agent.name) && self.wiseagents.discovery == Discovery::None {
-                let why = "a glob needs wiseagents.discovery = \"activemq-advisory\"; on other brokers list every name";
-                bad(&format!("{key}.name"), why.into());
-            }
-            if !seen.insert(agent.name.as_str()) {
-                bad(&format!("{key}.name"), format!("{:?} is listed twice", agent.name));
-            }
-            let configured = match agent.protocol {
-                Protocol::Civitas => self.protocols.civitas.is_some(),
-                Protocol::Vox => self.protocols.vox.is_some(),
-                Protocol::Penguiflow => self.protocols.penguiflow.is_some(),
-            };
-            if !configured {
-                let name = agent.protocol.framework();
-                bad(&format!("{key}.protocol"), format!("{name} is used but [protocols.{name}] is missing"));
-            }
-            if agent.encoding.is_some() && agent.protocol != Protocol::Civitas {
-                bad(&format!("{key}.encoding"), "only Civitas agents have an encoding".into());
-            }
-            if agent.uuid.is_some() && agent.protocol != Protocol::Vox {
-                bad(&format!("{key}.uuid"), "only VOX agents have a uuid".into());
-            }
-            if self.wiseagents.agents.contains(&agent.name) {
-                bad(&format!("{key}.name"), format!("{:?} is also listed as a native agent", agent.name));
-            }
-        }
-    }
+    problem.show_line = !(key.ends_with("passcode") || key == "broker.url" && with_credentials);
+    problem
 }
 
 /// Whether an agent name is a glob (`*` any run of characters, `?` one character).
@@ -644,5 +549,9 @@ pub fn glob_matches(glob: &str, name: &str) -> bool {
 }
 
 #[cfg(test)]
-#[path = "config_tests.rs"]
+#[path = "mod_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "errors_tests.rs"]
+mod errors_tests;

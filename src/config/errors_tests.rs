@@ -1,0 +1,205 @@
+//! Each kind of mistake in a configuration, and the whole message the operator reads.
+
+use super::*;
+
+const BROKER: &str = "[broker]\nurl = \"stomp://127.0.0.1:61613\"\n";
+
+/// The report for `text` as the file `c.toml` in a fresh folder, with `env` as the environment.
+fn report(name: &str, text: &str, env: &[(&str, &str)]) -> String {
+    let dir = std::env::temp_dir().join(format!("sab-config-errors-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("c.toml");
+    std::fs::write(&path, text).unwrap();
+    let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let err = Config::load_with_env(&path, Some(env)).unwrap_err();
+    std::fs::remove_dir_all(&dir).unwrap();
+    err.to_string().replace(&dir.display().to_string(), "DIR")
+}
+
+#[test]
+fn three_mistakes_in_three_tables_are_all_reported_in_the_order_of_the_file() {
+    let text = format!(
+        "{BROKER}colour = \"red\"\n[protocols.civitas]\ninbox = \"/queue/c.{{agent}}\"\ningress = \"/queue/in\"\n\n[[agents]]\nname = \"A\"\nprotocol = \"civitaz\"\n\n[delivery]\nbatch_max = \"lots\"\n"
+    );
+    assert_eq!(
+        report("three", &text, &[]),
+        r#"error: broker.colour: unknown key, expected one of url, login, passcode, passcode_file, vhost, heartbeat_ms, ca_file, cert_file, key_file, reconnect_max_ms
+ --> DIR/c.toml:3:1
+  |
+3 | colour = "red"
+  | ^^^^^^
+
+error: agents[0].protocol: found "civitaz", expected one of civitas, vox, penguiflow
+  --> DIR/c.toml:10:12
+   |
+10 | protocol = "civitaz"
+   |            ^^^^^^^^^
+
+error: delivery.batch_max: found "lots", expected a whole number, 0 or more
+  --> DIR/c.toml:13:13
+   |
+13 | batch_max = "lots"
+   |             ^^^^^^
+
+error: DIR/c.toml has 3 problems"#
+    );
+}
+
+#[test]
+fn every_syntax_error_is_shown_at_its_place_and_nothing_is_typed() {
+    assert_eq!(
+        report("syntax", "[broker\nurl = \"x\"\n[http]\nlisten = = 1\n", &[]),
+        r#"error: unclosed table, expected `]`
+ --> DIR/c.toml:1:8
+  |
+1 | [broker
+  |        ^
+
+error: extra `=`, expected nothing
+ --> DIR/c.toml:4:10
+  |
+4 | listen = = 1
+  |          ^
+
+error: unexpected key or value, expected newline, `#`
+ --> DIR/c.toml:4:12
+  |
+4 | listen = = 1
+  |            ^
+
+error: DIR/c.toml has 3 problems"#
+    );
+}
+
+#[test]
+fn missing_keys_point_at_their_table_and_a_misspelt_table_gets_a_suggestion() {
+    let text = "[broker]\nlogin = \"a\"\n[[agents]]\nname = \"A\"\n[delivry]\nin_flight = 3\n";
+    assert_eq!(
+        report("missing", text, &[]),
+        r#"error: broker.url: missing: this key is required
+ --> DIR/c.toml:1:1
+  |
+1 | [broker]
+  | ^^^^^^^^
+
+error: agents[0].protocol: missing: this key is required
+ --> DIR/c.toml:3:1
+  |
+3 | [[agents]]
+  | ^^^^^^^^^^
+
+error: delivry: unknown key, expected one of broker, wiseagents, protocols, agents, delivery, http, log, mirror
+ --> DIR/c.toml:5:2
+  |
+5 | [delivry]
+  |  ^^^^^^^
+  = help: did you mean `delivery`?
+
+error: DIR/c.toml has 3 problems"#
+    );
+}
+
+#[test]
+fn values_set_by_the_environment_name_the_variable_instead_of_a_line() {
+    let env = [
+        ("BRIDGE__DELIVERY__IN_FLIGHT", "many"),
+        ("BRIDGE__HTTP__LISTEN", "nowhere"),
+        ("BRIDGE__BROKER__URL__HOST", "x"),
+        ("BRIDGE__DELIVERY__EXCLUSIVE", "yes"),
+        ("BRIDGE__DELIVERY__BATCHMAX", "3"),
+    ];
+    assert_eq!(
+        report("env", BROKER, &env),
+        r#"error: broker.url: cannot set broker.url.host: `broker.url` is not a table
+ --> the environment variable BRIDGE__BROKER__URL__HOST (over DIR/c.toml)
+
+error: delivery.batchmax: unknown key, expected one of dead_letter, in_flight, batch_max, batches_in_flight, mode, max_attempts, shutdown_timeout_ms, receipt_timeout_ms, max_hops, exclusive, correlation_capacity, correlation_ttl_ms, reply_timeout_ms, max_body_bytes
+ --> the environment variable BRIDGE__DELIVERY__BATCHMAX (over DIR/c.toml)
+  = help: did you mean `batch_max`?
+
+error: delivery.exclusive: found "yes", expected true or false
+ --> the environment variable BRIDGE__DELIVERY__EXCLUSIVE (over DIR/c.toml)
+
+error: delivery.in_flight: found "many", expected a whole number, 0 or more
+ --> the environment variable BRIDGE__DELIVERY__IN_FLIGHT (over DIR/c.toml)
+
+error: http.listen: "nowhere" is not host:port
+ --> the environment variable BRIDGE__HTTP__LISTEN (over DIR/c.toml)
+
+error: DIR/c.toml has 5 problems"#
+    );
+}
+
+#[test]
+fn a_passcode_of_the_wrong_type_is_located_but_never_shown_and_rules_point_at_values() {
+    let text = "[broker]\nurl = \"stomp://127.0.0.1:61613\"\npasscode = 7\n[delivery]\nbatch_max = 0\nreply_timeout_ms = 3600000\n";
+    assert_eq!(
+        report("secret", text, &[]),
+        r#"error: broker.passcode: found a value (not shown), expected a string
+ --> DIR/c.toml:3:12
+
+error: delivery.batch_max: must be at least 1
+ --> DIR/c.toml:5:13
+  |
+5 | batch_max = 0
+  |             ^
+
+error: delivery.reply_timeout_ms: 3600000 must be below delivery.correlation_ttl_ms (3600000): an ask is forgotten then
+ --> DIR/c.toml:6:20
+  |
+6 | reply_timeout_ms = 3600000
+  |                    ^^^^^^^
+
+error: DIR/c.toml has 3 problems"#
+    );
+}
+
+#[test]
+fn a_rule_broken_by_a_default_points_at_the_table_and_says_the_default_applies() {
+    let text = "[broker]\nurl = \"stomp://127.0.0.1:61613\"\n[delivery]\ncorrelation_ttl_ms = 0\n";
+    assert_eq!(
+        report("near", text, &[]),
+        r#"error: delivery.reply_timeout_ms: 0 must be below delivery.correlation_ttl_ms (0): an ask is forgotten then
+ --> DIR/c.toml:3:1
+  |
+3 | [delivery]
+  | ^^^^^^^^^^
+  = note: the key is not set in this table, so its default applies
+
+error: DIR/c.toml has 1 problem"#
+    );
+}
+
+#[test]
+fn type_errors_in_optional_keys_and_broken_rules_are_reported_together() {
+    let text = "[broker]\nurl = \"stomp://127.0.0.1:61613\"\n[[agents]]\nname = \"A\"\nprotocol = \"vox\"\nuuid = \"nope\"\n[[agents]]\nname = \"B\"\nprotocol = \"vox\"\nencodng = \"json\"\n";
+    assert_eq!(
+        report("both", text, &[]),
+        r#"error: agents[0].protocol: vox is used but [protocols.vox] is missing
+ --> DIR/c.toml:5:12
+  |
+5 | protocol = "vox"
+  |            ^^^^^
+
+error: agents[0].uuid: found "nope": UUID parsing failed: invalid character: found `n` at 0
+ --> DIR/c.toml:6:8
+  |
+6 | uuid = "nope"
+  |        ^^^^^^
+
+error: agents[1].protocol: vox is used but [protocols.vox] is missing
+ --> DIR/c.toml:9:12
+  |
+9 | protocol = "vox"
+  |            ^^^^^
+
+error: agents[1].encodng: unknown key, expected one of name, protocol, encoding, uuid, reply_timeout_ms
+  --> DIR/c.toml:10:1
+   |
+10 | encodng = "json"
+   | ^^^^^^^
+  = help: did you mean `encoding`?
+
+error: DIR/c.toml has 4 problems"#
+    );
+}

@@ -1,0 +1,164 @@
+//! The rules of the configuration that types alone cannot say: destinations that are
+//! destinations, agents with their framework's table, bounds that are at least 1.
+
+use super::report::{At, ConfigError, Problem};
+use super::{Config, Discovery, Protocol, glob_matches, is_glob};
+use crate::mirror::config::PROBE_AGENT;
+
+impl Config {
+    /// Checks what types alone cannot; every problem is reported, not just the first.
+    pub fn validate(&self, file: &str) -> Result<(), ConfigError> {
+        let problems: Vec<Problem> =
+            self.rules().iter().map(|(k, why)| Problem::new(k, why, At::File)).collect();
+        match problems.is_empty() {
+            true => Ok(()),
+            false => Err(ConfigError { file: file.to_owned(), text: String::new(), problems }),
+        }
+    }
+
+    /// The rules that relate keys, each broken one as its key and why.
+    pub(super) fn rules(&self) -> Vec<(String, String)> {
+        let mut problems = Vec::new();
+        let mut bad = |key: &str, why: String| problems.push((key.to_owned(), why));
+        if let Err(e) = self.broker.url.parse::<crate::stomp::BrokerUrl>() {
+            bad("broker.url", e.to_string());
+        }
+        if self.broker.cert_file.is_some() != self.broker.key_file.is_some() {
+            bad("broker.cert_file", "a client certificate needs both cert_file and key_file".into());
+        }
+        for (key, prefix) in [
+            ("wiseagents.request_prefix", &self.wiseagents.request_prefix),
+            ("wiseagents.response_prefix", &self.wiseagents.response_prefix),
+        ] {
+            if !prefix.starts_with('/') {
+                bad(key, format!("{prefix:?} is not a STOMP destination prefix (it must start with /)"));
+            }
+        }
+        if self.wiseagents.request_prefix == self.wiseagents.response_prefix {
+            bad("wiseagents.response_prefix", "must differ from request_prefix".into());
+        }
+        if self.wiseagents.default_context.is_empty() {
+            bad("wiseagents.default_context", "must not be empty".into());
+        }
+        for (key, list) in [
+            ("wiseagents.contexts", &self.wiseagents.contexts),
+            ("wiseagents.ack_contexts", &self.wiseagents.ack_contexts),
+        ] {
+            for (i, name) in list.iter().enumerate() {
+                if name.is_empty() || name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                    bad(&format!("{key}[{i}]"), format!("{name:?} is not a context name or glob"));
+                }
+            }
+        }
+        let ttl = self.delivery.correlation_ttl_ms;
+        let timeouts =
+            std::iter::once(("delivery.reply_timeout_ms".to_owned(), self.delivery.reply_timeout_ms)).chain(
+                self.agents.iter().enumerate().filter_map(|(i, a)| {
+                    a.reply_timeout_ms.map(|t| (format!("agents[{i}].reply_timeout_ms"), t))
+                }),
+            );
+        for (key, timeout) in timeouts {
+            if timeout >= ttl {
+                bad(
+                    &key,
+                    format!(
+                        "{timeout} must be below delivery.correlation_ttl_ms ({ttl}): an ask is forgotten then"
+                    ),
+                );
+            }
+        }
+        self.validate_protocols(&mut bad);
+        self.validate_agents(&mut bad);
+        if let Some(mirror) = &self.mirror {
+            let wa = &self.wiseagents;
+            for (key, why) in mirror.problems(&wa.request_prefix, &wa.response_prefix) {
+                bad(&key, why);
+            }
+        }
+        for (key, value) in [
+            ("delivery.in_flight", self.delivery.in_flight),
+            ("delivery.batch_max", self.delivery.batch_max),
+            ("delivery.batches_in_flight", self.delivery.batches_in_flight),
+            ("delivery.max_attempts", self.delivery.max_attempts as usize),
+            ("delivery.max_body_bytes", self.delivery.max_body_bytes),
+        ] {
+            if value == 0 {
+                bad(key, "must be at least 1".into());
+            }
+        }
+        if self.delivery.max_hops == 0 {
+            bad("delivery.max_hops", "must be at least 1".into());
+        }
+        if !self.http.listen.is_empty() && self.http.listen.parse::<std::net::SocketAddr>().is_err() {
+            bad("http.listen", format!("{:?} is not host:port", self.http.listen));
+        }
+        if !matches!(self.log.format.as_str(), "auto" | "json" | "text") {
+            bad("log.format", format!("{:?} is not auto, json or text", self.log.format));
+        }
+        problems
+    }
+
+    fn validate_protocols(&self, bad: &mut impl FnMut(&str, String)) {
+        let p = &self.protocols;
+        let tables = [
+            ("civitas", p.civitas.as_ref().map(|c| (&c.inbox, &c.ingress))),
+            ("vox", p.vox.as_ref().map(|c| (&c.inbox, &c.ingress))),
+            ("penguiflow", p.penguiflow.as_ref().map(|c| (&c.inbox, &c.ingress))),
+        ];
+        for (name, dests) in tables {
+            let Some((inbox, ingress)) = dests else { continue };
+            if !inbox.contains("{agent}") {
+                bad(&format!("protocols.{name}.inbox"), format!("{inbox:?} must contain {{agent}}"));
+            }
+            if !ingress.starts_with('/') || ingress.contains("{agent}") {
+                bad(&format!("protocols.{name}.ingress"), format!("{ingress:?} must be one destination"));
+            }
+        }
+    }
+
+    fn validate_agents(&self, bad: &mut impl FnMut(&str, String)) {
+        let mut seen = std::collections::HashSet::new();
+        for (i, agent) in self.agents.iter().enumerate() {
+            let key = format!("agents[{i}]");
+            if agent.name.is_empty() || agent.name.contains(['/', ' ']) {
+                bad(
+                    &format!("{key}.name"),
+                    format!("{:?} is not an agent name or glob (no / or spaces)", agent.name),
+                );
+            }
+            if is_glob(&agent.name) && self.wiseagents.discovery == Discovery::None {
+                let why = "a glob needs wiseagents.discovery = \"activemq-advisory\"; on other brokers list every name";
+                bad(&format!("{key}.name"), why.into());
+            }
+            if !seen.insert(agent.name.as_str()) {
+                bad(&format!("{key}.name"), format!("{:?} is listed twice", agent.name));
+            }
+            let configured = match agent.protocol {
+                Protocol::Civitas => self.protocols.civitas.is_some(),
+                Protocol::Vox => self.protocols.vox.is_some(),
+                Protocol::Penguiflow => self.protocols.penguiflow.is_some(),
+            };
+            if !configured {
+                let name = agent.protocol.framework();
+                bad(&format!("{key}.protocol"), format!("{name} is used but [protocols.{name}] is missing"));
+            }
+            if agent.encoding.is_some() && agent.protocol != Protocol::Civitas {
+                bad(&format!("{key}.encoding"), "only Civitas agents have an encoding".into());
+            }
+            if agent.uuid.is_some() && agent.protocol != Protocol::Vox {
+                bad(&format!("{key}.uuid"), "only VOX agents have a uuid".into());
+            }
+            if self.wiseagents.agents.contains(&agent.name) {
+                bad(&format!("{key}.name"), format!("{:?} is also listed as a native agent", agent.name));
+            }
+            let probed = self.mirror.as_ref().is_some_and(|m| m.probe_timeout_ms > 0);
+            if probed && glob_matches(&agent.name, PROBE_AGENT) {
+                let why = format!(
+                    "{:?} matches the mirror's probe queue ({PROBE_AGENT}): narrow it, or set mirror.probe_timeout_ms = 0",
+                    agent.name
+                );
+                bad(&format!("{key}.name"), why);
+            }
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! Reading the dead-letter queue to its end: browsed where the broker can (ActiveMQ Classic's
+//! `browser:true`, ended by a `browser:end` message), otherwise consumed without acknowledging
+//! (the broker puts back what is not acknowledged when the connection closes; RabbitMQ, and
+//! Artemis 2.37, which ignores `browser:true` over STOMP), up to a marker message sent before
+//! subscribing.
+
+use super::{DeadLetter, DeadLetterError};
+use crate::config::Config;
+use crate::stomp::{AckMode, Client, Command, Event, Frame, Subscription};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// The header of the marker that ends a consuming reading.
+const MARKER: &str = "bridge-dead-letters-marker";
+
+/// How the queue is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// A browser subscription: nothing is consumed (ActiveMQ Classic).
+    Browse,
+    /// Consumed and held unacknowledged until the connection closes, which puts back every
+    /// message not acknowledged (RabbitMQ, Artemis, and ActiveMQ when replaying).
+    Hold,
+}
+
+/// An open reading of the dead-letter queue.
+pub struct Queue {
+    client: Client,
+    events: mpsc::UnboundedReceiver<Event>,
+    access: Access,
+    marker: String,
+    idle: Duration,
+}
+
+impl Queue {
+    /// Connects and subscribes to `destination`; `consume` when messages will be
+    /// acknowledged (replay), else browsed where the broker can.
+    pub async fn open(config: &Config, destination: &str, consume: bool) -> Result<Queue, DeadLetterError> {
+        let client_config =
+            crate::bridge::client_config(config).map_err(|e| DeadLetterError::Config(e.to_string()))?;
+        let idle = client_config.receipt_timeout.saturating_mul(6);
+        let (client, mut broker_events) = Client::connect(client_config).await?;
+        let browse = !consume && client.server().is_some_and(|s| s.starts_with("ActiveMQ/"));
+        let access = if browse { Access::Browse } else { Access::Hold };
+        // Drained at once, so that receipts are never read behind unread messages.
+        let (tx, events) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Some(event) = broker_events.recv().await {
+                if tx.send(event).is_err() {
+                    break;
+                }
+            }
+        });
+        let marker = uuid::Uuid::now_v7().to_string();
+        let mut sub = Subscription::new(destination, AckMode::ClientIndividual)
+            .with("activemq.prefetchSize", "1000000")
+            .with("consumer-window-size", "-1");
+        match access {
+            Access::Browse => sub = sub.with("browser", "true"),
+            Access::Hold => {
+                let frame = Frame::new(Command::Send)
+                    .with("destination", destination)
+                    .with("persistent", "true")
+                    .with(MARKER, marker.clone());
+                client.send_confirmed(frame).await?;
+            }
+        }
+        client.subscribe(sub).await?;
+        Ok(Queue { client, events, access, marker, idle })
+    }
+
+    pub fn access(&self) -> Access {
+        self.access
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The next dead letter, or `None` at the end of the queue as it was when opened.
+    pub async fn next(&mut self) -> Result<Option<DeadLetter>, DeadLetterError> {
+        loop {
+            let event = match tokio::time::timeout(self.idle, self.events.recv()).await {
+                Err(_) => return Err(DeadLetterError::Idle(self.idle)),
+                Ok(None) => return Err(DeadLetterError::Lost("the client stopped".into())),
+                Ok(Some(event)) => event,
+            };
+            let message = match event {
+                Event::Message(m) => m,
+                Event::ConnectionLost(e) | Event::ReconnectFailed(e) => {
+                    return Err(DeadLetterError::Lost(e.to_string()));
+                }
+                Event::BrokerError(e) => return Err(DeadLetterError::Lost(e.to_string())),
+                Event::Reconnected { .. } => return Err(DeadLetterError::Lost("reconnected".into())),
+            };
+            if self.access == Access::Browse && message.header("browser") == Some("end") {
+                return Ok(None);
+            }
+            match message.header(MARKER) {
+                Some(m) if m == self.marker => {
+                    self.client.ack(&message.ack).await?;
+                    return Ok(None);
+                }
+                // Another reading's marker, left by one that stopped early: not a dead letter.
+                Some(_) => continue,
+                None => return Ok(Some(DeadLetter::new(message))),
+            }
+        }
+    }
+
+    /// Every dead letter to the end of the queue.
+    pub async fn read_all(&mut self) -> Result<Vec<DeadLetter>, DeadLetterError> {
+        let mut all = Vec::new();
+        while let Some(dl) = self.next().await? {
+            all.push(dl);
+        }
+        Ok(all)
+    }
+
+    /// Acknowledges (removes) a dead letter read by consuming.
+    pub async fn ack(&self, dl: &DeadLetter) -> Result<(), DeadLetterError> {
+        Ok(self.client.ack(&dl.message.ack).await?)
+    }
+
+    /// Disconnects once the broker confirmed everything before (its acknowledgements
+    /// included); what was read and not acknowledged goes back to the queue.
+    pub async fn close(self) -> Result<(), DeadLetterError> {
+        Ok(self.client.disconnect().await?)
+    }
+}

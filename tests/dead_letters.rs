@@ -1,0 +1,127 @@
+//! `dead-letters list|replay` against real brokers with the bridge running: a stream is
+//! poisoned (bodies over `delivery.max_body_bytes`), replayed before the cause is fixed (dead-
+//! lettered again, with their replay count), then after: every message arrives once, none is
+//! lost, and the dead-letter queue is empty.
+
+mod common;
+
+use common::bridge::{BridgeProcess, Names, config_toml, free_port};
+use common::{Broker, next_message, wa_body};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::process::Command as Process;
+use stomp_agent_bridge::stomp::{AckMode, Command, Frame, Subscription};
+
+const BIN: &str = env!("CARGO_BIN_EXE_stomp-agent-bridge");
+const POISONED: usize = 6;
+
+/// Runs `dead-letters ARGS --json` with `config`; its JSON lines.
+fn dead_letters(config: &std::path::Path, args: &[&str]) -> Vec<Value> {
+    let out = Process::new(BIN)
+        .arg("dead-letters")
+        .args(args)
+        .arg("--json")
+        .arg("--config")
+        .arg(config)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "dead-letters {args:?}: {}{stdout}", String::from_utf8_lossy(&out.stderr));
+    stdout.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
+}
+
+fn request(agent: &str, text: &str) -> Frame {
+    let body = wa_body(json!({"_message": text, "_sender": "User", "_message_type": "QUERY",
+        "_context_name": "default", "_route_response_to": "User"}));
+    Frame::new(Command::Send).with("destination", agent).with("persistent", "true").with_body(body)
+}
+
+async fn a_poisoned_stream_replayed_after_the_fix_arrives_once_and_nothing_is_lost(broker: Broker) {
+    let names = Names::new(broker);
+    let agent = names.agent("Indexer");
+    let port = free_port();
+    let fixed = config_toml(broker, &names, &[(&agent, "civitas", "")], port);
+    let poisoned = fixed.replace("[delivery]\n", "[delivery]\nmax_body_bytes = 600\n");
+    let bridge = BridgeProcess::start(&poisoned, port, &format!("{}-poisoned", names.uid));
+    let (client, mut inbox) = broker.connect().await;
+    client
+        .subscribe(Subscription::new(names.dest(&format!("civitas.in.{agent}")), AckMode::Auto))
+        .await
+        .unwrap();
+
+    // Two small requests pass; six large ones are dead-lettered as too_large.
+    let padding = "x".repeat(700);
+    let texts: Vec<String> = (0..POISONED + 2)
+        .map(|i| if i < 2 { format!("small-{i}") } else { format!("large-{i}-{padding}") })
+        .collect();
+    for text in &texts {
+        client.send_confirmed(request(&names.request(&agent), text)).await.unwrap();
+    }
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut arrived = |body: &[u8]| {
+        let text = String::from_utf8_lossy(body);
+        let hit =
+            texts.iter().find(|t| text.contains(t.as_str())).unwrap_or_else(|| panic!("unknown: {text}"));
+        *seen.entry(hit.chars().take(12).collect()).or_default() += 1;
+    };
+    for _ in 0..2 {
+        arrived(next_message(&mut inbox, 20).await.body());
+    }
+    bridge.wait_metric(|l| l == format!("bridge_dead_letters_total{{kind=\"too_large\"}} {POISONED}"), 20);
+    let listed = dead_letters(&bridge.config, &["list", "--kind", "too_large"]);
+    assert_eq!(listed.len(), POISONED, "{listed:?}");
+    assert!(listed.iter().all(|d| d["source"] == names.request(&agent) && d["replays"] == 0), "{listed:?}");
+
+    // Replayed before the fix: dead-lettered again, each with its replay count.
+    let dry = dead_letters(&bridge.config, &["replay", "--dry-run"]);
+    assert!(dry.iter().all(|r| r["outcome"] == "would_replay"), "{dry:?}");
+    assert_eq!(dead_letters(&bridge.config, &["list"]).len(), POISONED, "a dry run removes nothing");
+    let replayed = dead_letters(&bridge.config, &["replay", "--rate", "0"]);
+    assert_eq!(replayed.len(), POISONED);
+    assert!(replayed.iter().all(|r| r["outcome"] == "replayed" && r["replays"] == 1), "{replayed:?}");
+    bridge.wait_metric(
+        |l| l == format!("bridge_dead_letters_total{{kind=\"too_large\"}} {}", 2 * POISONED),
+        20,
+    );
+    let again = dead_letters(&bridge.config, &["list"]);
+    assert_eq!(again.len(), POISONED, "{again:?}");
+    assert!(again.iter().all(|d| d["replays"] == 1), "the count is kept: {again:?}");
+    bridge.terminate(10);
+
+    // The cause fixed (the default limit), replayed again: every message arrives, once.
+    let bridge = BridgeProcess::start(&fixed, port, &format!("{}-fixed", names.uid));
+    let replayed = dead_letters(&bridge.config, &["replay", "--source", &names.request(&agent)]);
+    assert!(replayed.iter().all(|r| r["outcome"] == "replayed" && r["replays"] == 2), "{replayed:?}");
+    assert_eq!(replayed.len(), POISONED);
+    for _ in 0..POISONED {
+        arrived(next_message(&mut inbox, 20).await.body());
+    }
+    // A last request, sent after everything: nothing arrives between the replays and it.
+    client.send_confirmed(request(&names.request(&agent), "sentinel")).await.unwrap();
+    let last = next_message(&mut inbox, 20).await;
+    assert!(String::from_utf8_lossy(last.body()).contains("sentinel"), "a duplicate came first");
+    assert_eq!(seen.len(), texts.len(), "{seen:?}");
+    assert!(seen.values().all(|n| *n == 1), "each once: {seen:?}");
+    assert_eq!(dead_letters(&bridge.config, &["list"]), Vec::<Value>::new(), "the queue is empty");
+    bridge.terminate(10);
+}
+
+mod activemq {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_poisoned_stream_replayed_after_the_fix_arrives_once_and_nothing_is_lost() {
+        super::a_poisoned_stream_replayed_after_the_fix_arrives_once_and_nothing_is_lost(
+            super::Broker::ActiveMq,
+        )
+        .await
+    }
+}
+
+mod rabbitmq {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_poisoned_stream_replayed_after_the_fix_arrives_once_and_nothing_is_lost() {
+        super::a_poisoned_stream_replayed_after_the_fix_arrives_once_and_nothing_is_lost(
+            super::Broker::RabbitMq,
+        )
+        .await
+    }
+}
