@@ -21,7 +21,8 @@ fn it_consumes_each_proxied_agents_wise_agents_queues_and_each_ingress() {
         assert!(subs.iter().any(|s| s == want), "{want} missing from {subs:?}");
     }
     assert!(!subs.iter().any(|s| s.ends_with("/Assistant")), "never a native agent's queue");
-    assert_eq!(subs.len(), 4 * 2 + 3);
+    assert!(subs.iter().any(|s| s == "/queue/response/_bridge"), "the bridge's own reply name");
+    assert_eq!(subs.len(), 4 * 2 + 3 + 1);
 }
 
 #[test]

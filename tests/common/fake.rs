@@ -97,11 +97,12 @@ impl Conn {
 
 /// The bridge configured with the one agent `Weather`, as most of these tests have it.
 impl Conn {
-    /// Confirms the bridge's SUBSCRIBEs (there are three: ingress, request, response) and
+    /// Confirms the bridge's SUBSCRIBEs (there are four: ingress, request, response, and the response queue of the bridge's
+    /// reply name `_bridge`) and
     /// returns the subscription id of the request queue.
     pub async fn subscriptions(&mut self) -> String {
         let mut request = None;
-        for _ in 0..3 {
+        for _ in 0..4 {
             let sub = self.expect(Command::Subscribe).await;
             if sub.header("destination") == Some(REQUEST) {
                 request = sub.header("id").map(str::to_owned);
