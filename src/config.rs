@@ -91,8 +91,9 @@ pub struct WiseAgentsConfig {
     /// agent fails on a context it does not know).
     #[serde(default)]
     pub contexts: Vec<String>,
-    /// Contexts of phased and chat collaborations (globs, e.g. `"Coordinator.*"`): answers
-    /// to asks made in them arrive as ACK, the only type those agents accept.
+    /// Contexts of phased and chat collaborations (globs, e.g. `"*_PhasedCoordinator.*"`:
+    /// sub-contexts are `<parent>_<Coordinator>.<uuid4>`): answers to asks made in them
+    /// arrive as ACK, the only type those agents accept.
     #[serde(default)]
     pub ack_contexts: Vec<String>,
 }
