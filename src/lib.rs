@@ -13,3 +13,4 @@ pub mod mirror;
 pub mod routing;
 pub mod stomp;
 pub mod telemetry;
+pub mod wise_registry;

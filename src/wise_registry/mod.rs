@@ -1,0 +1,5 @@
+//! The Wise Agents registry in Redis (`WiseAgentRegistry`, core.py): its pickled values read
+//! as data and written in the shapes Wise Agents writes.
+
+pub mod dumps;
+pub mod pickle;
