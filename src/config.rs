@@ -96,6 +96,9 @@ pub struct WiseAgentsConfig {
     /// arrive as ACK, the only type those agents accept.
     #[serde(default)]
     pub ack_contexts: Vec<String>,
+    /// The Wise Agents registry in Redis (`[wiseagents.registry]`, docs/MAPPING.md).
+    #[serde(default)]
+    pub registry: Option<crate::wise_registry::config::RegistryConfig>,
 }
 
 /// Discovery of the queues of agents named by a glob.
@@ -370,6 +373,7 @@ impl Default for WiseAgentsConfig {
             discovery: default_discovery(),
             contexts: Vec::new(),
             ack_contexts: Vec::new(),
+            registry: None,
         }
     }
 }

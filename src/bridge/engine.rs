@@ -5,7 +5,7 @@
 
 use super::BridgeError;
 use super::delivery::{Delivery, Outcome, Settled, Work};
-use super::pipeline::{Absorbed, HeldChunk, Pipeline, Processed, dead_letter_frame};
+use super::pipeline::{Absorbed, HeldChunk, Outgoing, Pipeline, Processed, dead_letter_frame};
 use super::settle::{Attempts, Finished, Mode, Settler, next_batch, route_of, work_key};
 use crate::config::DeliveryConfig;
 use crate::envelope::penguiflow::stream::Abandoned;
@@ -14,6 +14,7 @@ use crate::telemetry::{
     BatchFailed, DeadLettered, Delivered, Disconnected, LateReply, Metrics, Receipt, Reconnected,
     ReplyTimedOut, Unsettled,
 };
+use crate::wise_registry::member::WiseRegistry;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use std::collections::{HashMap, VecDeque};
@@ -56,6 +57,8 @@ pub struct Engine {
     dropped: mpsc::UnboundedReceiver<AckRef>,
     /// The connection messages now come on; handles of earlier ones are released.
     epoch: u64,
+    /// The Wise Agents registry, when configured (`[wiseagents.registry]`).
+    registry: Option<Arc<WiseRegistry>>,
 }
 
 type AckKey = (u64, String);
@@ -82,7 +85,14 @@ impl Engine {
             dropped_tx,
             dropped,
             epoch: 1,
+            registry: None,
         }
+    }
+
+    /// With the Wise Agents registry (by default: none).
+    pub fn with_registry(mut self, registry: Option<Arc<WiseRegistry>>) -> Self {
+        self.registry = registry;
+        self
     }
 
     /// Serves until shutdown or until the client ends.
@@ -105,7 +115,7 @@ impl Engine {
                     Some(Event::Message(m)) if discovery.is_advisory(&m) => {
                         discovery.discover(client, &self.pipeline, &m).await;
                     }
-                    Some(Event::Message(m)) => self.take(m),
+                    Some(Event::Message(m)) => self.take(m).await,
                     Some(other) => self.on_connection_event(other),
                     None => break,
                 },
@@ -151,7 +161,7 @@ impl Engine {
     }
 
     /// One message from the broker: through the pipeline, then ready to settle (or held).
-    fn take(&mut self, message: Message) {
+    async fn take(&mut self, message: Message) {
         if message.ack.epoch > self.epoch {
             self.new_epoch(message.ack.epoch);
         }
@@ -160,8 +170,15 @@ impl Engine {
             Ok(Processed::Held) => {
                 self.held.insert(ack_key(delivery.ack_ref()), delivery);
             }
-            Ok(Processed::Send(out)) => {
+            Ok(Processed::Send(mut out)) => {
                 let also = self.take_held(&out.also_ack);
+                if let Err(error) = self.before_publish(&mut out).await {
+                    for source in std::iter::once(delivery).chain(also) {
+                        let work = self.dead_letter_work(source, &error);
+                        self.ready_up(work);
+                    }
+                    return;
+                }
                 let destination = out.frame.header("destination").unwrap_or_default().to_owned();
                 let outcome = Outcome::Delivered {
                     route: out.route,
@@ -200,6 +217,18 @@ impl Engine {
                 self.ready_up(work);
             }
         }
+    }
+
+    /// The Wise Agents registry's part (issue 21): the frame's context made to exist, a
+    /// proxied agent's answer routed by its collaboration. On failure the ask is taken back
+    /// (the message is dead-lettered).
+    async fn before_publish(&mut self, out: &mut Outgoing) -> Result<(), BridgeError> {
+        let Some(registry) = &self.registry else { return Ok(()) };
+        let checked = registry.before_publish(&mut out.frame).await;
+        if let (Err(_), Some(ask)) = (&checked, &out.ask) {
+            self.pipeline.forget_ask(ask);
+        }
+        Ok(checked?)
     }
 
     /// Queues work, unless the broker refused its output too often: then its dead letter.

@@ -62,6 +62,7 @@ async fn proxy(
     shutdown: CancellationToken,
 ) -> Result<(), BridgeError> {
     let pipeline = Pipeline::of(&config);
+    let registry = crate::wise_registry::member::start(&config, &shutdown).await?;
     let Some((client, events)) = connect(&client_config(&config)?, &metrics, &shutdown).await else {
         return Ok(());
     };
@@ -89,10 +90,14 @@ async fn proxy(
         pipeline,
         metrics.clone(),
         &config.delivery,
-    );
+    )
+    .with_registry(registry.clone());
     let mut discovery = Discovering { consuming, known: HashSet::new(), subscriptions };
     engine.serve(events, &client, &mut discovery, &shutdown).await;
     engine.finish(Duration::from_millis(config.delivery.shutdown_timeout_ms)).await;
+    if let Some(registry) = registry {
+        registry.stop().await;
+    }
     stop(&client, &metrics, &discovery.subscriptions).await;
     Ok(())
 }
