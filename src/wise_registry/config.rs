@@ -31,7 +31,7 @@ pub struct RegistryConfig {
     #[serde(default = "default_instance")]
     pub instance: String,
     /// Per proxied agent (`[[wiseagents.registry.agents]]`, by exact name): its description
-    /// and tool. A list, not a table keyed by name: configuration keys are not case-safe.
+    /// and tool. A list, as `[[agents]]` is.
     #[serde(default)]
     pub agents: Vec<RegisteredAgent>,
 }
