@@ -247,3 +247,33 @@ async fn a_civitas_ask_names_a_context_that_exists_in_the_registry() {
     cmd(&mut r, &[b"HDEL", b"contexts", default.as_bytes()]).await;
     assert!(bridge.terminate(20).success());
 }
+
+/// Polls Redis (there is no event to wait for) until `agent` is in `agents` or not.
+async fn until_registered(r: &mut Connection, agent: &str, want: bool, secs: u64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while hget(r, "agents", agent).await.is_some() != want {
+        assert!(std::time::Instant::now() < deadline, "{agent} registered: {} after {secs} s", !want);
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
+async fn two_instances_register_an_agent_once_and_it_comes_back_when_redis_loses_it() {
+    let names = Names::new(Broker::ActiveMq);
+    let civ = names.agent("CivTwice");
+    let first = start(&names, &civ, "");
+    let second = start(&names, &civ, "");
+    let mut r = redis().await;
+    let one = cmd(&mut r, &[b"HGETALL", b"agents"]).await;
+    let Reply::Array(Some(items)) = one else { panic!("a hash") };
+    let entries = items.chunks(2).filter(|kv| kv[0] == Reply::Bulk(Some(civ.clone().into_bytes()))).count();
+    assert_eq!(entries, 1, "one registration for two instances");
+    // Redis loses it (a restart without persistence): registered again.
+    cmd(&mut r, &[b"HDEL", b"agents", civ.as_bytes()]).await;
+    until_registered(&mut r, &civ, true, 15).await;
+    // One instance stops cleanly and removes the entry; the instance still running puts it back.
+    assert!(first.terminate(20).success());
+    until_registered(&mut r, &civ, true, 15).await;
+    assert!(second.terminate(20).success());
+    until_registered(&mut r, &civ, false, 1).await;
+}
