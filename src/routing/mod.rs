@@ -115,7 +115,11 @@ impl Router {
     pub fn discover(&self, physical_name: &str) -> Option<String> {
         let destination = format!("/queue/{physical_name}");
         match self.classify(&destination)? {
-            Source::WiseAgents { agent, .. } if !self.proxied.contains_key(&agent) => Some(destination),
+            Source::WiseAgents { agent, .. }
+                if !self.proxied.contains_key(&agent) && agent != REPLY_AGENT =>
+            {
+                Some(destination)
+            }
             _ => None,
         }
     }

@@ -69,3 +69,11 @@ fn agents_named_by_a_glob_are_routed_and_their_queues_discovered() {
     assert_eq!(r.discover("request/Assistant"), None, "never a native agent's queue");
     assert!(!r.subscriptions().iter().any(|s| s.contains('*')));
 }
+
+#[test]
+fn the_bridges_reply_queue_is_consumed_from_the_start_never_discovered() {
+    let r = router();
+    assert!(r.classify("/queue/response/_bridge").is_some());
+    assert_eq!(r.discover("response/_bridge"), None, "already subscribed");
+    assert!(r.classify("/queue/request/_bridge").is_none(), "nobody asks the bridge itself");
+}
