@@ -277,3 +277,37 @@ async fn two_instances_register_an_agent_once_and_it_comes_back_when_redis_loses
     assert!(second.terminate(20).success());
     until_registered(&mut r, &civ, false, 1).await;
 }
+
+#[tokio::test]
+async fn a_sequence_that_restarts_after_the_proxied_agent_sends_the_first_query_to_the_first_member() {
+    let names = Names::new(Broker::ActiveMq);
+    let civ = names.agent("CivLast");
+    let first = names.agent("WAFirst");
+    let ctx = format!("Restart{}", names.uid);
+    let mut r = redis().await;
+    collaboration(
+        &mut r,
+        &ctx,
+        &[
+            ("collaboration_type", b"sequential_memory".to_vec()),
+            ("agents_sequence", strs(&[&first, &civ])),
+            ("restart_sequence", dumps(&Py::Bool(true))),
+            ("queries", strs(&["the first query", "a rephrased one"])),
+        ],
+    )
+    .await;
+    let bridge = start(&names, &civ, "");
+    let (civ_client, mut inbox) = listen(&names.dest(&format!("civitas.in.{civ}"))).await;
+    let (_f, mut requests) = listen(&names.request(&first)).await;
+    let (wa, _) = Broker::ActiveMq.connect().await;
+    send(&wa, &names.request(&civ), ask("step one's answer", &first, &ctx)).await;
+    civitas_answers(&civ_client, &mut inbox, &names, &civ, "not good enough").await;
+    let (_, m) = next_wise(&mut requests).await;
+    assert_eq!((m.message.as_str(), m.sender.as_deref()), ("the first query", Some(civ.as_str())));
+    assert_eq!(loads(&hget(&mut r, &ctx, "restart_sequence").await.unwrap()).unwrap(), Py::Bool(false));
+    let Py::List(chat) = loads(&hget(&mut r, &ctx, "llm_chat_completion").await.unwrap()).unwrap() else {
+        panic!("sequential_memory appends the answer")
+    };
+    assert_eq!(chat.last().and_then(|m| m.get("content")), Some(&Py::Str("not good enough".into())));
+    assert!(bridge.terminate(20).success());
+}
