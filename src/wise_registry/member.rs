@@ -144,7 +144,9 @@ impl WiseRegistry {
     /// registry (created if not), and a proxied agent's answer is routed as its context's
     /// collaboration says. Other frames are left alone.
     pub async fn before_publish(&self, frame: &mut Frame) -> Result<(), RegistryError> {
-        let Some(mut wise) = self.wise_frame(frame) else { return Ok(()) };
+        let Some(mut wise) = self.wise_frame(frame).filter(|w| w.message.context_name.is_some()) else {
+            return Ok(());
+        };
         let mut guard = self.store.lock().await;
         let result = async {
             let store = connected(&mut guard, &self.config).await?;
