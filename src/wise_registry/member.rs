@@ -144,7 +144,10 @@ impl WiseRegistry {
     /// registry (created if not), and a proxied agent's answer is routed as its context's
     /// collaboration says. Other frames are left alone.
     pub async fn before_publish(&self, frame: &mut Frame) -> Result<(), RegistryError> {
-        let Some(mut wise) = self.wise_frame(frame).filter(|w| w.message.context_name.is_some()) else {
+        let Some(mut wise) = self
+            .wise_frame(frame)
+            .filter(|w| w.message.context_name.as_deref().is_some_and(|c| !c.is_empty()))
+        else {
             return Ok(());
         };
         let mut guard = self.store.lock().await;
