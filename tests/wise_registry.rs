@@ -311,3 +311,38 @@ async fn a_sequence_that_restarts_after_the_proxied_agent_sends_the_first_query_
     assert_eq!(chat.last().and_then(|m| m.get("content")), Some(&Py::Str("not good enough".into())));
     assert!(bridge.terminate(20).success());
 }
+
+// Multi-threaded: the proxy's tasks run while the test waits for the bridge synchronously.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_that_cannot_be_checked_against_the_registry_is_dead_lettered_and_the_next_one_reconnects()
+{
+    let names = Names::new(Broker::ActiveMq);
+    let civ = names.agent("CivAsks");
+    let native = names.agent("Native");
+    let proxy = common::Proxy::start(redis_port()).await;
+    let port = free_port();
+    let mut toml = config_toml(Broker::ActiveMq, &names, &[(&civ, "civitas", "")], port);
+    toml.push_str(&format!(
+        "\n[wiseagents.registry]\nport = {}\ninstance = \"test-{}\"\n",
+        proxy.port, names.uid
+    ));
+    let bridge = BridgeProcess::start(&toml, port, &names.uid);
+    let (_d, mut dead) = listen(&names.dest("dead")).await;
+    let (_n, mut requests) = listen(&names.request(&native)).await;
+    let (civ_client, _) = Broker::ActiveMq.connect().await;
+    let ask = |text: &str| {
+        json!({"type": "message", "sender": civ, "recipient": native, "payload": {"message": text}})
+            .to_string()
+            .into_bytes()
+    };
+    proxy.freeze(); // Redis stops answering on the bridge's connection.
+    send(&civ_client, &names.dest("civitas.ingress"), ask("lost in Redis")).await;
+    let m = next_message(&mut dead, 20).await;
+    assert_eq!(m.header("bridge-error-kind"), Some("registry"), "{:?}", m.frame.headers);
+    assert!(m.header("bridge-error").unwrap_or_default().contains("Redis did not answer"));
+    send(&civ_client, &names.dest("civitas.ingress"), ask("after")).await;
+    let (_, m) = next_wise(&mut requests).await;
+    assert_eq!(m.message, "after", "a new connection to Redis");
+    proxy.cut();
+    assert!(bridge.terminate(20).success());
+}
