@@ -95,9 +95,16 @@ pub struct Conversations {
 
 impl Conversations {
     pub fn of(config: &crate::config::Config) -> Self {
+        let wa = &config.wiseagents;
+        // With the registry, the context's collaboration decides what an answer is
+        // (`wise_registry`): `ack_contexts` only names contexts then.
+        let (mut contexts, mut ack_contexts) = (wa.contexts.clone(), wa.ack_contexts.clone());
+        if wa.registry.is_some() {
+            contexts.append(&mut ack_contexts);
+        }
         Conversations {
-            contexts: config.wiseagents.contexts.clone(),
-            ack_contexts: config.wiseagents.ack_contexts.clone(),
+            contexts,
+            ack_contexts,
             reply_timeout: Duration::from_millis(config.delivery.reply_timeout_ms),
             agent_timeouts: config
                 .agents

@@ -546,3 +546,30 @@ fn a_civitas_ask_in_an_unknown_context_is_answered_in_its_own_context() {
     let reply = json_of(&sent(&p, &plain_answer("Assistant", "WeatherAgent", "a", "default")));
     assert_eq!(reply["payload"]["context_name"], "Books", "the asker's own context comes back");
 }
+
+#[test]
+fn with_the_registry_ack_contexts_name_contexts_but_do_not_turn_answers_into_ack() {
+    let p = pipeline_with(|c| {
+        c.wiseagents.ack_contexts = vec!["*_PhasedCoordinator.*".into()];
+        c.wiseagents.registry = Some(toml_registry());
+    });
+    let asked = json_of(&sent(&p, &wa_ask("WeatherAgent", None, "CLI.1_PhasedCoordinator.9")));
+    let reply = json!({"type": "reply", "sender": "WeatherAgent", "recipient": asked["reply_to"],
+        "correlation_id": asked["correlation_id"], "payload": {"message": "a"}});
+    let answer = wa_of(&sent(&p, &msg(CIV_IN, reply.to_string())));
+    assert_eq!(
+        answer.message_type,
+        Some(Intent::Response),
+        "the registry's collaboration decides, not the glob"
+    );
+    assert_eq!(answer.context_name.as_deref(), Some("CLI.1_PhasedCoordinator.9"));
+}
+
+fn toml_registry() -> crate::wise_registry::config::RegistryConfig {
+    config::Config::builder()
+        .add_source(config::File::from_str("port = 6379", config::FileFormat::Toml))
+        .build()
+        .unwrap()
+        .try_deserialize()
+        .unwrap()
+}
