@@ -74,12 +74,12 @@ fn write(out: &mut Vec<u8>, value: &Value) {
                 out.push(b'u');
             }
         }
+        // STACK_GLOBAL, as protocol 4 writes a class: any characters survive (GLOBAL's
+        // newline-ended names would not; found by the fuzzer).
         Value::Global { module, name } => {
-            out.push(b'c');
-            for part in [module, name] {
-                out.extend(part.bytes().filter(|b| *b != b'\n'));
-                out.push(b'\n');
-            }
+            sized(out, module.as_bytes(), 0x8c, b'X');
+            sized(out, name.as_bytes(), 0x8c, b'X');
+            out.push(0x93);
         }
         Value::Object { class, args, state } => {
             write(out, class);
