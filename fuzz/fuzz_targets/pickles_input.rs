@@ -3,13 +3,14 @@
 //! is not, and what was written must read back the same.
 
 use stomp_agent_bridge::wise_registry::dumps::{append, dumps};
-use stomp_agent_bridge::wise_registry::pickle::{Value, loads};
+use stomp_agent_bridge::wise_registry::pickle::{MAX_BYTES, Value, loads};
 
 pub fn run(data: &[u8]) {
     let Ok(value) = loads(data) else { return };
     let written = dumps(&value);
-    // NaN is not equal to itself: compare what is comparable.
-    if !has_nan(&value) {
+    // NaN is not equal to itself: compare what is comparable. The writer does not memoise,
+    // so shared references written out can exceed what is read (a second crash input).
+    if !has_nan(&value) && written.len() <= MAX_BYTES {
         assert_eq!(loads(&written).as_ref(), Ok(&value), "a written pickle reads back the same");
     }
     if let Value::List(items) = &value {
