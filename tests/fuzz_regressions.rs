@@ -50,5 +50,5 @@ fn the_pipeline_regressions_pass_through_one_pipeline_without_panic() {
 
 #[test]
 fn the_pickle_regressions_read_write_and_append_without_panic() {
-    replay("pickles", 10, pickles::run);
+    replay("pickles", 700, pickles::run);
 }
