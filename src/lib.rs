@@ -14,3 +14,4 @@ pub mod mirror;
 pub mod routing;
 pub mod stomp;
 pub mod telemetry;
+pub mod wise_registry;

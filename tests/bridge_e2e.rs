@@ -174,6 +174,33 @@ async fn a_civitas_agent_asking_a_native_agent_gets_the_answer_with_its_correlat
     server.wait_success();
 }
 
+/// Civitas's `Runtime.ask()` asks as `_runtime`, a name no queue serves: the native agent
+/// answers the bridge's own reply name, and the answer reaches the ask's `_reply.*` address.
+async fn a_civitas_runtime_ask_is_answered_through_the_bridges_reply_queue(broker: Broker) {
+    let names = Names::new(broker);
+    let civ = names.agent("Researcher");
+    let native = names.agent("Librarian");
+    let _bridge = start(broker, &names, &[(&civ, "civitas", "")]);
+    let server = WiseAgent::spawn(broker, &names, &["serve", &native, "1", "30"]);
+    server.subscribed();
+    let reply_to = "_reply.0193a1b2-0000-7000-8000-0000000000dd";
+    let (_c, mut inbox) = agent_client(broker, &names.dest(&format!("civitas.in.{reply_to}"))).await;
+    let ask = json!({"schema_version": 1, "id": "0193a1b2-0000-7000-8000-0000000000ab", "type": "message",
+        "sender": "_runtime", "recipient": native, "correlation_id": "0193a1b2-0000-7000-8000-0000000000cd",
+        "reply_to": reply_to, "payload": {"message": "find 'ubik'"}, "timestamp": 1.0});
+    let (civitas, _) = broker.connect().await;
+    civitas.send_confirmed(json_send(&names.dest("civitas.ingress"), &ask)).await.unwrap();
+    let seen = server.next(30);
+    assert_eq!(seen["_sender"], "_bridge", "a name whose response queue the bridge consumes");
+    let (answer, _) = next_json(&mut inbox).await;
+    assert_eq!(
+        (answer["recipient"].as_str(), answer["payload"]["message"].as_str()),
+        (Some(reply_to), Some("answer: find 'ubik'"))
+    );
+    assert_eq!(answer["correlation_id"], "0193a1b2-0000-7000-8000-0000000000cd");
+    server.wait_success();
+}
+
 async fn an_agent_named_by_a_glob_is_found_when_its_queue_appears(broker: Broker) {
     let names = Names::new(broker);
     let glob = names.agent("Glob*");
@@ -202,6 +229,7 @@ mod activemq {
         a_wise_agents_request_answered_by_a_vox_agent_comes_back_routed,
         a_wise_agents_request_answered_by_a_penguiflow_agent_comes_back_routed,
         a_civitas_agent_asking_a_native_agent_gets_the_answer_with_its_correlation_id,
+        a_civitas_runtime_ask_is_answered_through_the_bridges_reply_queue,
         an_agent_named_by_a_glob_is_found_when_its_queue_appears,
     );
 
@@ -219,5 +247,6 @@ mod rabbitmq {
     on!(RabbitMq:
         a_wise_agents_tool_call_answered_by_a_civitas_agent_comes_back_routed("json"),
         a_civitas_agent_asking_a_native_agent_gets_the_answer_with_its_correlation_id,
+        a_civitas_runtime_ask_is_answered_through_the_bridges_reply_queue,
     );
 }

@@ -46,6 +46,7 @@ async fn a_discovered_queue_whose_receipt_is_late_is_subscribed_once_and_unsubsc
     // Confirm mode publishes on a connection of its own; nothing is published here.
     let publishing = Conn::accept(&listener).await;
     assert_eq!(subscribed(&mut conn, true).await.0, "/queue/fake.civ.ingress");
+    assert_eq!(subscribed(&mut conn, true).await.0, "/queue/response/_bridge", "the bridge's reply name");
     let (advisory, advisory_id) = subscribed(&mut conn, true).await;
     assert_eq!(advisory, ADVISORY);
 
@@ -69,5 +70,5 @@ async fn a_discovered_queue_whose_receipt_is_late_is_subscribed_once_and_unsubsc
         .collect();
     assert_eq!(stopping.len(), unsubscribed.len() + 1, "UNSUBSCRIBEs, then DISCONNECT: {stopping:?}");
     assert!(unsubscribed.contains(&late_id.as_str()), "the late subscription {late_id} in {unsubscribed:?}");
-    assert_eq!(unsubscribed.len(), 4, "ingress, advisory, CivScout, CivOther: {unsubscribed:?}");
+    assert_eq!(unsubscribed.len(), 5, "ingress, _bridge, advisory, CivScout, CivOther: {unsubscribed:?}");
 }

@@ -7,6 +7,8 @@ use std::path::Path;
 
 #[path = "../fuzz/fuzz_targets/envelopes_input.rs"]
 mod envelopes;
+#[path = "../fuzz/fuzz_targets/pickles_input.rs"]
+mod pickles;
 #[path = "../fuzz/fuzz_targets/pipeline_input.rs"]
 mod pipeline;
 #[path = "../fuzz/fuzz_targets/stomp_decoder_input.rs"]
@@ -44,4 +46,9 @@ fn the_envelope_regressions_decode_and_encode_without_panic() {
 #[test]
 fn the_pipeline_regressions_pass_through_one_pipeline_without_panic() {
     replay("pipeline", 4_000, pipeline::run);
+}
+
+#[test]
+fn the_pickle_regressions_read_write_and_append_without_panic() {
+    replay("pickles", 700, pickles::run);
 }

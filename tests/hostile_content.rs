@@ -115,7 +115,8 @@ async fn hostile_bodies_are_dead_lettered_with_their_reason_counted_and_the_stre
     let mut conn = Conn::accept(&listener).await;
     let publishing = Conn::accept(&listener).await;
     let mut subscriptions = HashMap::new();
-    for _ in 0..3 {
+    // Ingress, request, response, and the response queue of the bridge's reply name.
+    for _ in 0..4 {
         let sub = conn.expect(Command::Subscribe).await;
         conn.receipt(&sub).await;
         subscriptions

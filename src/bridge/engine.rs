@@ -13,6 +13,7 @@ use crate::telemetry::{
     BatchFailed, ChunkTaken, DeadLettered, Delivered, Disconnected, LateReply, Metrics, Receipt, Reconnected,
     ReplyTimedOut, Unsettled,
 };
+use crate::wise_registry::member::WiseRegistry;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use std::collections::VecDeque;
@@ -61,6 +62,8 @@ pub struct Engine {
     budget: Option<usize>,
     /// Which connections are down (bit 0: consuming, bit 1: publishing).
     down: u8,
+    /// The Wise Agents registry, when configured (`[wiseagents.registry]`).
+    registry: Option<Arc<WiseRegistry>>,
 }
 
 /// The consuming and the publishing connection, as bits of [`Engine::down`].
@@ -98,6 +101,7 @@ impl Engine {
             holding: Arc::new(AtomicUsize::new(0)),
             budget,
             down: 0,
+            registry: None,
         }
     }
 
@@ -109,6 +113,12 @@ impl Engine {
     /// Whether the engine may take another message now.
     fn has_room(&self) -> bool {
         self.budget.is_none_or(|b| self.holding.load(Ordering::Relaxed) < b)
+    }
+
+    /// With the Wise Agents registry (by default: none).
+    pub fn with_registry(mut self, registry: Option<Arc<WiseRegistry>>) -> Self {
+        self.registry = registry;
+        self
     }
 
     /// Serves until shutdown or until the client ends.
@@ -139,7 +149,7 @@ impl Engine {
                     Some(Event::Message(m)) if discovery.is_advisory(&m) => {
                         discovery.discover(client, &self.pipeline, &m).await;
                     }
-                    Some(Event::Message(m)) => self.take(m),
+                    Some(Event::Message(m)) => self.take(m).await,
                     Some(other) => self.on_consuming_event(other),
                     None => break,
                 },
@@ -186,7 +196,7 @@ impl Engine {
     }
 
     /// One message from the broker: through the pipeline, then ready to settle.
-    fn take(&mut self, message: Message) {
+    async fn take(&mut self, message: Message) {
         if message.ack.epoch > self.epoch {
             self.new_epoch(message.ack.epoch);
         }
@@ -194,7 +204,12 @@ impl Engine {
             .counted(self.metrics.clone())
             .held_in(self.holding.clone());
         let work = match self.pipeline.process(&delivery.message) {
-            Ok(Processed::Send(out)) => {
+            Ok(Processed::Send(mut out)) => {
+                if let Err(error) = self.before_publish(&mut out).await {
+                    let work = self.dead_letter_work(delivery, &error, None);
+                    self.ready_up(work);
+                    return;
+                }
                 let destination = out.frame.header("destination").unwrap_or_default().to_owned();
                 let outcome = Outcome::Delivered {
                     route: out.route,
@@ -223,6 +238,18 @@ impl Engine {
             Err(error) => self.dead_letter_work(delivery, &error, None),
         };
         self.ready_up(work);
+    }
+
+    /// The Wise Agents registry's part (issue 21): the frame's context made to exist, a
+    /// proxied agent's answer routed by its collaboration. On failure the ask is taken back
+    /// (the message is dead-lettered).
+    async fn before_publish(&mut self, out: &mut Outgoing) -> Result<(), BridgeError> {
+        let Some(registry) = &self.registry else { return Ok(()) };
+        let checked = registry.before_publish(&mut out.frame).await;
+        if let (Err(_), Some(ask)) = (&checked, &out.ask) {
+            self.pipeline.forget_ask(ask);
+        }
+        Ok(checked?)
     }
 
     /// Queues work, unless the broker refused its output too often: then its dead letter.

@@ -42,6 +42,8 @@ pub enum BridgeError {
     Mirror(#[from] crate::mirror::MirrorError),
     #[error("translated, the body is {size} bytes, over delivery.max_body_bytes ({limit})")]
     TooLarge { size: usize, limit: usize },
+    #[error("the Wise Agents registry: {0}")]
+    Registry(#[from] crate::wise_registry::store::RegistryError),
 }
 
 impl BridgeError {
@@ -61,6 +63,7 @@ impl BridgeError {
             BridgeError::Expired { .. } => "expired",
             BridgeError::Mirror(_) => "mirror",
             BridgeError::TooLarge { .. } => "too_large",
+            BridgeError::Registry(_) => "registry",
         }
     }
 }

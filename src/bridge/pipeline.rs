@@ -11,7 +11,7 @@ use crate::envelope::vox::{Registry, VoxOptions};
 use crate::envelope::{Content, Direction, Envelope, Intent, apply_traceparent, new_uuid7, traceparent};
 use crate::routing::reply_base::ReplyBase;
 use crate::routing::table::{CorrelationTable, Matched, PendingAsk};
-use crate::routing::{Router, Source, Target};
+use crate::routing::{REPLY_AGENT, RouteError, Router, Source, Target};
 use crate::stomp::{Command, Frame, Message};
 use bytes::Bytes;
 use std::sync::Mutex;
@@ -89,9 +89,16 @@ pub struct Conversations {
 
 impl Conversations {
     pub fn of(config: &crate::config::Config) -> Self {
+        let wa = &config.wiseagents;
+        // With the registry, the context's collaboration decides what an answer is
+        // (`wise_registry`): `ack_contexts` only names contexts then.
+        let (mut contexts, mut ack_contexts) = (wa.contexts.clone(), wa.ack_contexts.clone());
+        if wa.registry.is_some() {
+            contexts.append(&mut ack_contexts);
+        }
         Conversations {
-            contexts: config.wiseagents.contexts.clone(),
-            ack_contexts: config.wiseagents.ack_contexts.clone(),
+            contexts,
+            ack_contexts,
             reply_timeout: Duration::from_millis(config.delivery.reply_timeout_ms),
             agent_timeouts: config
                 .agents
@@ -257,9 +264,15 @@ impl Pipeline {
             }
             Correlation::None => (false, None),
         };
+        if !correlated && matches!(source, Source::WiseAgents { agent, .. } if agent == REPLY_AGENT) {
+            // An answer to the bridge's own name that no ask awaits has nowhere to go.
+            return Err(RouteError::NoRecipient.into());
+        }
         let target = self.target(&env, asker.as_deref())?;
-        let original_context = self.fit_for(&target, &mut env, wise_context);
+        // The ask is remembered before its context is fitted: its answer goes back in the
+        // asker's own context (a Civitas ask in `Books` is answered in `Books`).
         let ask = self.remember(&target, &mut env, now);
+        let original_context = self.fit_for(&target, &mut env, wise_context);
         let mut out = self.outgoing(&env, &target, hops + 1, from.as_str(), correlated)?;
         out.unmatched_reply = !correlated && env.direction == Direction::Response;
         out.ask = ask;
@@ -425,8 +438,16 @@ impl Pipeline {
         let answerer = env.recipient.clone().unwrap_or_default();
         let ask_id = new_uuid7().to_string();
         let original_id = env.id.clone();
-        if target.framework == Framework::WiseAgents {
-            env.route_response_to.get_or_insert_with(|| asker.clone());
+        let wise = target.framework == Framework::WiseAgents;
+        // The name a Wise Agents agent answers to: the asker's, when the bridge consumes its
+        // response queue, else the bridge's own (`_runtime` and other strangers).
+        let answered_as = if wise && self.router.proxied(&asker).is_none() {
+            REPLY_AGENT.to_owned()
+        } else {
+            asker.clone()
+        };
+        if wise {
+            env.route_response_to.get_or_insert_with(|| answered_as.clone());
         }
         let mut route = ReplyRoute::of_request(env, original_id.as_deref().unwrap_or(&ask_id));
         route.ask = Some(ask_id.clone());
@@ -435,11 +456,19 @@ impl Pipeline {
         let reply = ReplyBase::of(env, &asker);
         env.id = Some(ask_id.clone());
         env.reply_token = Some(token.clone());
-        if target.framework == Framework::WiseAgents && env.tool_id.is_none() {
+        if wise && env.tool_id.is_none() {
             env.tool_id = Some(token);
         }
+        env.sender = Some(answered_as.clone());
         let reply_deadline = self.conversations.timeout(&asker, &answerer).map(|t| now + t);
-        let ask = PendingAsk { id: ask_id.clone(), asker, answerer, reply, reply_deadline, timed_out: false };
+        let ask = PendingAsk {
+            id: ask_id.clone(),
+            asker: answered_as,
+            answerer,
+            reply,
+            reply_deadline,
+            timed_out: false,
+        };
         self.table.lock().unwrap_or_else(|e| e.into_inner()).insert(ask, now);
         Some(ask_id)
     }

@@ -509,3 +509,63 @@ fn a_discovered_vox_queue_makes_its_agent_known_before_any_message_to_it() {
     p.meet("/queue/request/VoxLate");
     assert_eq!(p.codecs.vox.registry.name_of(&uuid).as_deref(), Some("VoxLate"));
 }
+
+#[test]
+fn a_civitas_runtime_ask_is_written_as_the_bridge_and_its_answer_reaches_the_asker() {
+    let p = pipeline();
+    let reply_to = "_reply.0193a1b2-0000-7000-8000-00000000abcd";
+    let ask = sent(&p, &msg(CIV_IN, civitas_ask_from("_runtime", "m1", "c1", Some(reply_to), "q")));
+    let written = wa_of(&ask);
+    assert_eq!(written.sender.as_deref(), Some(REPLY_AGENT), "a name whose response queue is consumed");
+    assert_eq!(written.route_response_to.as_deref(), Some(REPLY_AGENT));
+    assert!(p.router.classify("/queue/response/_bridge").is_some(), "the bridge consumes it");
+    let out = sent(&p, &plain_answer("Assistant", REPLY_AGENT, "a", "default"));
+    assert!(out.correlated);
+    let reply = json_of(&out);
+    assert_eq!((reply["recipient"].as_str(), reply["correlation_id"].as_str()), (Some(reply_to), Some("c1")));
+}
+
+#[test]
+fn an_answer_to_the_bridges_own_name_that_no_ask_awaits_is_dead_lettered() {
+    let p = pipeline();
+    let err = p.process(&plain_answer("Assistant", REPLY_AGENT, "a", "default")).unwrap_err();
+    assert_eq!(err.kind(), "no_recipient");
+}
+
+#[test]
+fn a_civitas_ask_in_an_unknown_context_is_answered_in_its_own_context() {
+    let p = pipeline();
+    let body = json!({"sender": "WeatherAgent", "recipient": "Assistant", "correlation_id": "c1",
+        "payload": {"message": "q", "context_name": "Books"}});
+    let ask = sent(&p, &msg(CIV_IN, body.to_string()));
+    assert_eq!(
+        wa_of(&ask).context_name.as_deref(),
+        Some("default"),
+        "never invented on the Wise Agents side"
+    );
+    let reply = json_of(&sent(&p, &plain_answer("Assistant", "WeatherAgent", "a", "default")));
+    assert_eq!(reply["payload"]["context_name"], "Books", "the asker's own context comes back");
+}
+
+#[test]
+fn with_the_registry_ack_contexts_name_contexts_but_do_not_turn_answers_into_ack() {
+    let p = pipeline_with(|c| {
+        c.wiseagents.ack_contexts = vec!["*_PhasedCoordinator.*".into()];
+        c.wiseagents.registry = Some(toml_registry());
+    });
+    let asked = json_of(&sent(&p, &wa_ask("WeatherAgent", None, "CLI.1_PhasedCoordinator.9")));
+    let reply = json!({"type": "reply", "sender": "WeatherAgent", "recipient": asked["reply_to"],
+        "correlation_id": asked["correlation_id"], "payload": {"message": "a"}});
+    let answer = wa_of(&sent(&p, &msg(CIV_IN, reply.to_string())));
+    assert_eq!(
+        answer.message_type,
+        Some(Intent::Response),
+        "the registry's collaboration decides, not the glob"
+    );
+    assert_eq!(answer.context_name.as_deref(), Some("CLI.1_PhasedCoordinator.9"));
+}
+
+fn toml_registry() -> crate::wise_registry::config::RegistryConfig {
+    toml::from_str("port = 6379")
+        .unwrap()
+}

@@ -68,6 +68,7 @@ async fn proxy(
     shutdown: CancellationToken,
 ) -> Result<(), BridgeError> {
     let pipeline = Pipeline::of(&config);
+    let registry = crate::wise_registry::member::start(&config, &shutdown).await?;
     let mode = Mode::choose(config.delivery.mode);
     let split = mode == Mode::Confirm;
     let base = client_config(&config)?;
@@ -88,7 +89,8 @@ async fn proxy(
     let settler = Settler::new(publisher.clone(), client.clone(), metrics.clone(), mode, receipt_timeout);
     let budget = split.then_some(config.delivery.in_flight);
     let mut engine =
-        Engine::new(settler, pipeline, metrics.clone(), &config.delivery, publisher.clone(), budget);
+        Engine::new(settler, pipeline, metrics.clone(), &config.delivery, publisher.clone(), budget)
+            .with_registry(registry.clone());
     let discovering =
         engine.router().has_patterns() && config.wiseagents.discovery == Discovery::ActivemqAdvisory;
     // Subscribed while the engine serves: with a backlog on every queue, the SUBSCRIBE receipts
@@ -107,6 +109,9 @@ async fn proxy(
     let mut discovery = Discovering::new(consuming);
     engine.serve(events, publishing, &client, &mut discovery, &serving).await;
     engine.finish(Duration::from_millis(config.delivery.shutdown_timeout_ms)).await;
+    if let Some(registry) = registry {
+        registry.stop().await;
+    }
     let subscribed =
         subscribing.await.unwrap_or_else(|e| Err(BridgeError::Config(format!("subscribing: {e}"))));
     let mut subscriptions = subscribed.as_ref().map_or_else(|_| Vec::new(), Clone::clone);

@@ -99,10 +99,14 @@ pub struct WiseAgentsConfig {
     /// agent fails on a context it does not know).
     #[serde(default)]
     pub contexts: Vec<String>,
-    /// Contexts of phased and chat collaborations (globs, e.g. `"Coordinator.*"`): answers
-    /// to asks made in them arrive as ACK, the only type those agents accept.
+    /// Contexts of phased and chat collaborations (globs, e.g. `"*_PhasedCoordinator.*"`:
+    /// sub-contexts are `<parent>_<Coordinator>.<uuid4>`): answers to asks made in them
+    /// arrive as ACK, the only type those agents accept.
     #[serde(default)]
     pub ack_contexts: Vec<String>,
+    /// The Wise Agents registry in Redis (`[wiseagents.registry]`, docs/MAPPING.md).
+    #[serde(default)]
+    pub registry: Option<crate::wise_registry::config::RegistryConfig>,
 }
 
 /// Discovery of the queues of agents named by a glob.
@@ -377,6 +381,7 @@ impl Default for WiseAgentsConfig {
             discovery: default_discovery(),
             contexts: Vec::new(),
             ack_contexts: Vec::new(),
+            registry: None,
         }
     }
 }

@@ -60,6 +60,13 @@ pub struct Router {
     civitas_inbox: Option<String>,
 }
 
+/// The `_sender` the bridge writes on an ask to a Wise Agents agent when the asker is not an
+/// agent whose response queue the bridge consumes (Civitas's `Runtime.ask()` asks as
+/// `_runtime`): the agent answers to `<response_prefix>_bridge`, which the bridge consumes
+/// whenever some framework can ask (an ingress is configured), and the answer finds its asker
+/// through the pending ask.
+pub const REPLY_AGENT: &str = "_bridge";
+
 /// The prefix of Civitas's ephemeral reply addresses (`request()` sets `reply_to` to
 /// `_reply.<uuid7>` and waits there).
 pub const CIVITAS_REPLY_PREFIX: &str = "_reply.";
@@ -108,13 +115,18 @@ impl Router {
     pub fn discover(&self, physical_name: &str) -> Option<String> {
         let destination = format!("/queue/{physical_name}");
         match self.classify(&destination)? {
-            Source::WiseAgents { agent, .. } if !self.proxied.contains_key(&agent) => Some(destination),
+            Source::WiseAgents { agent, .. }
+                if !self.proxied.contains_key(&agent) && agent != REPLY_AGENT =>
+            {
+                Some(destination)
+            }
             _ => None,
         }
     }
 
     /// Every destination the bridge consumes: the Wise Agents request and response queues of
-    /// each proxied agent, and each framework's ingress. Sorted, so runs are repeatable.
+    /// each proxied agent, each framework's ingress, and the response queue of
+    /// [`REPLY_AGENT`]. Sorted, so runs are repeatable.
     pub fn subscriptions(&self) -> Vec<String> {
         let mut out: Vec<String> = self
             .proxied
@@ -123,6 +135,7 @@ impl Router {
                 [format!("{}{name}", self.request_prefix), format!("{}{name}", self.response_prefix)]
             })
             .chain(self.ingress.iter().map(|(d, _)| d.clone()))
+            .chain((!self.ingress.is_empty()).then(|| format!("{}{REPLY_AGENT}", self.response_prefix)))
             .collect();
         out.sort();
         out
@@ -138,7 +151,9 @@ impl Router {
             [(&self.request_prefix, Direction::Request), (&self.response_prefix, Direction::Response)]
         {
             let agent = strip_prefix_either(destination, prefix);
-            if let Some(agent) = agent.filter(|a| self.proxied(a).is_some()) {
+            let reply_agent =
+                |a: &str| direction == Direction::Response && a == REPLY_AGENT && !self.ingress.is_empty();
+            if let Some(agent) = agent.filter(|a| self.proxied(a).is_some() || reply_agent(a)) {
                 return Some(Source::WiseAgents { agent: agent.to_owned(), direction });
             }
         }

@@ -21,7 +21,8 @@ fn it_consumes_each_proxied_agents_wise_agents_queues_and_each_ingress() {
         assert!(subs.iter().any(|s| s == want), "{want} missing from {subs:?}");
     }
     assert!(!subs.iter().any(|s| s.ends_with("/Assistant")), "never a native agent's queue");
-    assert_eq!(subs.len(), 4 * 2 + 3);
+    assert!(subs.iter().any(|s| s == "/queue/response/_bridge"), "the bridge's own reply name");
+    assert_eq!(subs.len(), 4 * 2 + 3 + 1);
 }
 
 #[test]
@@ -67,4 +68,12 @@ fn agents_named_by_a_glob_are_routed_and_their_queues_discovered() {
     assert_eq!(r.discover("request/WeatherAgent"), None, "named agents are subscribed already");
     assert_eq!(r.discover("request/Assistant"), None, "never a native agent's queue");
     assert!(!r.subscriptions().iter().any(|s| s.contains('*')));
+}
+
+#[test]
+fn the_bridges_reply_queue_is_consumed_from_the_start_never_discovered() {
+    let r = router();
+    assert!(r.classify("/queue/response/_bridge").is_some());
+    assert_eq!(r.discover("response/_bridge"), None, "already subscribed");
+    assert!(r.classify("/queue/request/_bridge").is_none(), "nobody asks the bridge itself");
 }

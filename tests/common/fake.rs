@@ -122,7 +122,8 @@ impl Pair {
 
 /// The bridge configured with the one agent `Weather`, as most of these tests have it.
 impl Conn {
-    /// Confirms the bridge's SUBSCRIBEs (there are three: ingress, request, response) and
+    /// Confirms the bridge's SUBSCRIBEs (there are four: ingress, request, response, and the response queue of the bridge's
+    /// reply name `_bridge`) and
     /// returns the subscription id of the request queue.
     pub async fn subscriptions(&mut self) -> String {
         self.subscriptions_from(None).await
@@ -131,7 +132,7 @@ impl Conn {
     /// [`Conn::subscriptions`], the first SUBSCRIBE already read.
     pub async fn subscriptions_from(&mut self, mut first: Option<Frame>) -> String {
         let mut request = None;
-        for _ in 0..3 {
+        for _ in 0..4 {
             let sub = match first.take() {
                 Some(sub) => sub,
                 None => self.expect(Command::Subscribe).await,

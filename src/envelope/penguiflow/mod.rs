@@ -243,20 +243,23 @@ pub fn to_envelope(msg: PenguiMessage) -> Result<Envelope, EnvelopeError> {
     // The bridge's own token in `meta.correlation_id` marks a message derived from the
     // bridge's request (`message.model_copy(update={"payload": ...})` keeps `meta`): it is the
     // answer, whatever its payload.
-    let bridge_token = correlation_id.as_deref().and_then(ReplyRoute::from_token).is_some();
+    let token = correlation_id.as_deref().and_then(ReplyRoute::from_token);
     let said_answer = matches!(said_type, Some(Some(Intent::Response | Intent::CannotAnswer)));
-    let copied_meta = bridge_token || (final_answer && reply_to.is_some() && !said_answer);
+    let answer = token.is_some() || (final_answer && reply_to.is_some() && !said_answer);
+    let asker = token.and_then(|t| t.requester).or_else(|| reply_to.clone());
+    // Copied unchanged when the sender is still the asker (or unsaid); an answer that names
+    // its own sender (the agent that was asked) is read as it says.
+    let copied_meta = answer && (sender.is_none() || sender == asker || sender == reply_to);
     let budget =
         matches!(&payload, Payload::FinalAnswer { text, .. } if BUDGET_TEXTS.contains(&text.as_str()));
     let intent = match said_type {
         _ if budget => Some(Intent::CannotAnswer),
         Some(said) if said_answer => said,
-        _ if copied_meta => Some(Intent::Response),
+        _ if answer => Some(Intent::Response),
         Some(said) => said,
         None => final_answer.then_some(Intent::Response),
     };
-    let is_reply =
-        copied_meta || final_answer || matches!(intent, Some(Intent::Response | Intent::CannotAnswer));
+    let is_reply = answer || final_answer || matches!(intent, Some(Intent::Response | Intent::CannotAnswer));
     let (content, citations) = content(payload)?;
     let mut env = Envelope {
         intent,

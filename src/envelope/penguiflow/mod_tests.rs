@@ -100,3 +100,41 @@ fn a_bus_envelope_with_a_bare_payload_takes_headers_trace_and_meta_from_the_enve
         Err(EnvelopeError::MissingField("headers.tenant"))
     ));
 }
+
+/// docs/PENGUIFLOW.md's answer: `meta.sender` the agent itself, `meta.recipient` the asker,
+/// the ask's `meta.correlation_id` (the bridge's token) kept.
+#[test]
+fn an_answer_that_names_its_own_sender_comes_from_the_agent_that_was_asked() {
+    let mut ask = request();
+    ask.correlation_id = Some(
+        crate::envelope::correlation::ReplyRoute {
+            ask: Some("ask-1".into()),
+            requester: Some("User".into()),
+            ..Default::default()
+        }
+        .to_token(),
+    );
+    let request = from_envelope(&ask, &PenguiOptions::default());
+    let mut reply = request.clone();
+    reply.meta.insert("sender".into(), json!("Planner"));
+    reply.meta.insert("recipient".into(), json!("User"));
+    reply.meta.insert("message_type".into(), json!("RESPONSE"));
+    reply.payload = json!({"text": "Rome, 3 days", "citations": []});
+    let env = to_envelope(reply).unwrap();
+    assert_eq!(env.direction, Direction::Response);
+    assert_eq!(env.sender.as_deref(), Some("Planner"), "the answer's sender is the agent asked");
+    assert_eq!(env.recipient.as_deref(), Some("User"));
+}
+
+#[test]
+fn an_answer_with_the_token_and_meta_copied_unchanged_is_still_turned_round() {
+    let mut ask = request();
+    ask.correlation_id = Some(
+        crate::envelope::correlation::ReplyRoute { requester: Some("User".into()), ..Default::default() }
+            .to_token(),
+    );
+    let mut reply = from_envelope(&ask, &PenguiOptions::default());
+    reply.payload = json!("Rome");
+    let env = to_envelope(reply).unwrap();
+    assert_eq!((env.sender.as_deref(), env.recipient.as_deref()), (Some("Planner"), Some("User")));
+}

@@ -119,3 +119,48 @@ fn python_tags_anywhere_are_refused_as_hostile() {
     );
     assert_eq!(WiseMessage::parse(legacy.as_bytes()).unwrap().message_type, Some(Intent::Query));
 }
+
+/// What PyYAML 6.0.3 writes for `PassThroughClientAgent`'s forward
+/// (`WiseAgentMessage(message=request, sender=self.name, context_name=...)`).
+const PASS_THROUGH: &str = r#"!wiseagents.WiseAgentMessage
+_context_name: CLI.1234
+_message: !wiseagents.WiseAgentMessage
+  _context_name: CLI.1234
+  _message: What is the weather in Paris?
+  _message_type: QUERY
+  _route_response_to: null
+  _sender: Client
+  _tool_id: null
+_message_type: null
+_route_response_to: null
+_sender: PassThroughClientAgent1
+_tool_id: null
+"#;
+
+#[test]
+fn a_message_nested_by_a_pass_through_agent_is_read_as_its_text_and_type() {
+    let m = WiseMessage::parse(PASS_THROUGH.as_bytes()).unwrap();
+    assert_eq!(m.message, "What is the weather in Paris?");
+    assert_eq!(m.message_type, Some(Intent::Query), "the nested type, the outer one being null");
+    assert_eq!(m.sender.as_deref(), Some("PassThroughClientAgent1"), "the sender is the forwarder");
+    assert_eq!(m.context_name.as_deref(), Some("CLI.1234"));
+}
+
+#[test]
+fn messages_nested_without_end_are_refused_as_hostile() {
+    let mut body = String::new();
+    for depth in 0..8 {
+        let pad = "  ".repeat(depth);
+        body.push_str(&format!("{pad}_message: !wiseagents.WiseAgentMessage\n"));
+    }
+    let body = format!("!wiseagents.WiseAgentMessage\n{}  {}_message: x\n", body, "  ".repeat(7));
+    let err = WiseMessage::parse(body.as_bytes()).unwrap_err();
+    assert!(matches!(err, EnvelopeError::Hostile(_)), "{err:?}");
+}
+
+#[test]
+fn a_nested_mapping_that_is_not_a_message_is_refused_with_the_reason() {
+    let body = "!wiseagents.WiseAgentMessage\n_message:\n  a: b\n_sender: X\n";
+    let err = WiseMessage::parse(body.as_bytes()).unwrap_err();
+    assert!(err.to_string().contains("found a mapping"), "{err}");
+}

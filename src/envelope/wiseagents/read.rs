@@ -17,6 +17,8 @@ const ENUM_TAG_SUFFIX: &str = "WiseAgentMessageType";
 const MAX_EVENTS: usize = 512;
 /// Nesting allowed in values of unknown keys (the known ones are scalars).
 const MAX_DEPTH: usize = 4;
+/// Messages nested in `_message` read at most (`PassThroughClientAgent` nests one).
+const MAX_NESTED: usize = 4;
 
 /// Parses a Wise Agents message body.
 pub fn parse(body: &[u8]) -> Result<WiseMessage, EnvelopeError> {
@@ -27,7 +29,7 @@ pub fn parse(body: &[u8]) -> Result<WiseMessage, EnvelopeError> {
     };
     let mut events = Events { source, count: 0 };
     events.expect_start()?;
-    let message = read_mapping(&mut events)?;
+    let message = read_mapping(&mut events, 0)?;
     events.expect_end()?;
     Ok(message)
 }
@@ -84,7 +86,7 @@ impl<'a> Events<'a> {
     }
 }
 
-fn read_mapping(events: &mut Events<'_>) -> Result<WiseMessage, EnvelopeError> {
+fn read_mapping(events: &mut Events<'_>, nested: usize) -> Result<WiseMessage, EnvelopeError> {
     match events.next()? {
         Event::MappingStart(_, Some(tag)) if is_message_tag(&tag) => {}
         Event::MappingStart(_, Some(tag)) | Event::SequenceStart(_, Some(tag)) if is_python_tag(&tag) => {
@@ -98,11 +100,16 @@ fn read_mapping(events: &mut Events<'_>) -> Result<WiseMessage, EnvelopeError> {
         Event::Scalar(..) => return Err(wrong("it is a scalar, not a mapping".into())),
         _ => return Err(wrong("the document is empty".into())),
     }
+    read_body(events, nested)
+}
+
+/// The keys and values of a message mapping whose start was read.
+fn read_body(events: &mut Events<'_>, nested: usize) -> Result<WiseMessage, EnvelopeError> {
     let mut fields = Fields::default();
     loop {
         match events.next()? {
             Event::MappingEnd => break,
-            Event::Scalar(key, ..) => read_field(events, &key, &mut fields)?,
+            Event::Scalar(key, ..) => read_field(events, &key, &mut fields, nested)?,
             _ => return Err(wrong("its keys must be plain strings".into())),
         }
     }
@@ -149,6 +156,8 @@ struct Fields {
     route_response_to: Option<String>,
     context_name: Option<String>,
     extra: Vec<(String, Option<String>)>,
+    /// The type of a message nested in `_message`.
+    nested_type: Option<Intent>,
 }
 
 impl Fields {
@@ -160,7 +169,7 @@ impl Fields {
         };
         Ok(WiseMessage {
             message,
-            message_type: self.message_type.flatten(),
+            message_type: self.message_type.flatten().or(self.nested_type),
             sender: self.sender,
             tool_id: self.tool_id,
             route_response_to: self.route_response_to,
@@ -171,9 +180,14 @@ impl Fields {
 }
 
 /// Reads the value of `key`. Later keys replace earlier ones, as PyYAML does.
-fn read_field(events: &mut Events<'_>, key: &str, fields: &mut Fields) -> Result<(), EnvelopeError> {
+fn read_field(
+    events: &mut Events<'_>,
+    key: &str,
+    fields: &mut Fields,
+    nested: usize,
+) -> Result<(), EnvelopeError> {
     match key {
-        "_message" => fields.message = Some(read_string(events, key)?),
+        "_message" => read_message(events, fields, nested)?,
         "_message_type" => fields.message_type = Some(read_type(events)?),
         "_sender" => fields.sender = read_string(events, key)?,
         "_tool_id" => fields.tool_id = read_string(events, key)?,
@@ -183,6 +197,33 @@ fn read_field(events: &mut Events<'_>, key: &str, fields: &mut Fields) -> Result
             let value = skip_value(events)?;
             fields.extra.push((other.to_owned(), value));
         }
+    }
+    Ok(())
+}
+
+/// `_message`: text, or a whole `WiseAgentMessage` nested in it, as `PassThroughClientAgent`
+/// forwards a request (utility_wise_agents.py, `WiseAgentMessage(message=request, ...)`):
+/// its text is the message, and its type stands where the outer message has none.
+fn read_message(events: &mut Events<'_>, fields: &mut Fields, nested: usize) -> Result<(), EnvelopeError> {
+    match events.next()? {
+        Event::Scalar(value, style, _, tag) => {
+            fields.message = Some(scalar_text(value, style, tag.as_deref(), "_message")?);
+        }
+        Event::MappingStart(_, Some(tag)) if is_message_tag(&tag) && nested < MAX_NESTED => {
+            let inner = read_body(events, nested + 1)?;
+            fields.message = Some(Some(inner.message));
+            fields.nested_type = inner.message_type;
+        }
+        Event::MappingStart(_, Some(tag)) if is_message_tag(&tag) => {
+            return Err(EnvelopeError::Hostile("messages nested deeper than a Wise Agents message"));
+        }
+        Event::MappingStart(..) => {
+            return Err(EnvelopeError::invalid("_message", "must be a string or a message, found a mapping"));
+        }
+        Event::SequenceStart(..) => {
+            return Err(EnvelopeError::invalid("_message", "must be a string, found a sequence"));
+        }
+        _ => return Err(EnvelopeError::invalid("_message", "has no value")),
     }
     Ok(())
 }

@@ -1,0 +1,314 @@
+//! The registry's data in Redis, as `WiseAgentRegistry` and `WiseAgentContext` keep it
+//! (core.py at 5d76309): the `agents`, `tools` and `contexts` hashes, and one hash per context.
+//! Reads decode pickles as data; writes use the same optimistic transactions.
+
+use super::config::RegistryConfig;
+use super::dumps::{append, dumps};
+use super::pickle::{PickleError, Value, loads};
+use super::resp::{Connection, RedisError, Reply};
+
+/// The hash that marks which bridge instance registered an agent (field: agent name).
+pub const OWNERS: &str = "stomp-agent-bridge:owners";
+/// Optimistic transactions retried at most (Wise Agents retries for ever).
+const MAX_RETRIES: usize = 100;
+
+/// Why a registry operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    #[error(transparent)]
+    Redis(#[from] RedisError),
+    #[error(
+        "the agent name {agent:?} is already in the Wise Agents registry (agents hash), registered by {owner}: \
+         stop that agent, or give the proxied agent another name"
+    )]
+    Taken { agent: String, owner: String },
+    #[error("{key} {field}: {error}")]
+    Pickle { key: String, field: String, error: PickleError },
+    #[error("{key} {field}: {why}")]
+    Shape { key: String, field: String, why: &'static str },
+    #[error("the registry kept changing under a transaction on {0} ({MAX_RETRIES} tries)")]
+    Contended(String),
+}
+
+impl RegistryError {
+    fn pickle(key: &str, field: &str, error: PickleError) -> Self {
+        RegistryError::Pickle { key: key.to_owned(), field: field.to_owned(), error }
+    }
+}
+
+/// A proxied agent as the registry shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Member {
+    pub name: String,
+    pub description: String,
+    /// The tool's parameters schema, when it is registered as an agent tool.
+    pub tool: Option<serde_json::Value>,
+}
+
+/// A context's collaboration, as `handle_response` reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Collaboration {
+    Independent,
+    Sequential {
+        memory: bool,
+    },
+    /// Phased or chat: the answer goes into the chat completion, the reply is ACK.
+    Shared,
+}
+
+fn s(text: &str) -> Value {
+    Value::Str(text.to_owned())
+}
+
+fn instance(module: &str, name: &str, state: Vec<(Value, Value)>) -> Value {
+    Value::Object {
+        class: Box::new(Value::Global { module: module.into(), name: name.into() }),
+        args: Box::new(Value::Tuple(Vec::new())),
+        state: Some(Box::new(Value::Dict(state))),
+    }
+}
+
+/// `WiseAgentMetaData(description)` as Wise Agents pickles it: a `WiseAgentsYAMLObject`,
+/// whose state has the leading underscores stripped, in `__new__`'s then `__init__`'s order.
+pub fn metadata(description: &str) -> Vec<u8> {
+    dumps(&instance(
+        "wiseagents.core",
+        "WiseAgentMetaData",
+        vec![
+            (s("system_message"), Value::None),
+            (s("pre_user_messages"), Value::None),
+            (s("post_user_messages"), Value::None),
+            (s("description"), s(description)),
+        ],
+    ))
+}
+
+/// `WiseAgentTool(name, description, agent_tool=True, parameters_json_schema)`.
+pub fn tool(name: &str, description: &str, parameters: &serde_json::Value) -> Vec<u8> {
+    dumps(&instance(
+        "wiseagents.core",
+        "WiseAgentTool",
+        vec![
+            (s("name"), s(name)),
+            (s("description"), s(description)),
+            (s("parameters_json_schema"), json_value(parameters)),
+            (s("agent_tool"), Value::Bool(true)),
+            (s("call_back"), Value::None),
+        ],
+    ))
+}
+
+/// `WiseAgentContext(name, config)`: `_name` and a `_config` that makes a loading Wise Agents
+/// process connect to Redis (no secrets copied in).
+pub fn context(name: &str, host: &str, port: u16) -> Vec<u8> {
+    let config = Value::Dict(vec![
+        (s("use_redis"), Value::Bool(true)),
+        (s("redis_ssl"), Value::Bool(false)),
+        (s("redis_host"), s(host)),
+        (s("redis_port"), Value::Int(i64::from(port))),
+    ]);
+    dumps(&instance(
+        "wiseagents.core",
+        "WiseAgentContext",
+        vec![(s("_name"), s(name)), (s("_config"), config)],
+    ))
+}
+
+/// A JSON value as the Python value `json.loads` gives.
+pub fn json_value(v: &serde_json::Value) -> Value {
+    match v {
+        serde_json::Value::Null => Value::None,
+        serde_json::Value::Bool(b) => Value::Bool(*b),
+        serde_json::Value::Number(n) => {
+            n.as_i64().map(Value::Int).unwrap_or_else(|| Value::Float(n.as_f64().unwrap_or(0.0)))
+        }
+        serde_json::Value::String(t) => s(t),
+        serde_json::Value::Array(items) => Value::List(items.iter().map(json_value).collect()),
+        serde_json::Value::Object(map) => {
+            Value::Dict(map.iter().map(|(k, v)| (s(k), json_value(v))).collect())
+        }
+    }
+}
+
+/// One connection to the registry's Redis, with its settings.
+pub struct Store {
+    conn: Connection,
+    config: RegistryConfig,
+}
+
+impl Store {
+    pub async fn open(config: &RegistryConfig) -> Result<Self, RegistryError> {
+        let auth = config.password.as_deref().map(|p| (config.username.as_deref(), p));
+        let conn = Connection::open(&config.host, config.port, auth, config.db).await?;
+        Ok(Store { conn, config: config.clone() })
+    }
+
+    async fn call(&mut self, args: &[&[u8]]) -> Result<Reply, RegistryError> {
+        Ok(self.conn.call(args).await?.ok()?)
+    }
+
+    async fn hget(&mut self, key: &str, field: &str) -> Result<Option<Vec<u8>>, RegistryError> {
+        Ok(self.conn.call(&[b"HGET", key.as_bytes(), field.as_bytes()]).await?.into_bytes()?)
+    }
+
+    async fn hexists(&mut self, key: &str, field: &str) -> Result<bool, RegistryError> {
+        Ok(self.conn.call(&[b"HEXISTS", key.as_bytes(), field.as_bytes()]).await?.into_int()? == 1)
+    }
+
+    /// Runs `MULTI`, the commands, `EXEC`: `false` when a watched key changed.
+    async fn exec(&mut self, commands: &[Vec<&[u8]>]) -> Result<bool, RegistryError> {
+        self.call(&[b"MULTI"]).await?;
+        for command in commands {
+            self.call(command).await?;
+        }
+        Ok(!matches!(self.call(&[b"EXEC"]).await?, Reply::Array(None)))
+    }
+
+    /// Registers `member` as `register_agent` does (WATCH `agents`, HEXISTS, MULTI, HSET,
+    /// EXEC), marked as this instance's; an entry another process made is refused, one this
+    /// instance left is taken over.
+    pub async fn register(&mut self, member: &Member) -> Result<(), RegistryError> {
+        let name = member.name.as_bytes();
+        let meta = metadata(&member.description);
+        let tool = member.tool.as_ref().map(|p| tool(&member.name, &member.description, p));
+        let mine = self.config.instance.clone();
+        for _ in 0..MAX_RETRIES {
+            self.call(&[b"WATCH", b"agents", OWNERS.as_bytes()]).await?;
+            let owner =
+                self.hget(OWNERS, &member.name).await?.map(|o| String::from_utf8_lossy(&o).into_owned());
+            if self.hexists("agents", &member.name).await? && owner.as_deref() != Some(&mine) {
+                self.call(&[b"UNWATCH"]).await?;
+                let owner = owner.map_or("another process".to_owned(), |o| format!("bridge instance {o:?}"));
+                return Err(RegistryError::Taken { agent: member.name.clone(), owner });
+            }
+            let mut commands = vec![
+                vec![&b"HSET"[..], b"agents", name, &meta],
+                vec![&b"HSET"[..], OWNERS.as_bytes(), name, mine.as_bytes()],
+            ];
+            if let Some(tool) = &tool {
+                commands.push(vec![&b"HSET"[..], b"tools", name, tool]);
+            }
+            if self.exec(&commands).await? {
+                return Ok(());
+            }
+        }
+        Err(RegistryError::Contended("agents".into()))
+    }
+
+    /// Removes `member`'s entries if this instance made them (`unregister_agent`: HDEL).
+    pub async fn unregister(&mut self, member: &Member) -> Result<(), RegistryError> {
+        let name = member.name.as_bytes();
+        for _ in 0..MAX_RETRIES {
+            self.call(&[b"WATCH", OWNERS.as_bytes()]).await?;
+            let owner = self.hget(OWNERS, &member.name).await?;
+            if owner.as_deref() != Some(self.config.instance.as_bytes()) {
+                self.call(&[b"UNWATCH"]).await?;
+                return Ok(());
+            }
+            let mut commands =
+                vec![vec![&b"HDEL"[..], b"agents", name], vec![&b"HDEL"[..], OWNERS.as_bytes(), name]];
+            if member.tool.is_some() {
+                commands.push(vec![&b"HDEL"[..], b"tools", name]);
+            }
+            if self.exec(&commands).await? {
+                return Ok(());
+            }
+        }
+        Err(RegistryError::Contended(OWNERS.into()))
+    }
+
+    /// Whether `member` is still in `agents` (Redis may have restarted empty).
+    pub async fn is_registered(&mut self, member: &Member) -> Result<bool, RegistryError> {
+        self.hexists("agents", &member.name).await
+    }
+
+    /// Makes sure the context exists, as `create_context` + `register_context` would make it
+    /// (HSETNX: a context another process registered meanwhile is kept). `true` if created.
+    pub async fn ensure_context(&mut self, name: &str) -> Result<bool, RegistryError> {
+        if self.hexists("contexts", name).await? {
+            return Ok(false);
+        }
+        let pickle = context(name, self.config.context_host(), self.config.port);
+        let reply = self.call(&[b"HSETNX", b"contexts", name.as_bytes(), &pickle]).await?;
+        Ok(reply == Reply::Int(1))
+    }
+
+    /// The context's collaboration type (`collaboration_type`, a plain string; missing:
+    /// independent).
+    pub async fn collaboration(&mut self, ctx: &str) -> Result<Collaboration, RegistryError> {
+        let kind = self.hget(ctx, "collaboration_type").await?;
+        Ok(match kind.as_deref() {
+            Some(b"sequential") => Collaboration::Sequential { memory: false },
+            Some(b"sequential_memory") => Collaboration::Sequential { memory: true },
+            Some(b"phased" | b"chat") => Collaboration::Shared,
+            _ => Collaboration::Independent,
+        })
+    }
+
+    /// A pickled field of the context's hash.
+    async fn field(&mut self, ctx: &str, field: &str) -> Result<Option<Value>, RegistryError> {
+        match self.hget(ctx, field).await? {
+            Some(bytes) => loads(&bytes).map(Some).map_err(|e| RegistryError::pickle(ctx, field, e)),
+            None => Ok(None),
+        }
+    }
+
+    /// `agents_sequence` (missing: empty).
+    pub async fn agents_sequence(&mut self, ctx: &str) -> Result<Vec<String>, RegistryError> {
+        let shape = || RegistryError::Shape {
+            key: ctx.into(),
+            field: "agents_sequence".into(),
+            why: "not a list of str",
+        };
+        match self.field(ctx, "agents_sequence").await? {
+            Some(v) => v.as_str_list().ok_or_else(shape),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// `route_response_to`, a plain string.
+    pub async fn route_response_to(&mut self, ctx: &str) -> Result<Option<String>, RegistryError> {
+        Ok(self.hget(ctx, "route_response_to").await?.map(|b| String::from_utf8_lossy(&b).into_owned()))
+    }
+
+    /// `restart_sequence` (missing: false).
+    pub async fn restart_sequence(&mut self, ctx: &str) -> Result<bool, RegistryError> {
+        Ok(matches!(self.field(ctx, "restart_sequence").await?, Some(Value::Bool(true))))
+    }
+
+    /// `set_restart_sequence(False)`.
+    pub async fn clear_restart_sequence(&mut self, ctx: &str) -> Result<(), RegistryError> {
+        let value = dumps(&Value::Bool(false));
+        self.call(&[b"HSET", ctx.as_bytes(), b"restart_sequence", &value]).await.map(|_| ())
+    }
+
+    /// `get_current_query()`: the first of `queries`.
+    pub async fn current_query(&mut self, ctx: &str) -> Result<Option<String>, RegistryError> {
+        let first = match self.field(ctx, "queries").await? {
+            Some(Value::List(items)) => items.into_iter().next(),
+            _ => None,
+        };
+        Ok(first.and_then(|v| v.as_str().map(str::to_owned)))
+    }
+
+    /// `append_chat_completion({"role": "assistant", "content": text})` with Wise Agents' own
+    /// transaction: WATCH the context's hash, read, MULTI, HSET, EXEC, again if it changed.
+    pub async fn append_answer(&mut self, ctx: &str, text: &str) -> Result<(), RegistryError> {
+        let item = Value::Dict(vec![(s("role"), s("assistant")), (s("content"), s(text))]);
+        for _ in 0..MAX_RETRIES {
+            self.call(&[b"WATCH", ctx.as_bytes()]).await?;
+            let stored = self.hget(ctx, "llm_chat_completion").await?;
+            let updated = match append(stored.as_deref(), &item) {
+                Ok(updated) => updated,
+                Err(e) => {
+                    self.call(&[b"UNWATCH"]).await?;
+                    return Err(RegistryError::pickle(ctx, "llm_chat_completion", e));
+                }
+            };
+            if self.exec(&[vec![&b"HSET"[..], ctx.as_bytes(), b"llm_chat_completion", &updated]]).await? {
+                return Ok(());
+            }
+        }
+        Err(RegistryError::Contended(ctx.into()))
+    }
+}

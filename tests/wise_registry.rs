@@ -1,0 +1,348 @@
+//! Proxied agents as members of a Wise Agents system (issue 21), end to end: the bridge as a
+//! process on ActiveMQ with the registry in a real Redis (`SAB_REDIS_PORT`, default 6379; the
+//! test script starts Debian's redis-server). The test plays the native agents and the
+//! coordinators' Redis writes as core.py makes them (docs/MAPPING.md, "The Wise Agents
+//! registry"), and a Civitas agent by its message code.
+
+mod common;
+
+use common::bridge::{BridgeProcess, Names, config_toml, free_port};
+use common::{Broker, next_message, wa_body};
+use serde_json::{Value, json};
+use stomp_agent_bridge::envelope::Intent;
+use stomp_agent_bridge::envelope::wiseagents::WiseMessage;
+use stomp_agent_bridge::stomp::{AckMode, Client, Command, Events, Frame, Subscription};
+use stomp_agent_bridge::wise_registry::dumps::dumps;
+use stomp_agent_bridge::wise_registry::pickle::{Value as Py, loads};
+use stomp_agent_bridge::wise_registry::resp::{Connection, Reply};
+use stomp_agent_bridge::wise_registry::store::{OWNERS, context, metadata};
+
+fn redis_port() -> u16 {
+    std::env::var("SAB_REDIS_PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(6379)
+}
+
+async fn redis() -> Connection {
+    Connection::open("127.0.0.1", redis_port(), None, 0)
+        .await
+        .expect("Redis on SAB_REDIS_PORT (scripts/test.sh starts it)")
+}
+
+async fn cmd(r: &mut Connection, args: &[&[u8]]) -> Reply {
+    r.call(args).await.unwrap().ok().unwrap()
+}
+
+async fn hget(r: &mut Connection, key: &str, field: &str) -> Option<Vec<u8>> {
+    cmd(r, &[b"HGET", key.as_bytes(), field.as_bytes()]).await.into_bytes().unwrap()
+}
+
+/// A context as core.py registers it, with its collaboration's fields.
+async fn collaboration(r: &mut Connection, ctx: &str, fields: &[(&str, Vec<u8>)]) {
+    cmd(r, &[b"HSET", b"contexts", ctx.as_bytes(), &context(ctx, "127.0.0.1", redis_port())]).await;
+    for (field, value) in fields {
+        cmd(r, &[b"HSET", ctx.as_bytes(), field.as_bytes(), value]).await;
+    }
+}
+
+fn strs(items: &[&str]) -> Vec<u8> {
+    dumps(&Py::List(items.iter().map(|s| Py::Str((*s).into())).collect()))
+}
+
+/// The bridge with `CivStep` (a Civitas agent) registered as a tool too.
+fn start(names: &Names, civ: &str, registry: &str) -> BridgeProcess {
+    let port = free_port();
+    let mut toml = config_toml(Broker::ActiveMq, names, &[(civ, "civitas", "")], port);
+    toml.push_str(&format!(
+        "\n[wiseagents.registry]\nport = {}\ninstance = \"test-{}\"\n{registry}\n",
+        redis_port(),
+        names.uid
+    ));
+    BridgeProcess::start(&toml, port, &names.uid)
+}
+
+async fn listen(dest: &str) -> (Client, Events) {
+    let (client, events) = Broker::ActiveMq.connect().await;
+    client.subscribe(Subscription::new(dest, AckMode::Auto)).await.unwrap();
+    (client, events)
+}
+
+async fn send(client: &Client, dest: &str, body: Vec<u8>) {
+    let frame =
+        Frame::new(Command::Send).with("destination", dest).with("persistent", "true").with_body(body);
+    client.send_confirmed(frame).await.unwrap();
+}
+
+/// The Civitas agent: takes the next request from its inbox and answers it as `reply()` does.
+async fn civitas_answers(client: &Client, inbox: &mut Events, names: &Names, civ: &str, text: &str) -> Value {
+    let asked: Value = serde_json::from_slice(next_message(inbox, 20).await.body()).unwrap();
+    let reply = json!({"type": "reply", "sender": civ, "recipient": asked["reply_to"],
+        "correlation_id": asked["correlation_id"], "payload": {"message": text}});
+    send(client, &names.dest("civitas.ingress"), reply.to_string().into_bytes()).await;
+    asked
+}
+
+async fn next_wise(events: &mut Events) -> (String, WiseMessage) {
+    let m = next_message(events, 20).await;
+    (m.destination.clone(), WiseMessage::parse(m.body()).unwrap())
+}
+
+fn ask(text: &str, sender: &str, ctx: &str) -> Vec<u8> {
+    wa_body(json!({"_message": text, "_sender": sender, "_context_name": ctx}))
+}
+
+#[tokio::test]
+async fn a_proxied_agent_is_registered_with_its_description_and_tool_and_removed_on_a_clean_stop() {
+    let names = Names::new(Broker::ActiveMq);
+    let civ = names.agent("CivStep");
+    let registry = format!(
+        "[[wiseagents.registry.agents]]\nname = \"{civ}\"\ndescription = \"Knows the weather\"\ntool = true\n\
+         parameters = {{ type = \"object\", properties = {{ location = {{ type = \"string\" }} }} }}\n"
+    );
+    let bridge = start(&names, &civ, &registry);
+    let mut r = redis().await;
+    let meta = loads(&hget(&mut r, "agents", &civ).await.expect("registered")).unwrap();
+    let (class, state) = meta.instance().unwrap();
+    assert_eq!(class, "wiseagents.core.WiseAgentMetaData");
+    assert_eq!(state.unwrap().get("description"), Some(&Py::Str("Knows the weather".into())));
+    let tool = loads(&hget(&mut r, "tools", &civ).await.expect("a tool")).unwrap();
+    let state = tool.instance().unwrap().1.unwrap().clone();
+    assert_eq!(state.get("agent_tool"), Some(&Py::Bool(true)));
+    assert!(matches!(state.get("parameters_json_schema"), Some(Py::Dict(_))));
+    assert!(bridge.terminate(20).success());
+    assert_eq!(hget(&mut r, "agents", &civ).await, None, "removed as stop_agent() removes it");
+    assert_eq!(hget(&mut r, OWNERS, &civ).await, None);
+}
+
+#[tokio::test]
+async fn a_name_another_process_registered_is_a_start_up_error_and_one_this_instance_left_is_taken_over() {
+    let names = Names::new(Broker::ActiveMq);
+    let (civ, left) = (names.agent("CivTaken"), names.agent("CivLeft"));
+    let mut r = redis().await;
+    cmd(&mut r, &[b"HSET", b"agents", civ.as_bytes(), &metadata("a native agent")]).await;
+    let port = free_port();
+    let mut toml = config_toml(Broker::ActiveMq, &names, &[(&civ, "civitas", "")], port);
+    toml.push_str(&format!("\n[wiseagents.registry]\nport = {}\n", redis_port()));
+    let mut refused = BridgeProcess::spawn(&toml, port, &format!("{}-taken", names.uid));
+    refused.wait_log("already in the Wise Agents registry", 20);
+    assert!(!refused.terminate(10).success());
+    assert_eq!(
+        loads(&hget(&mut r, "agents", &civ).await.unwrap()).unwrap(),
+        loads(&metadata("a native agent")).unwrap()
+    );
+    cmd(&mut r, &[b"HDEL", b"agents", civ.as_bytes()]).await;
+
+    // Left behind by a crash of this same instance: taken over.
+    let instance = format!("test-{}", names.uid);
+    cmd(&mut r, &[b"HSET", b"agents", left.as_bytes(), &metadata("stale")]).await;
+    cmd(&mut r, &[b"HSET", OWNERS.as_bytes(), left.as_bytes(), instance.as_bytes()]).await;
+    let bridge = start(&names, &left, "");
+    let meta = loads(&hget(&mut r, "agents", &left).await.unwrap()).unwrap();
+    assert_ne!(meta, loads(&metadata("stale")).unwrap(), "rewritten with the configured description");
+    assert!(bridge.terminate(20).success());
+}
+
+#[tokio::test]
+async fn a_sequence_native_proxied_native_goes_on_to_the_next_agent_and_ends_at_route_response_to() {
+    let names = Names::new(Broker::ActiveMq);
+    let civ = names.agent("CivStep");
+    let (first, last, client_agent) = (names.agent("WAStep1"), names.agent("WAStep2"), names.agent("Client"));
+    let (mid, end) = (format!("Seq{}", names.uid), format!("SeqEnd{}", names.uid));
+    let mut r = redis().await;
+    collaboration(
+        &mut r,
+        &mid,
+        &[("collaboration_type", b"sequential".to_vec()), ("agents_sequence", strs(&[&first, &civ, &last]))],
+    )
+    .await;
+    collaboration(
+        &mut r,
+        &end,
+        &[
+            ("collaboration_type", b"sequential".to_vec()),
+            ("agents_sequence", strs(&[&first, &civ])),
+            ("route_response_to", client_agent.clone().into_bytes()),
+        ],
+    )
+    .await;
+    let bridge = start(&names, &civ, "");
+    let (civ_client, mut inbox) = listen(&names.dest(&format!("civitas.in.{civ}"))).await;
+    let (_n, mut next) = listen(&names.request(&last)).await;
+    let (_c, mut answers) = listen(&names.response(&client_agent)).await;
+    let (wa, _) = Broker::ActiveMq.connect().await;
+
+    send(&wa, &names.request(&civ), ask("step one's answer", &first, &mid)).await;
+    civitas_answers(&civ_client, &mut inbox, &names, &civ, "the Civitas step").await;
+    let (dest, m) = next_wise(&mut next).await;
+    assert_eq!(dest, names.request(&last), "a request to the next member, not an answer to the previous");
+    assert_eq!((m.message.as_str(), m.sender.as_deref()), ("the Civitas step", Some(civ.as_str())));
+    assert_eq!((m.context_name.as_deref(), m.message_type), (Some(mid.as_str()), None));
+
+    send(&wa, &names.request(&civ), ask("step one's answer", &first, &end)).await;
+    civitas_answers(&civ_client, &mut inbox, &names, &civ, "the last step").await;
+    let (_, m) = next_wise(&mut answers).await;
+    assert_eq!((m.message.as_str(), m.sender.as_deref()), ("the last step", Some(civ.as_str())));
+    assert_eq!(m.context_name.as_deref(), Some(end.as_str()));
+    assert!(bridge.terminate(20).success());
+}
+
+#[tokio::test]
+async fn a_phased_answer_is_appended_to_the_chat_completion_and_the_coordinator_gets_ack() {
+    let names = Names::new(Broker::ActiveMq);
+    let civ = names.agent("CivPhase");
+    let coordinator = names.agent("Phased");
+    let ctx = format!("Cli{}_{coordinator}.1b4e28ba", names.uid);
+    let mut r = redis().await;
+    let earlier = dumps(&Py::List(vec![Py::Dict(vec![(Py::Str("role".into()), Py::Str("user".into()))])]));
+    collaboration(
+        &mut r,
+        &ctx,
+        &[("collaboration_type", b"phased".to_vec()), ("llm_chat_completion", earlier)],
+    )
+    .await;
+    let bridge = start(&names, &civ, "");
+    let (civ_client, mut inbox) = listen(&names.dest(&format!("civitas.in.{civ}"))).await;
+    let (_c, mut acks) = listen(&names.response(&coordinator)).await;
+    let (wa, _) = Broker::ActiveMq.connect().await;
+
+    send(&wa, &names.request(&civ), ask("Which city is sunny?", &coordinator, &ctx)).await;
+    civitas_answers(&civ_client, &mut inbox, &names, &civ, "Lisbon").await;
+    let (_, m) = next_wise(&mut acks).await;
+    assert_eq!((m.message_type, m.sender.as_deref()), (Some(Intent::Ack), Some(civ.as_str())));
+    let Py::List(chat) = loads(&hget(&mut r, &ctx, "llm_chat_completion").await.unwrap()).unwrap() else {
+        panic!("a list")
+    };
+    assert_eq!(chat.len(), 2, "appended, what was there kept");
+    assert_eq!(chat[1].get("content"), Some(&Py::Str("Lisbon".into())));
+    assert_eq!(chat[1].get("role"), Some(&Py::Str("assistant".into())));
+    assert!(bridge.terminate(20).success());
+}
+
+#[tokio::test]
+async fn a_civitas_ask_names_a_context_that_exists_in_the_registry() {
+    let names = Names::new(Broker::ActiveMq);
+    let civ = names.agent("CivAsker");
+    let native = names.agent("Librarian");
+    let default = format!("Dflt{}", names.uid.replace('x', ""));
+    let port = free_port();
+    let toml = config_toml(Broker::ActiveMq, &names, &[(&civ, "civitas", "")], port)
+        .replace("default_context = \"default\"", &format!("default_context = \"{default}\""));
+    let toml = format!(
+        "{toml}\n[wiseagents.registry]\nport = {}\ninstance = \"test-{}\"\n",
+        redis_port(),
+        names.uid
+    );
+    let bridge = BridgeProcess::start(&toml, port, &names.uid);
+    let (_n, mut requests) = listen(&names.request(&native)).await;
+    let (civ_client, _) = Broker::ActiveMq.connect().await;
+    let body = json!({"type": "message", "sender": civ, "recipient": native, "correlation_id": "c1",
+        "payload": {"message": "a book about Mars"}});
+    send(&civ_client, &names.dest("civitas.ingress"), body.to_string().into_bytes()).await;
+    let (_, m) = next_wise(&mut requests).await;
+    assert_eq!(m.context_name.as_deref(), Some(default.as_str()));
+    let mut r = redis().await;
+    let ctx =
+        loads(&hget(&mut r, "contexts", &default).await.expect("created before the message left")).unwrap();
+    let (class, state) = ctx.instance().unwrap();
+    assert_eq!(class, "wiseagents.core.WiseAgentContext");
+    assert_eq!(state.unwrap().get("_config").unwrap().get("use_redis"), Some(&Py::Bool(true)));
+    cmd(&mut r, &[b"HDEL", b"contexts", default.as_bytes()]).await;
+    assert!(bridge.terminate(20).success());
+}
+
+/// Polls Redis (there is no event to wait for) until `agent` is in `agents` or not.
+async fn until_registered(r: &mut Connection, agent: &str, want: bool, secs: u64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while hget(r, "agents", agent).await.is_some() != want {
+        assert!(std::time::Instant::now() < deadline, "{agent} registered: {} after {secs} s", !want);
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test]
+async fn two_instances_register_an_agent_once_and_it_comes_back_when_redis_loses_it() {
+    let names = Names::new(Broker::ActiveMq);
+    let civ = names.agent("CivTwice");
+    let first = start(&names, &civ, "");
+    let second = start(&names, &civ, "");
+    let mut r = redis().await;
+    let one = cmd(&mut r, &[b"HGETALL", b"agents"]).await;
+    let Reply::Array(Some(items)) = one else { panic!("a hash") };
+    let entries = items.chunks(2).filter(|kv| kv[0] == Reply::Bulk(Some(civ.clone().into_bytes()))).count();
+    assert_eq!(entries, 1, "one registration for two instances");
+    // Redis loses it (a restart without persistence): registered again.
+    cmd(&mut r, &[b"HDEL", b"agents", civ.as_bytes()]).await;
+    until_registered(&mut r, &civ, true, 15).await;
+    // One instance stops cleanly and removes the entry; the instance still running puts it back.
+    assert!(first.terminate(20).success());
+    until_registered(&mut r, &civ, true, 15).await;
+    assert!(second.terminate(20).success());
+    until_registered(&mut r, &civ, false, 1).await;
+}
+
+#[tokio::test]
+async fn a_sequence_that_restarts_after_the_proxied_agent_sends_the_first_query_to_the_first_member() {
+    let names = Names::new(Broker::ActiveMq);
+    let civ = names.agent("CivLast");
+    let first = names.agent("WAFirst");
+    let ctx = format!("Restart{}", names.uid);
+    let mut r = redis().await;
+    collaboration(
+        &mut r,
+        &ctx,
+        &[
+            ("collaboration_type", b"sequential_memory".to_vec()),
+            ("agents_sequence", strs(&[&first, &civ])),
+            ("restart_sequence", dumps(&Py::Bool(true))),
+            ("queries", strs(&["the first query", "a rephrased one"])),
+        ],
+    )
+    .await;
+    let bridge = start(&names, &civ, "");
+    let (civ_client, mut inbox) = listen(&names.dest(&format!("civitas.in.{civ}"))).await;
+    let (_f, mut requests) = listen(&names.request(&first)).await;
+    let (wa, _) = Broker::ActiveMq.connect().await;
+    send(&wa, &names.request(&civ), ask("step one's answer", &first, &ctx)).await;
+    civitas_answers(&civ_client, &mut inbox, &names, &civ, "not good enough").await;
+    let (_, m) = next_wise(&mut requests).await;
+    assert_eq!((m.message.as_str(), m.sender.as_deref()), ("the first query", Some(civ.as_str())));
+    assert_eq!(loads(&hget(&mut r, &ctx, "restart_sequence").await.unwrap()).unwrap(), Py::Bool(false));
+    let Py::List(chat) = loads(&hget(&mut r, &ctx, "llm_chat_completion").await.unwrap()).unwrap() else {
+        panic!("sequential_memory appends the answer")
+    };
+    assert_eq!(chat.last().and_then(|m| m.get("content")), Some(&Py::Str("not good enough".into())));
+    assert!(bridge.terminate(20).success());
+}
+
+// Multi-threaded: the proxy's tasks run while the test waits for the bridge synchronously.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_that_cannot_be_checked_against_the_registry_is_dead_lettered_and_the_next_one_reconnects()
+{
+    let names = Names::new(Broker::ActiveMq);
+    let civ = names.agent("CivAsks");
+    let native = names.agent("Native");
+    let proxy = common::Proxy::start(redis_port()).await;
+    let port = free_port();
+    let mut toml = config_toml(Broker::ActiveMq, &names, &[(&civ, "civitas", "")], port);
+    toml.push_str(&format!(
+        "\n[wiseagents.registry]\nport = {}\ninstance = \"test-{}\"\n",
+        proxy.port, names.uid
+    ));
+    let bridge = BridgeProcess::start(&toml, port, &names.uid);
+    let (_d, mut dead) = listen(&names.dest("dead")).await;
+    let (_n, mut requests) = listen(&names.request(&native)).await;
+    let (civ_client, _) = Broker::ActiveMq.connect().await;
+    let ask = |text: &str| {
+        json!({"type": "message", "sender": civ, "recipient": native, "payload": {"message": text}})
+            .to_string()
+            .into_bytes()
+    };
+    proxy.freeze(); // Redis stops answering on the bridge's connection.
+    send(&civ_client, &names.dest("civitas.ingress"), ask("lost in Redis")).await;
+    let m = next_message(&mut dead, 20).await;
+    assert_eq!(m.header("bridge-error-kind"), Some("registry"), "{:?}", m.frame.headers);
+    assert!(m.header("bridge-error").unwrap_or_default().contains("Redis did not answer"));
+    send(&civ_client, &names.dest("civitas.ingress"), ask("after")).await;
+    let (_, m) = next_wise(&mut requests).await;
+    assert_eq!(m.message, "after", "a new connection to Redis");
+    proxy.cut();
+    assert!(bridge.terminate(20).success());
+}
