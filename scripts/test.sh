@@ -7,6 +7,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 scripts/check-msrv.sh
 scripts/brokers.sh start --fresh
+# Redis for the Wise Agents registry tests (adapters/wiseagents): its own script, see its header.
+scripts/redis.sh start --fresh
 scripts/python-env.sh
 command -v cargo-nextest >/dev/null || cargo install cargo-nextest --locked
 cargo fmt --all -- --check
