@@ -141,3 +141,46 @@ def test_a_runtime_ask_of_a_wise_agents_agent_gets_its_answer_though_the_runtime
     assert answer.payload["message"] == "found: dune"
     assert answer.sender == librarian
     assert seen["_message"] == "dune" and seen["_sender"] != "_runtime", seen
+
+
+class ContextResearcher(AgentProcess):
+    """Asks in a context of its own and reports the context its answer came back in."""
+
+    librarian = ""
+
+    async def handle(self, message: Message) -> Message | None:
+        answer = await self.ask(self.librarian, {"message": "dune", "context_name": "Books"}, timeout=30)
+        return self.reply({"message": answer.payload["message"], "context": answer.payload.get("context_name")})
+
+
+# TEMPORARY (issue 21): the bridge that restores the asker's context is on branch `wa`.
+@pytest.mark.xfail(strict=True, reason="needs the bridge to restore the asker's context on the answer (issue 21)")
+def test_a_civitas_ask_in_a_context_wise_agents_does_not_know_is_answered_in_the_askers_context(broker, tmp_path):
+    """Books is not a Wise Agents context here: the Wise Agents agent gets the default one, and
+    the answer to Civitas names Books again, not the default."""
+    names = Names(broker)
+    researcher, librarian = names.agent("Researcher"), names.agent("Librarian")
+    bridge = start_bridge(broker, names, [(researcher, "civitas", "")], tmp_path, wiseagents=[librarian])
+    wa = WiseAgent(broker, librarian, answer=lambda req: f"found: {req['_message']}")
+    ContextResearcher.librarian = librarian
+
+    async def scenario():
+        runtime = Runtime(
+            supervisor=Supervisor("root", children=[ContextResearcher(researcher)]),
+            components=bridge_components(inbox=names.inbox("civitas"), ingress=names.ingress("civitas"),
+                                         link=broker.link()),
+        )
+        await runtime.start()
+        try:
+            return await runtime.ask(researcher, {"topic": "dune"}, timeout=60)
+        finally:
+            await runtime.stop()
+
+    try:
+        answer = run(scenario())
+        seen = wa.next_request(5)
+    finally:
+        wa.close()
+        bridge.stop()
+    assert seen["_context_name"] == "default"
+    assert answer.payload == {"message": "found: dune", "context": "Books"}

@@ -7,7 +7,9 @@ against upstream's code), a real civitas 0.12 agency behind the bridge binary, A
 from __future__ import annotations
 
 import asyncio
+import os
 import queue
+import subprocess
 import threading
 import uuid
 from contextlib import contextmanager
@@ -18,7 +20,7 @@ import yaml
 from civitas import AgentProcess, Runtime, Supervisor
 from civitas.messages import Message
 from civitas_stomp import bridge_components
-from sab_stomp.testing import BridgeProcess, Broker, Names, config_toml, free_port
+from sab_stomp.testing import REPO, BridgeProcess, Broker, Names, config_toml, free_port
 from scripted_llm import EchoLLM, PhasedLLM
 from wiseagents import WiseAgentMessage, WiseAgentMetaData, WiseAgentRegistry
 from wiseagents.agents import (LLMOnlyWiseAgent, PassThroughClientAgent, PhasedCoordinatorWiseAgent,
@@ -111,19 +113,24 @@ def registry_toml(proxied: dict[str, str], tools: tuple[str, ...] = ()) -> tuple
     return [(name, "civitas", "") for name in proxied], registry
 
 
-@contextmanager
-def bridged_civitas(tmp_path, proxied: dict[str, str], tools: tuple[str, ...] = ()) -> Iterator[BridgeProcess]:
-    """The bridge binary with the registry configured, and a Civitas agency running CivStep
-    for every name in `proxied`, in a thread, until the block ends."""
-    broker, names = Broker(), Names()
+def bridge_toml(proxied: dict[str, str], tools: tuple[str, ...] = (), names: Names | None = None) -> str:
     agents, registry = registry_toml(proxied, tools)
-    bridge = BridgeProcess(config_toml(broker, names, agents, free_port()) + registry, tmp_path)
+    return config_toml(Broker(), names or Names(), agents, free_port()) + registry
+
+
+@contextmanager
+def bridged_civitas(tmp_path, proxied: dict[str, str], tools: tuple[str, ...] = (),
+                    children: list[AgentProcess] | None = None) -> Iterator[BridgeProcess]:
+    """The bridge binary with the registry configured, and a Civitas agency running CivStep
+    for every name in `proxied` (or `children`), in a thread, until the block ends."""
+    broker, names = Broker(), Names()
+    bridge = BridgeProcess(bridge_toml(proxied, tools, names), tmp_path)
     started, stop = threading.Event(), None
 
     async def agency() -> None:
         nonlocal stop
         stop = asyncio.Event()
-        runtime = Runtime(supervisor=Supervisor("root", children=[CivStep(n) for n in proxied]),
+        runtime = Runtime(supervisor=Supervisor("root", children=children or [CivStep(n) for n in proxied]),
                           components=bridge_components(inbox=names.inbox("civitas"), ingress=names.ingress("civitas"),
                                                        link=broker.link()))
         await runtime.start()
@@ -221,3 +228,103 @@ def test_a_pass_through_client_agent_reaches_a_proxied_agent_with_its_request_ne
         answer = system.answers.get(timeout=45)
     assert answer.message == f"{civ}(nested?)"
     assert answer.sender == civ and answer.context_name == system.context
+
+
+def bridge_binary() -> str:
+    target = os.environ.get("CARGO_TARGET_DIR", str(REPO / "target"))
+    return os.environ.get("SAB_BRIDGE_BIN", f"{target}/debug/stomp-agent-bridge")
+
+
+@NEEDS_REGISTRY
+def test_a_proxied_name_a_wise_agents_agent_already_registered_stops_the_bridge_at_start(system, tmp_path):
+    taken = system.llm_agent("Taken", "a native agent that got there first")
+    config = tmp_path / "bridge.toml"
+    config.write_text(bridge_toml({taken.name: "the same name, proxied"}))
+    run = subprocess.run([bridge_binary(), "run", "--config", str(config)], capture_output=True, text=True,
+                         timeout=60, stdin=subprocess.DEVNULL)
+    assert run.returncode != 0, "the bridge started although the name is taken"
+    assert taken.name in run.stderr, run.stderr[-2000:]
+    assert WiseAgentRegistry.get_agent_metadata(taken.name).description == "a native agent that got there first"
+
+
+@NEEDS_REGISTRY
+def test_the_entries_a_killed_bridge_left_behind_are_taken_over_by_its_restart(system, tmp_path):
+    civ = system.name("CivAgain")
+    toml = bridge_toml({civ: "survives a crash"})
+    first = BridgeProcess(toml, tmp_path)
+    first.proc.kill()  # no clean stop: the entry stays in `agents`
+    first.proc.wait(15)
+    left = WiseAgentRegistry.get_agent_metadata(civ)
+    second = BridgeProcess(toml, tmp_path)
+    try:
+        taken_over = WiseAgentRegistry.get_agent_metadata(civ)
+    finally:
+        second.stop()
+    assert left is not None and left.description == "survives a crash"
+    assert taken_over is not None and taken_over.description == "survives a crash"
+    assert WiseAgentRegistry.get_agent_metadata(civ) is None
+
+
+class RecordingAgent(LLMOnlyWiseAgent):
+    """A native agent that notes, for each request, whether its context was in the registry
+    when it arrived, and any error its handling raised (upstream crashes on an unknown one)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.seen: list[tuple[str, bool]] = []
+        self.errors: list[BaseException] = []
+        super().__init__(*args, **kwargs)
+
+    def handle_request(self, request: WiseAgentMessage) -> bool:
+        self.seen.append((request.context_name, WiseAgentRegistry.does_context_exist(request.context_name)))
+        try:
+            return super().handle_request(request)
+        except BaseException as error:
+            self.errors.append(error)
+            raise
+
+
+class Asker(AgentProcess):
+    """Asks a Wise Agents agent by name in a context no Wise Agents process created."""
+
+    target = ""
+    context = ""
+
+    async def handle(self, message: Message) -> Message | None:
+        try:
+            answer = await self.ask(self.target, {"message": "dune", "context_name": self.context}, timeout=30)
+            return self.reply({"message": answer.payload.get("message"), "status": answer.payload.get("status")})
+        except Exception as error:  # noqa: BLE001 - an error answer is an acceptable outcome
+            return self.reply({"message": f"{type(error).__name__}: {error}", "status": "raised"})
+
+
+@NEEDS_REGISTRY
+def test_a_civitas_ask_in_a_context_the_registry_lacks_never_reaches_a_native_agent_in_an_unknown_context(
+        system, tmp_path):
+    asker = system.name("Asker")
+    name = system.name("Librarian")
+    librarian = system.add(RecordingAgent(name=name, metadata=WiseAgentMetaData(description="books"), llm=EchoLLM(),
+                                          transport=system.transport(name)))
+    Asker.target, Asker.context = name, f"Books{system.uid}"
+    broker, names = Broker(), Names()
+    bridge = BridgeProcess(bridge_toml({asker: "asks the librarian"}, names=names), tmp_path)
+
+    async def scenario() -> Message:
+        runtime = Runtime(supervisor=Supervisor("root", children=[Asker(asker)]),
+                          components=bridge_components(inbox=names.inbox("civitas"), ingress=names.ingress("civitas"),
+                                                       link=broker.link()))
+        await runtime.start()
+        try:
+            return await runtime.ask(asker, {"go": True}, timeout=60)
+        finally:
+            await runtime.stop()
+
+    try:
+        outcome = asyncio.run(asyncio.wait_for(scenario(), 90)).payload
+    finally:
+        bridge.stop()
+    assert librarian.errors == [], librarian.errors
+    assert all(known for _, known in librarian.seen), librarian.seen
+    if librarian.seen:  # the bridge created (or chose) a registered context: the native answered
+        assert outcome["message"] == f"{name}(dune)", outcome
+    else:  # the bridge answered the asker with an error in its own format
+        assert outcome["status"] in ("error", "raised"), outcome
