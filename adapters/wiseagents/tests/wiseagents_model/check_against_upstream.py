@@ -3,6 +3,13 @@ what each wrote to Redis (every key, field and pickle, byte for byte) and to STO
 destination and YAML body). Run by hand, outside the test suite (README.md beside this file):
 
   python check_against_upstream.py compare --upstream /path/to/wise-agents/src [--python PY]
+  python check_against_upstream.py registry --upstream /path/to/wise-agents/src [--match GLOB]
+
+`registry` reads what is in the Redis registry now (e.g. what a running bridge registered) the
+way upstream reads it: every `agents`, `tools` and `contexts` entry whose name matches GLOB
+through upstream's own `WiseAgentRegistry` (`get_agent_names_and_descriptions`, `get_tool`,
+`get_context` and the context's `collaboration_type`), printing what each gives or raises.
+(It unpickles what is in Redis: point it only at a Redis you trust.)
 
 PY is an interpreter that can import upstream (redis, PyYAML, stomp.py, openai, pydantic); the
 model runs with the same interpreter. langchain*/gradio, which upstream imports at start-up
@@ -232,6 +239,33 @@ def compare(upstream: str, python: str) -> int:
     return 1 if differences else 0
 
 
+def read_registry(upstream: str, match: str) -> int:
+    import fnmatch
+
+    sys.meta_path.insert(0, _StubFinder())
+    sys.path.insert(0, upstream)
+    import redis
+    from wiseagents import WiseAgentRegistry
+
+    WiseAgentRegistry.config = {"use_redis": True, "redis_ssl": False, "redis_host": "127.0.0.1", "redis_port": 6379}
+    db, failures = redis.Redis(), 0
+    names = lambda key: sorted(f.decode() for f in db.hkeys(key) if fnmatch.fnmatchcase(f.decode(), match))  # noqa: E731
+    checks = [("agents", lambda n: WiseAgentRegistry.get_agent_metadata(n).description),
+              ("tools", lambda n: WiseAgentRegistry.get_tool(n).get_tool_OpenAI_format()),
+              ("contexts", lambda n: str(WiseAgentRegistry.get_context(n).collaboration_type))]
+    for key, read in checks:
+        for name in names(key):
+            try:
+                print(f"{key}/{name}: {read(name)!r}")
+            except Exception as error:  # noqa: BLE001 - the point is to show it
+                failures += 1
+                print(f"{key}/{name}: RAISES {type(error).__name__}: {error}")
+    lines = [line for line in WiseAgentRegistry.get_agent_names_and_descriptions() if fnmatch.fnmatchcase(
+        line.split(" Agent Description:")[0][len("Agent Name: "):], match)]
+    print("get_agent_names_and_descriptions():", lines)
+    return 1 if failures else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -241,7 +275,12 @@ def main() -> int:
     c = sub.add_parser("compare")
     c.add_argument("--upstream", required=True, help="the src/ folder of a wise-agents checkout")
     c.add_argument("--python", default=sys.executable)
+    g = sub.add_parser("registry")
+    g.add_argument("--upstream", required=True, help="the src/ folder of a wise-agents checkout")
+    g.add_argument("--match", default="*")
     args = parser.parse_args()
+    if args.command == "registry":
+        return read_registry(args.upstream, args.match)
     if args.command == "run":
         run(args.impl, args.out)
         return 0
