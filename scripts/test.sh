@@ -7,7 +7,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 scripts/check-msrv.sh
 scripts/brokers.sh start --fresh
-# Redis for the Wise Agents registry tests (adapters/wiseagents): its own script, see its header.
+# The Wise Agents registry's Redis (tests/wise_registry.rs, adapters/wiseagents): scripts/redis.sh
+# (Debian's redis-server on 127.0.0.1:${SAB_REDIS_PORT:-6379}).
 scripts/redis.sh start --fresh
 scripts/python-env.sh
 command -v cargo-nextest >/dev/null || cargo install cargo-nextest --locked

@@ -107,7 +107,7 @@ def registry_toml(proxied: dict[str, str], tools: tuple[str, ...] = ()) -> tuple
     each one's description (and, for those in `tools`, an agent tool with a schema)."""
     registry = '\n[wiseagents.registry]\nhost = "127.0.0.1"\nport = 6379\n'
     for name, description in proxied.items():
-        registry += f'\n[wiseagents.registry.agents.{name}]\ndescription = "{description}"\n'
+        registry += f'\n[[wiseagents.registry.agents]]\nname = "{name}"\ndescription = "{description}"\n'
         if name in tools:
             registry += f"tool = true\nparameters = {CIV_SCHEMA}\n"
     return [(name, "civitas", "") for name in proxied], registry
