@@ -328,3 +328,31 @@ def test_a_civitas_ask_in_a_context_the_registry_lacks_never_reaches_a_native_ag
         assert outcome["message"] == f"{name}(dune)", outcome
     else:  # the bridge answered the asker with an error in its own format
         assert outcome["status"] in ("error", "raised"), outcome
+
+
+class RestartingAgent(LLMOnlyWiseAgent):
+    """As the FinalWiseAgent of upstream's tests/wiseagents/agents/test_sequential_coordinator.py:
+    on its first request in a context it adds a query and asks for the sequence to restart."""
+
+    def process_request(self, request: WiseAgentMessage, conversation_history: list) -> str | None:
+        ctx = WiseAgentRegistry.get_context(request.context_name)
+        if not ctx.get_queries():
+            ctx.add_query("again")
+            ctx.set_restart_sequence(True)
+        return super().process_request(request, conversation_history)
+
+
+@NEEDS_REGISTRY
+def test_a_sequence_ending_with_a_proxied_agent_restarts_when_the_context_says_so(system, tmp_path):
+    civ = system.name("CivLast")
+    with bridged_civitas(tmp_path, {civ: "ends a sequence"}):
+        name = system.name("Restarter")
+        first = system.add(RestartingAgent(name=name, metadata=WiseAgentMetaData(description="restarts once"),
+                                           llm=EchoLLM(), transport=system.transport(name)))
+        coordinator = system.add(SequentialCoordinatorWiseAgent(
+            name=system.name("Seq"), metadata=WiseAgentMetaData(description="runs a sequence"),
+            transport=system.transport(system.name("Seq")), agents=[first.name, civ]))
+        answer = system.ask(system.client(), coordinator.name, "q")
+        restart_left = WiseAgentRegistry.get_context(answer.context_name).get_restart_sequence()
+    assert answer.message == f"{civ}({first.name}(again))", "the second round starts from the first query"
+    assert answer.sender == civ and restart_left is False
