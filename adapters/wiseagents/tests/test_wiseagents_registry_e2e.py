@@ -22,7 +22,8 @@ from civitas.messages import Message
 from civitas_stomp import bridge_components
 from sab_stomp.testing import REPO, BridgeProcess, Broker, Names, config_toml, free_port
 from scripted_llm import EchoLLM, PhasedLLM
-from wiseagents import WiseAgentMessage, WiseAgentMetaData, WiseAgentRegistry
+from wiseagents import (WiseAgentCollaborationType, WiseAgentMessage, WiseAgentMessageType, WiseAgentMetaData,
+                        WiseAgentRegistry)
 from wiseagents.agents import (LLMOnlyWiseAgent, PassThroughClientAgent, PhasedCoordinatorWiseAgent,
                                SequentialCoordinatorWiseAgent)
 from wiseagents.transports import StompWiseAgentTransport
@@ -356,3 +357,21 @@ def test_a_sequence_ending_with_a_proxied_agent_restarts_when_the_context_says_s
         restart_left = WiseAgentRegistry.get_context(answer.context_name).get_restart_sequence()
     assert answer.message == f"{civ}({first.name}(again))", "the second round starts from the first query"
     assert answer.sender == civ and restart_left is False
+
+
+@NEEDS_REGISTRY
+def test_in_a_chat_context_the_proxied_answer_is_appended_to_the_chat_completion_and_acknowledged(system, tmp_path):
+    civ = system.name("CivChat")
+    chat = WiseAgentRegistry.create_context(f"Chat.{uuid.uuid4()}")  # as AssistantAgent.start_agent does
+    chat.set_collaboration_type(WiseAgentCollaborationType.CHAT)
+    chat.append_chat_completion({"role": "user", "content": "hello"})
+    try:
+        with bridged_civitas(tmp_path, {civ: "chats"}):
+            client = system.client()
+            client.send_request(WiseAgentMessage(message="hello", sender=client.name, context_name=chat.name), civ)
+            answer = system.answers.get(timeout=45)
+        history = chat.llm_chat_completion
+    finally:
+        WiseAgentRegistry.remove_context(chat.name)
+    assert (answer.message_type, answer.message, answer.sender) == (WiseAgentMessageType.ACK, f"{civ}(hello)", civ)
+    assert history == [{"role": "user", "content": "hello"}, {"role": "assistant", "content": f"{civ}(hello)"}]

@@ -140,7 +140,8 @@ def scenario() -> dict:
                                                                               system_message="be brief"),
                                llm=EchoLLM(), transport=transport(f"{PREFIX}B"))]
     agents.append(SequentialCoordinatorWiseAgent(name=f"{PREFIX}Seq", metadata=WiseAgentMetaData(description="seq"),
-                                                 transport=transport(f"{PREFIX}Seq"), agents=[f"{PREFIX}A", f"{PREFIX}B"]))
+                                                 transport=transport(f"{PREFIX}Seq"),
+                                                 agents=[f"{PREFIX}A", f"{PREFIX}B"]))
     agents.append(PhasedCoordinatorWiseAgent(name=f"{PREFIX}Phased", metadata=WiseAgentMetaData(description="ph"),
                                              transport=transport(f"{PREFIX}Phased"),
                                              llm=PhasedLLM([["Chkalpha"], ["Chkbeta"]])))
@@ -249,7 +250,10 @@ def read_registry(upstream: str, match: str) -> int:
 
     WiseAgentRegistry.config = {"use_redis": True, "redis_ssl": False, "redis_host": "127.0.0.1", "redis_port": 6379}
     db, failures = redis.Redis(), 0
-    names = lambda key: sorted(f.decode() for f in db.hkeys(key) if fnmatch.fnmatchcase(f.decode(), match))  # noqa: E731
+
+    def names(key: str) -> list:
+        return sorted(f.decode() for f in db.hkeys(key) if fnmatch.fnmatchcase(f.decode(), match))
+
     checks = [("agents", lambda n: WiseAgentRegistry.get_agent_metadata(n).description),
               ("tools", lambda n: WiseAgentRegistry.get_tool(n).get_tool_OpenAI_format()),
               ("contexts", lambda n: str(WiseAgentRegistry.get_context(n).collaboration_type))]

@@ -241,7 +241,9 @@ class WiseAgentContext:
     @property
     def collaboration_type(self) -> WiseAgentCollaborationType:
         raw = self._redis_db.hget(self.name, "collaboration_type")
-        return WiseAgentCollaborationType(raw.decode("utf-8")) if raw is not None else WiseAgentCollaborationType.INDEPENDENT
+        if raw is None:
+            return WiseAgentCollaborationType.INDEPENDENT
+        return WiseAgentCollaborationType(raw.decode("utf-8"))
 
     def set_collaboration_type(self, collaboration_type: WiseAgentCollaborationType) -> None:
         self._redis_db.hset(self.name, "collaboration_type", value=collaboration_type.value)
@@ -488,7 +490,8 @@ class WiseAgentRegistry:
         return WiseAgentContext(f"{parent_context_name}_{sub_context_name}", cls.config)
 
     @classmethod
-    def remove_context(cls, context_name: str, merge_chat_to_parent: Optional[bool] = False) -> Optional[WiseAgentContext]:
+    def remove_context(cls, context_name: str,
+                       merge_chat_to_parent: Optional[bool] = False) -> Optional[WiseAgentContext]:
         """HDEL contexts only: the context's own hash stays in Redis, as upstream."""
         parent_context = None
         if "_" in context_name and merge_chat_to_parent:

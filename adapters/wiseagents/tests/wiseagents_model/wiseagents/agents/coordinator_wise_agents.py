@@ -27,7 +27,8 @@ class SequentialCoordinatorWiseAgent(WiseAgent):
     yaml_tag = "!wiseagents.agents.SequentialCoordinatorWiseAgent"
     collaboration = WiseAgentCollaborationType.SEQUENTIAL
 
-    def __init__(self, name: str, metadata: WiseAgentMetaData, transport: WiseAgentTransport, agents: List[str]) -> None:
+    def __init__(self, name: str, metadata: WiseAgentMetaData, transport: WiseAgentTransport,
+                 agents: List[str]) -> None:
         self._name = name
         self._agents = agents
         super().__init__(name=name, metadata=metadata, transport=transport, llm=None)
@@ -121,7 +122,8 @@ class PhasedCoordinatorWiseAgent(WiseAgent):
         """Members answer with ACK after appending to the context (upstream 259-331)."""
         ctx = WiseAgentRegistry.get_context(response.context_name)
         if response.message_type != WiseAgentMessageType.ACK:
-            raise ValueError(f"Unexpected response message_type: {response.message_type} with message: {response.message}")
+            raise ValueError(f"Unexpected response message_type: {response.message_type} "
+                             f"with message: {response.message}")
         ctx.remove_required_agent_for_current_phase(response.sender)
         if len(ctx.get_required_agents_for_current_phase()) != 0:
             return True
@@ -135,9 +137,11 @@ class PhasedCoordinatorWiseAgent(WiseAgent):
         return True
 
     def _finish(self, ctx: WiseAgentContext, response: WiseAgentMessage) -> None:
-        ctx.append_chat_completion(messages={"role": "user", "content": "What is the final answer for the original "
-                                             "query? The answer, then on the next line a confidence score from 0 to 100."})
-        lines = self.llm.process_chat_completion(ctx.llm_chat_completion, tools=[]).choices[0].message.content.splitlines()
+        prompt = ("What is the final answer for the original query? "
+                  "The answer, then on the next line a confidence score from 0 to 100.")
+        ctx.append_chat_completion(messages={"role": "user", "content": prompt})
+        answer = self.llm.process_chat_completion(ctx.llm_chat_completion, tools=[]).choices[0].message
+        lines = answer.content.splitlines()
         final_answer = "\n".join(lines[:-1])
         score = int(lines[-1]) if lines[-1].strip().isnumeric() else 0
         if score >= self.confidence_score_threshold:
