@@ -4,7 +4,9 @@
 # messages.py / serializer.py / errors.py taken from the civitas 0.12.0 wheel (the wheel wants
 # Python >= 3.12; those modules load on 3.11), the whole civitas 0.12.0 package for the Civitas
 # adapter (installed past its Requires-Python: every module of it loads and runs on 3.11, see
-# docs/CIVITAS.md), and the adapters under adapters/ (editable, with pytest for their tests).
+# docs/CIVITAS.md), the adapters under adapters/ (editable, with pytest for their tests), and
+# redis-py and openai for the model of Wise Agents in adapters/wiseagents/tests (its registry
+# is on Redis; its phased coordinator stores openai ChatCompletionMessage objects in Redis).
 # Idempotent: reruns only when this file or an adapter's pyproject.toml changes.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -17,7 +19,7 @@ echo "[python-env] creating $venv" >&2
 python3 -m venv "$venv"
 "$venv/bin/pip" install -q --disable-pip-version-check \
   'PyYAML==6.0.2' 'stomp.py==8.1.2' 'penguiflow==3.11.0' 'pydantic>=2,<3' 'msgpack>=1.2.1' \
-  'rich>=13' 'typer>=0.12' 'pytest>=8,<9'
+  'rich>=13' 'typer>=0.12' 'pytest>=8,<9' 'redis==8.1.0' 'openai==1.109.1'
 # civitas's own dependencies are the line above (msgpack, PyYAML, rich, typer).
 "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --ignore-requires-python 'civitas==0.12.0'
 "$venv/bin/pip" install -q --disable-pip-version-check --no-deps \

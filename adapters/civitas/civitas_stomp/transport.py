@@ -150,19 +150,41 @@ class StompTransport:
         correlation = message.correlation_id
         if correlation:
             self._pending_by_correlation[correlation] = reply_address
+        reply_sub = None
         try:
             data = self._serializer.serialize(message)
             handler = self._handlers.get(address)
             if handler is not None:
                 await handler(data)
             else:
+                reply_sub = await self._subscribe_reply_inbox(message.sender, reply_address)
                 await self._link.send(self._ingress, data, content_type=self._content_type())
             async with asyncio.timeout(timeout):
                 return await queue.get()
         finally:
+            if reply_sub is not None:
+                await self._link.unsubscribe(reply_sub)
             self._reply_queues.pop(reply_address, None)
             if correlation:
                 self._pending_by_correlation.pop(correlation, None)
+
+    async def _subscribe_reply_inbox(self, sender: str, reply_address: str) -> str | None:
+        """An asker without an inbox on the broker (``Runtime.ask()`` asks as ``_runtime``) is
+        answered by the bridge at the inbox of its reply address, ``{agent}`` = ``_reply.*``:
+        consumed for the duration of the ask (subscribed, with the broker's RECEIPT, before the
+        ask is sent). An agent's own inbox already receives its answers."""
+        if sender in self._stomp_subs:
+            return None
+        destination = self._inbox.replace("{agent}", reply_address)
+
+        async def on_frame(frame: Any) -> None:
+            queue = self._reply_queues.get(reply_address)
+            if queue is None or queue.full():
+                log.warning("a second or late answer at %s: dropped", destination)
+                return
+            queue.put_nowait(self._as_ours(frame.body, frame.headers.get("content-type")))
+
+        return await self._link.subscribe(destination, on_frame)
 
     # -- encodings -------------------------------------------------------------------------
     def _content_type(self) -> str:

@@ -1,0 +1,3 @@
+from wiseagents.llm.wise_agent_LLM import WiseAgentLLM
+
+__all__ = ["WiseAgentLLM"]

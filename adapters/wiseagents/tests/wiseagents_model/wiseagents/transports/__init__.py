@@ -1,0 +1,3 @@
+from wiseagents.transports.stomp import StompWiseAgentTransport
+
+__all__ = ["StompWiseAgentTransport"]
