@@ -109,7 +109,6 @@ def test_a_name_behind_the_bridge_is_routable_and_internal_names_are_not():
 
 
 # TEMPORARY (issue 21): the bridge that answers at the _reply.* inbox is on branch `wa`.
-@pytest.mark.xfail(strict=True, reason="needs the bridge to answer a _runtime ask at its _reply.* inbox (issue 21)")
 def test_a_runtime_ask_of_a_wise_agents_agent_gets_its_answer_though_the_runtime_has_no_inbox(broker, tmp_path):
     """Runtime.ask() asks as ``_runtime`` (civitas runtime.py ~1176), which has no inbox: the
     bridge answers at the inbox of the ask's ``_reply.*`` address, which the adapter consumes
@@ -154,7 +153,6 @@ class ContextResearcher(AgentProcess):
 
 
 # TEMPORARY (issue 21): the bridge that restores the asker's context is on branch `wa`.
-@pytest.mark.xfail(strict=True, reason="needs the bridge to restore the asker's context on the answer (issue 21)")
 def test_a_civitas_ask_in_a_context_wise_agents_does_not_know_is_answered_in_the_askers_context(broker, tmp_path):
     """Books is not a Wise Agents context here: the Wise Agents agent gets the default one, and
     the answer to Civitas names Books again, not the default."""

@@ -30,7 +30,6 @@ from wiseagents.transports import StompWiseAgentTransport
 
 # TEMPORARY (issue 21): the bridge's [wiseagents.registry] support is on branch `wa`; until it
 # lands every test here fails at the bridge's start (an unknown configuration table).
-NEEDS_REGISTRY = pytest.mark.xfail(strict=True, reason="needs the bridge's [wiseagents.registry] (issue 21)")
 REDIS = {"use_redis": True, "redis_ssl": False, "redis_host": "127.0.0.1", "redis_port": 6379}
 CIV_SCHEMA = '{ type = "object", properties = { city = { type = "string" } }, required = ["city"] }'
 
@@ -154,7 +153,6 @@ def bridged_civitas(tmp_path, proxied: dict[str, str], tools: tuple[str, ...] = 
         bridge.stop()
 
 
-@NEEDS_REGISTRY
 def test_a_sequence_native_proxied_native_passes_the_civitas_answer_on_and_ends_at_the_client(system, tmp_path):
     civ = system.name("CivStep")
     with bridged_civitas(tmp_path, {civ: f"Transforms text for sequence {system.uid}"}):
@@ -169,7 +167,6 @@ def test_a_sequence_native_proxied_native_passes_the_civitas_answer_on_and_ends_
     assert answer.context_name.startswith(f"{system.context}_{coordinator.name}."), answer.context_name
 
 
-@NEEDS_REGISTRY
 def test_a_phased_collaboration_with_a_proxied_member_has_its_answer_in_the_final_answer(system, tmp_path):
     civ = system.name("CivPhase")
     with bridged_civitas(tmp_path, {civ: f"Knows the weather civ{system.uid}"}):
@@ -187,7 +184,6 @@ def test_a_phased_collaboration_with_a_proxied_member_has_its_answer_in_the_fina
     assert answer.sender == coordinator.name and answer.message_type is None
 
 
-@NEEDS_REGISTRY
 def test_a_coordinator_selects_the_proxied_agent_from_the_registry_by_its_configured_description(system, tmp_path):
     civ = system.name("CivPick")
     description = f"Forecasts rain pick{system.uid}"
@@ -208,7 +204,6 @@ def test_a_coordinator_selects_the_proxied_agent_from_the_registry_by_its_config
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
 
 
-@NEEDS_REGISTRY
 def test_the_bridge_removes_its_agents_from_the_registry_on_a_clean_stop(system, tmp_path):
     civ = system.name("CivGone")
     with bridged_civitas(tmp_path, {civ: "leaves"}) as bridge:
@@ -218,7 +213,6 @@ def test_the_bridge_removes_its_agents_from_the_registry_on_a_clean_stop(system,
     assert WiseAgentRegistry.get_agent_metadata(civ) is None, "stop_agent() removes the agents entry"
 
 
-@NEEDS_REGISTRY
 def test_a_pass_through_client_agent_reaches_a_proxied_agent_with_its_request_nested_in_message(system, tmp_path):
     civ = system.name("CivNested")
     with bridged_civitas(tmp_path, {civ: "answers relayed questions"}):
@@ -236,7 +230,6 @@ def bridge_binary() -> str:
     return os.environ.get("SAB_BRIDGE_BIN", f"{target}/debug/stomp-agent-bridge")
 
 
-@NEEDS_REGISTRY
 def test_a_proxied_name_a_wise_agents_agent_already_registered_stops_the_bridge_at_start(system, tmp_path):
     taken = system.llm_agent("Taken", "a native agent that got there first")
     config = tmp_path / "bridge.toml"
@@ -248,7 +241,6 @@ def test_a_proxied_name_a_wise_agents_agent_already_registered_stops_the_bridge_
     assert WiseAgentRegistry.get_agent_metadata(taken.name).description == "a native agent that got there first"
 
 
-@NEEDS_REGISTRY
 def test_the_entries_a_killed_bridge_left_behind_are_taken_over_by_its_restart(system, tmp_path):
     civ = system.name("CivAgain")
     toml = bridge_toml({civ: "survives a crash"})
@@ -298,7 +290,6 @@ class Asker(AgentProcess):
             return self.reply({"message": f"{type(error).__name__}: {error}", "status": "raised"})
 
 
-@NEEDS_REGISTRY
 def test_a_civitas_ask_in_a_context_the_registry_lacks_never_reaches_a_native_agent_in_an_unknown_context(
         system, tmp_path):
     asker = system.name("Asker")
@@ -343,7 +334,6 @@ class RestartingAgent(LLMOnlyWiseAgent):
         return super().process_request(request, conversation_history)
 
 
-@NEEDS_REGISTRY
 def test_a_sequence_ending_with_a_proxied_agent_restarts_when_the_context_says_so(system, tmp_path):
     civ = system.name("CivLast")
     with bridged_civitas(tmp_path, {civ: "ends a sequence"}):
@@ -359,7 +349,6 @@ def test_a_sequence_ending_with_a_proxied_agent_restarts_when_the_context_says_s
     assert answer.sender == civ and restart_left is False
 
 
-@NEEDS_REGISTRY
 def test_in_a_chat_context_the_proxied_answer_is_appended_to_the_chat_completion_and_acknowledged(system, tmp_path):
     civ = system.name("CivChat")
     chat = WiseAgentRegistry.create_context(f"Chat.{uuid.uuid4()}")  # as AssistantAgent.start_agent does
