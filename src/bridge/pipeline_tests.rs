@@ -566,6 +566,5 @@ fn with_the_registry_ack_contexts_name_contexts_but_do_not_turn_answers_into_ack
 }
 
 fn toml_registry() -> crate::wise_registry::config::RegistryConfig {
-    toml::from_str("port = 6379")
-        .unwrap()
+    toml::from_str("port = 6379").unwrap()
 }

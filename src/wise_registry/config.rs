@@ -92,8 +92,7 @@ mod tests {
             tool = true
             parameters = { type = "object", properties = { location = { type = "string" } } }
         "#;
-        let c: RegistryConfig = toml::from_str(toml)
-            .unwrap();
+        let c: RegistryConfig = toml::from_str(toml).unwrap();
         assert_eq!((c.host.as_str(), c.port, c.db), ("127.0.0.1", 6380, 0));
         assert_eq!((c.context_host(), c.instance.as_str()), ("127.0.0.1", "stomp-agent-bridge"));
         let civ = c.agent("CivStep").unwrap();
