@@ -17,22 +17,25 @@ use tokio::net::{TcpListener, TcpStream};
 pub enum Broker {
     ActiveMq,
     RabbitMq,
+    /// ActiveMQ Artemis, from config/artemis/etc-override/broker.xml (what Wise Agents uses).
+    Artemis,
 }
 
 impl Broker {
-    /// The STOMP port; `SAB_ACTIVEMQ_PORT` / `SAB_RABBITMQ_PORT` point the tests at another
-    /// instance (a private broker while the shared ones are busy).
+    /// The STOMP port; `SAB_ACTIVEMQ_PORT` / `SAB_RABBITMQ_PORT` / `SAB_ARTEMIS_PORT` point the
+    /// tests at another instance (a private broker while the shared ones are busy).
     pub fn port(self) -> u16 {
         let (var, default) = match self {
             Broker::ActiveMq => ("SAB_ACTIVEMQ_PORT", 61613),
             Broker::RabbitMq => ("SAB_RABBITMQ_PORT", 61623),
+            Broker::Artemis => ("SAB_ARTEMIS_PORT", 61633),
         };
         std::env::var(var).ok().and_then(|p| p.parse().ok()).unwrap_or(default)
     }
 
     pub fn credentials(self) -> (&'static str, &'static str) {
         match self {
-            Broker::ActiveMq => ("admin", "admin"),
+            Broker::ActiveMq | Broker::Artemis => ("admin", "admin"),
             Broker::RabbitMq => ("guest", "guest"),
         }
     }
@@ -41,6 +44,7 @@ impl Broker {
         match self {
             Broker::ActiveMq => "activemq",
             Broker::RabbitMq => "rabbitmq",
+            Broker::Artemis => "artemis",
         }
     }
 
