@@ -28,6 +28,7 @@
 //! instead would only roll back, redeliver the same messages to the same full destination,
 //! and do it again every receipt timeout (measured: a reconnect every 2 s, docs/HARDENING.md).
 
+use super::dedup::{DUPLICATE_ID, duplicate_id};
 use super::delivery::{Outcome, Work};
 use crate::config::DeliveryMode;
 use crate::stomp::{Client, Command, Frame, Item, Receipt, SessionError};
@@ -139,7 +140,8 @@ fn first_half(mode: Mode, tx: &str, works: &mut [Work]) -> (Vec<Item>, Vec<usize
         items.push(Item::Frame { frame: Frame::new(Command::Begin).with("transaction", tx), receipt: false });
     }
     for (i, work) in works.iter_mut().enumerate() {
-        for mut frame in std::mem::take(&mut work.publish) {
+        for (j, mut frame) in std::mem::take(&mut work.publish).into_iter().enumerate() {
+            frame.headers.push((DUPLICATE_ID.into(), duplicate_id(&work.source.message, j)));
             if mode == Mode::Transaction {
                 frame.headers.push(("transaction".into(), tx.to_owned()));
             }
