@@ -127,9 +127,9 @@ async fn an_ack_inside_an_aborted_transaction_is_undone_by_activemq_classic_and_
 }
 
 /// Artemis reads the prefetch headers (`activemq.prefetchSize`, `consumer-window-size`) as a
-/// window in bytes, and always lets one message through: the bridge's prefetch of N messages
-/// becomes one message at a time per subscription. Its in-flight bound holds (fewer, never
-/// more), at the cost of a round trip per message and subscription.
+/// window in bytes, and always lets one message through: a prefetch of N messages would be one
+/// message at a time per subscription, and a PenguiFlow stream held by the bridge could never
+/// complete. So the bridge also sends `consumer-window-size`, 1 KiB per prefetched message.
 #[tokio::test]
 async fn a_prefetch_of_ten_is_ten_bytes_on_artemis_one_message_at_a_time() {
     let queue = unique_queue("window");

@@ -470,6 +470,10 @@ mod activemq {
     );
 }
 
+/// `a_stream_that_fails_once_complete_...` failed here while the bridge sent only
+/// `activemq.prefetchSize`, which Artemis reads as bytes: one message at a time, so the held
+/// first chunk kept the others from ever arriving (src/bridge/run.rs now sends
+/// `consumer-window-size`).
 mod artemis {
     on!(Artemis:
         invalid_vectors_and_malformed_bodies_go_to_the_dead_letter_queue_while_valid_traffic_flows,

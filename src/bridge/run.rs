@@ -152,6 +152,14 @@ pub(crate) async fn connect(
 /// ActiveMQ Classic's topic announcing new queues.
 const ADVISORY: &str = "/topic/ActiveMQ.Advisory.Queue";
 
+/// Artemis reads a prefetch as a window in bytes of its own encoding of the messages (and lets
+/// one message through whatever its size), so that `activemq.prefetchSize` alone would be one
+/// message at a time and a held PenguiFlow stream could never complete there (tests/artemis.rs).
+/// Its `consumer-window-size` gets this many bytes per prefetched message (measured: a
+/// 190-byte Wise Agents request counts about 450 bytes there, a 1,000-byte body about 1,300),
+/// so the in-flight bound holds on Artemis as a bound in bytes, about 0.8 to 2.3 messages a slot.
+const ARTEMIS_WINDOW_PER_MESSAGE: usize = 1024;
+
 /// How the bridge consumes: `client-individual` acks, each subscription's prefetch an equal
 /// share of `in_flight` (ActiveMQ's and RabbitMQ's headers both), and ActiveMQ's exclusive
 /// consumer when asked.
@@ -170,7 +178,11 @@ impl Consuming {
     fn subscription(self, destination: &str) -> Subscription {
         let sub = Subscription::new(destination, AckMode::ClientIndividual)
             .with("activemq.prefetchSize", self.prefetch.to_string())
-            .with("prefetch-count", self.prefetch.to_string());
+            .with("prefetch-count", self.prefetch.to_string())
+            .with(
+                "consumer-window-size",
+                self.prefetch.saturating_mul(ARTEMIS_WINDOW_PER_MESSAGE).to_string(),
+            );
         if self.exclusive { sub.with("activemq.exclusive", "true") } else { sub }
     }
 }
