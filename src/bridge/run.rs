@@ -75,7 +75,14 @@ async fn proxy(
         info!(topic = ADVISORY, "discovering the queues of agents named by a glob");
     }
     metrics.set_subscribed(true);
-    let mode = Mode::choose(config.delivery.mode);
+    let mode = Mode::choose_on(config.delivery.mode, client.server());
+    if mode != Mode::choose(config.delivery.mode) {
+        warn!(
+            server = client.server(),
+            "delivery.mode = \"transaction\" is not atomic on ActiveMQ Artemis (it applies an ACK inside a \
+             transaction at once): settling in confirm mode, with duplicate ids"
+        );
+    }
     info!(
         subscriptions = subscriptions.len(),
         prefetch = consuming.prefetch,

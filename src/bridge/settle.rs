@@ -60,6 +60,16 @@ impl Mode {
         }
     }
 
+    /// [`Mode::choose`] on the broker whose CONNECTED frame said `server`. ActiveMQ Artemis
+    /// applies a STOMP ACK sent inside a transaction at once (an ABORT does not bring the
+    /// message back, tests/artemis.rs), so a crash between the ACKs and the COMMIT would lose
+    /// the batch: there `transaction` is `confirm`, whose repeated SENDs Artemis drops by their
+    /// duplicate ids (dedup.rs).
+    pub fn choose_on(configured: DeliveryMode, server: Option<&str>) -> Mode {
+        let artemis = server.is_some_and(|s| s.starts_with("ActiveMQ-Artemis"));
+        if artemis { Mode::Confirm } else { Mode::choose(configured) }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Transaction => "transaction",
