@@ -163,9 +163,11 @@ const ADVISORY: &str = "/topic/ActiveMQ.Advisory.Queue";
 /// one message through whatever its size), so that `activemq.prefetchSize` alone would be one
 /// message at a time and a held PenguiFlow stream could never complete there (tests/artemis.rs).
 /// Its `consumer-window-size` gets this many bytes per prefetched message (measured: a
-/// 190-byte Wise Agents request counts about 450 bytes there, a 1,000-byte body about 1,300),
-/// so the in-flight bound holds on Artemis as a bound in bytes, about 0.8 to 2.3 messages a slot.
-const ARTEMIS_WINDOW_PER_MESSAGE: usize = 1024;
+/// 190-byte Wise Agents request counts about 450 bytes there, a 1,000-byte body about 1,300;
+/// with 1 KiB a three-chunk PenguiFlow stream did not fit the adapters' prefetch of 3), so the
+/// in-flight bound holds on Artemis as a bound in bytes: 1.6 messages a slot at 1,000 bytes,
+/// 4.6 at 190 bytes, under `max_buffered`'s margin.
+const ARTEMIS_WINDOW_PER_MESSAGE: usize = 2048;
 
 /// How the bridge consumes: `client-individual` acks, each subscription's prefetch an equal
 /// share of `in_flight` (ActiveMQ's and RabbitMQ's headers both), and ActiveMQ's exclusive
