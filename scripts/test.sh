@@ -23,7 +23,7 @@ if [ "$status" -ne 0 ]; then exit "$status"; fi
 # A short smoke of the load tool (docs/PERFORMANCE.md) on both brokers: it must run through;
 # its figures are not judged here (speed is measured in benchmarks, not tests).
 cargo build --locked --bin loadgen
-for broker in activemq rabbitmq artemis; do
+for broker in activemq rabbitmq; do
   target/debug/loadgen --broker "$broker" --messages 300 --backlog 600 | tail -n 1
 done
 # The README's walkthrough, so that it cannot rot; and the same on Artemis with
