@@ -1,10 +1,12 @@
-"""Every adapter test that takes ``broker`` runs on ActiveMQ Classic and on RabbitMQ (both as
-scripts/brokers.sh starts them)."""
+"""Every adapter test that takes ``broker`` runs on ActiveMQ Classic, RabbitMQ and ActiveMQ
+Artemis (all as scripts/brokers.sh starts them)."""
 
 import pytest
 from sab_stomp.testing import Broker
 
+BROKERS = {"activemq": Broker, "rabbitmq": Broker.rabbitmq, "artemis": Broker.artemis}
 
-@pytest.fixture(params=["activemq", "rabbitmq"])
+
+@pytest.fixture(params=list(BROKERS))
 def broker(request):
-    return Broker() if request.param == "activemq" else Broker.rabbitmq()
+    return BROKERS[request.param]()

@@ -4,7 +4,12 @@
 #   ActiveMQ Classic: STOMP on 127.0.0.1:61613, STOMP+SSL on 127.0.0.1:61614, STOMP+SSL that
 #     requires a client certificate (needClientAuth) on 127.0.0.1:61615 (login admin/admin)
 #   RabbitMQ + rabbitmq_stomp: STOMP on 127.0.0.1:61623 (login guest/guest, vhost /)
-# Usage: scripts/brokers.sh start|stop|restart|status [--fresh] [activemq|rabbitmq]...
+#   ActiveMQ Artemis 2.37.0 (Maven Central's binary distribution, fetched with mvn, cached in the
+#     state folder): STOMP on 127.0.0.1:61633, STOMP+SSL on 61634, STOMP+SSL with needClientAuth
+#     on 61635, all protocols on 61636 (login admin/admin); its broker.xml is the very
+#     config/artemis/etc-override/broker.xml that docker-compose.yml mounts, and
+#     scripts/brokers/artemis.properties adds the tests' TLS acceptors and address settings
+# Usage: scripts/brokers.sh start|stop|restart|status [--fresh] [activemq|rabbitmq|artemis]...
 # A second `start` reuses brokers that already answer.  With --fresh (scripts/test.sh uses it), a
 # broker that this call starts begins with empty data: the queues earlier test runs left behind
 # (thousands, each with a random name) would otherwise make every later start slower, until
@@ -21,6 +26,13 @@ amq_port=${SAB_ACTIVEMQ_PORT:-61613}
 amq_ssl_port=$((amq_port + 1))
 amq_client_auth_port=$((amq_port + 2))
 keystore_password=sab-test-keystore
+# Artemis: SAB_ARTEMIS_PORT is the STOMP port; TLS, TLS with client auth and all protocols take
+# the next three.
+art_version=2.37.0
+art_port=${SAB_ARTEMIS_PORT:-61633}
+art_ssl_port=$((art_port + 1))
+art_client_auth_port=$((art_port + 2))
+art_all_port=$((art_port + 3))
 log() { printf '[brokers] %s\n' "$*" >&2; }
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -181,6 +193,76 @@ rabbitmq_stop() {
   log "RabbitMQ stopped"
 }
 
+artemis_install() { # the binary distribution, from Maven Central with Maven's own client, once
+  local dir=$state/artemis
+  [ -x "$dir/apache-artemis-$art_version/bin/artemis" ] && return 0
+  command -v java >/dev/null || apt_install openjdk-17-jre-headless
+  command -v mvn >/dev/null || apt_install maven
+  mkdir -p "$dir/dist"
+  local tarball=$dir/dist/apache-artemis-$art_version-bin.tar.gz
+  if [ ! -s "$tarball" ]; then
+    log "fetching ActiveMQ Artemis $art_version from Maven Central into $dir/dist"
+    mvn -q dependency:copy "-Dartifact=org.apache.activemq:apache-artemis:$art_version:tar.gz:bin" \
+      "-DoutputDirectory=$dir/dist" >&2
+  fi
+  tar -xzf "$tarball" -C "$dir"
+}
+
+artemis_instance() { # the instance, created once; its broker.xml and test properties every start
+  local dir=$state/artemis inst=$state/artemis/instance
+  if [ ! -f "$inst/etc/artemis.profile" ]; then
+    log "creating the Artemis instance $inst"
+    # 512 MB of heap (the default is 2 GB); no web console, no journal auto-tuning (each
+    # costs seconds at start).
+    "$dir/apache-artemis-$art_version/bin/artemis" create "$inst" --silent --force --user admin \
+      --password admin --role amq --require-login --no-web --no-autotune --nio --java-memory 512M >/dev/null
+    # The ports of broker.xml's acceptors (0.0.0.0:61613 and :61616 in docker-compose.yml).
+    printf '\nJAVA_ARGS="$JAVA_ARGS -Dsab.host=127.0.0.1 -Dsab.stomp.port=%s -Dsab.port=%s"\n' \
+      "$art_port" "$art_all_port" >>"$inst/etc/artemis.profile"
+  fi
+  cp "$here/../config/artemis/etc-override/broker.xml" "$inst/etc/broker.xml"
+  sed -e "s|@TLS@|$state/tls|g" -e "s|@KEYSTORE_PASSWORD@|$keystore_password|g" \
+    -e "s|@SSL_PORT@|$art_ssl_port|g" -e "s|@CLIENT_AUTH_PORT@|$art_client_auth_port|g" \
+    "$here/brokers/artemis.properties" >"$inst/etc/sab-test.properties"
+}
+
+artemis_pids() { pgrep -f -- "-Dartemis.instance=$state/artemis/instance " || true; }
+
+artemis_start() {
+  if port_open "$art_port" && port_open "$art_client_auth_port"; then log "Artemis already answers on $art_port"; return 0; fi
+  if port_open "$art_port"; then
+    log "an Artemis with an older configuration answers on $art_port (no port $art_client_auth_port): scripts/brokers.sh restart artemis"
+    return 1
+  fi
+  make_tls
+  artemis_install
+  artemis_instance
+  local inst=$state/artemis/instance
+  if [ "$fresh" = 1 ]; then log "Artemis starts with empty data (--fresh)"; rm -rf "${inst:?}/data"/*; fi
+  [ -f "$inst/log/console.log" ] && mv -f "$inst/log/console.log" "$inst/log/console.log.1"
+  log "starting ActiveMQ Artemis (log: $inst/log/console.log)"
+  (close_fds && cd "$inst" && exec setsid bin/artemis run --properties "$inst/etc/sab-test.properties") \
+    >"$inst/log/console.log" 2>&1 </dev/null &
+  wait_port "$art_port" 90 Artemis && wait_port "$art_ssl_port" 10 Artemis \
+    && wait_port "$art_client_auth_port" 10 Artemis || { tail -n 40 "$inst/log/console.log" >&2; return 1; }
+  log "Artemis is up"
+}
+
+artemis_stop() {
+  local pids i
+  pids=$(artemis_pids)
+  [ -n "$pids" ] && kill $pids 2>/dev/null || true
+  # SIGTERM stops it cleanly (journal closed); the port closes before the JVM has exited.
+  for ((i = 0; i < 300; i++)); do
+    [ -z "$(artemis_pids)" ] && break
+    sleep 0.1
+  done
+  pids=$(artemis_pids)
+  [ -n "$pids" ] && kill -9 $pids 2>/dev/null || true
+  wait_port_closed "$art_port" 10
+  log "Artemis stopped"
+}
+
 status() {
   local name=$1 port=$2
   if port_open "$port"; then echo "$name: up on 127.0.0.1:$port"; else echo "$name: down"; fi
@@ -191,9 +273,9 @@ shift || true
 fresh=0
 if [ "${1:-}" = --fresh ]; then fresh=1; shift; fi
 brokers=("$@")
-[ ${#brokers[@]} -eq 0 ] && brokers=(activemq rabbitmq)
+[ ${#brokers[@]} -eq 0 ] && brokers=(activemq rabbitmq artemis)
 for b in "${brokers[@]}"; do
-  case "$b" in activemq | rabbitmq) ;; *) log "unknown broker '$b' (activemq or rabbitmq)"; exit 2 ;; esac
+  case "$b" in activemq | rabbitmq | artemis) ;; *) log "unknown broker '$b' (activemq, rabbitmq or artemis)"; exit 2 ;; esac
 done
 case "$action" in
   start) for b in "${brokers[@]}"; do "${b}_start"; done ;;
@@ -201,7 +283,9 @@ case "$action" in
   restart) for b in "${brokers[@]}"; do "${b}_stop"; "${b}_start"; done ;;
   status)
     for b in "${brokers[@]}"; do
-      case "$b" in activemq) status activemq "$amq_port" ;; rabbitmq) status rabbitmq 61623 ;; esac
+      case "$b" in
+        activemq) status activemq "$amq_port" ;; rabbitmq) status rabbitmq 61623 ;; artemis) status artemis "$art_port" ;;
+      esac
     done ;;
-  *) echo "usage: $0 start|stop|restart|status [--fresh] [activemq|rabbitmq]..." >&2; exit 2 ;;
+  *) echo "usage: $0 start|stop|restart|status [--fresh] [activemq|rabbitmq|artemis]..." >&2; exit 2 ;;
 esac

@@ -3,7 +3,7 @@
 # private ActiveMQ that is restarted every five minutes, with the bridge killed (SIGKILL) twice;
 # every message is accounted for at the end, and the bridge's RSS and descriptors are sampled.
 #   scripts/soak.sh [MINUTES] [soak arguments, e.g. --rate 100 --restart-every 300 --kills 2]
-# The private broker (state /var/lib/stomp-agent-bridge/soak, STOMP on 61633) starts with empty
+# The private broker (state /var/lib/stomp-agent-bridge/soak, STOMP on 61653, clear of Artemis on 61633) starts with empty
 # data and is stopped at the end; the brokers of scripts/brokers.sh are not touched.
 # SOAK_PROFILE=dev uses the debug build (CI's five-minute form); the default is release.
 set -euo pipefail
@@ -13,7 +13,7 @@ minutes=${1:-60}
 shift || true
 profile=${SOAK_PROFILE:-release}
 export SAB_BROKER_STATE=${SAB_SOAK_STATE:-/var/lib/stomp-agent-bridge/soak}
-export SAB_ACTIVEMQ_PORT=${SAB_SOAK_PORT:-61633}
+export SAB_ACTIVEMQ_PORT=${SAB_SOAK_PORT:-61653}
 
 cargo build --locked --profile "$profile" --bin soak --bin stomp-agent-bridge
 dir=target/$([ "$profile" = dev ] && echo debug || echo "$profile")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The whole test suite, as CI runs it: starts the real brokers (installing them from Debian's
-# packages if needed; a broker it starts begins with empty data, one already running is reused), sets up the Python virtualenv of the interop tests, then lints and runs
-# every test with cargo-nextest.
+# The whole test suite, as CI runs it: starts the real brokers (ActiveMQ Classic and RabbitMQ
+# from Debian's packages, ActiveMQ Artemis from Maven Central, installed if needed; a broker it
+# starts begins with empty data, one already running is reused), sets up the Python virtualenv
+# of the interop tests, then lints and runs every test with cargo-nextest.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -16,7 +17,7 @@ cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
 cargo nextest run --locked --lib --bins --tests "$@"
 # The framework adapters (adapters/): pytest, end to end through the bridge binary built above
-# against ActiveMQ. A failure fails the run; so does collecting no test (pytest's exit 5).
+# against ActiveMQ Classic, RabbitMQ and Artemis. A failure fails the run; so does collecting no test (pytest's exit 5).
 cargo build --locked --bin stomp-agent-bridge
 status=0
 "${SAB_VENV:-.venv}/bin/python" -m pytest adapters -q -p no:cacheprovider || status=$?
@@ -28,8 +29,10 @@ cargo build --locked --bin loadgen
 for broker in activemq rabbitmq; do
   target/debug/loadgen --broker "$broker" --messages 300 --backlog 600 | tail -n 1
 done
-# The README's walkthrough, so that it cannot rot.
+# The README's walkthrough, so that it cannot rot; and the same on Artemis with
+# config/artemis.toml (what `scripts/run.sh --artemis` runs).
 scripts/walkthrough.sh
+scripts/walkthrough.sh artemis
 # The soak's five-minute form (docs/HARDENING.md; the hour is `scripts/soak.sh 60`): a private
 # ActiveMQ restarted twice, the bridge killed twice; it fails if a message is unaccounted for,
 # a well-formed one is dead-lettered, or the bridge's descriptors grow.

@@ -4,16 +4,25 @@
 # agent (examples/ask_weather.py) that asks it and prints the answer; then the same through the
 # adapters, to a Civitas agency, a PenguiFlow flow and a VOX agent (examples/*). scripts/test.sh
 # runs it, so it cannot rot. BRIDGE_BIN picks the binary (default: a debug build).
+#   scripts/walkthrough.sh [artemis]: the same on ActiveMQ Artemis with config/artemis.toml
+#   (mirror mode included), as `scripts/run.sh --artemis` runs it.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-scripts/brokers.sh start activemq
+broker=${1:-activemq}
+config=config/bridge.toml
+if [ "$broker" = artemis ]; then
+  config=config/artemis.toml
+  export STOMP_PORT=${SAB_ARTEMIS_PORT:-61633} SAB_STOMP_PORT=${SAB_ARTEMIS_PORT:-61633}
+  export BRIDGE__BROKER__URL=stomp://127.0.0.1:$STOMP_PORT
+fi
+scripts/brokers.sh start "$broker"
 scripts/python-env.sh
 if [ -z "${BRIDGE_BIN:-}" ]; then
   cargo build --locked --quiet
   BRIDGE_BIN=target/debug/stomp-agent-bridge
 fi
 log=$(mktemp)
-"$BRIDGE_BIN" run --config config/bridge.toml --log-format text 2>"$log" &
+"$BRIDGE_BIN" run --config "$config" --log-format text 2>"$log" &
 bridge=$!
 trap 'kill $bridge 2>/dev/null || true; rm -f "$log"' EXIT
 
@@ -24,7 +33,7 @@ ready() { # GET /readyz answers 200
 }
 for _ in $(seq 1 150); do ready 2>/dev/null && break; sleep 0.2; done
 ready || { echo "the bridge did not become ready:"; cat "$log"; exit 1; }
-echo "[walkthrough] bridge ready"
+echo "[walkthrough] bridge ready ($broker, $config)"
 
 .venv/bin/python examples/civitas_weather_agent.py --count 1000 &
 agent=$!
@@ -52,4 +61,4 @@ grep '^bridge_messages_total' <&3 | sed 's/^/[bridge] /'
 exec 3<&-
 kill -TERM $bridge
 wait $bridge
-echo "[walkthrough] done"
+echo "[walkthrough] done ($broker)"

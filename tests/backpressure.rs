@@ -1,8 +1,10 @@
-//! Backpressure (issue 12), against ActiveMQ: the inbox of a proxied Civitas agent is a queue
-//! `backpressure.*`, whose policy (scripts/brokers/activemq.xml: producer flow control, 1 MB
-//! in memory) makes the broker stop confirming what the bridge sends to it once nobody
-//! consumes it, until a consumer makes room. The bridge must hold there, say so on `/readyz`,
-//! and carry on by itself when a consumer comes.
+//! Backpressure (issue 12), against ActiveMQ Classic and Artemis: the inbox of a proxied
+//! Civitas agent is a queue `backpressure.*`, whose policy (scripts/brokers/activemq.xml:
+//! producer flow control, 1 MB in memory; scripts/brokers/artemis.properties: max-size-bytes
+//! 1 MB, address-full-policy BLOCK) makes the broker stop confirming what the bridge sends to
+//! it once nobody consumes it, until a consumer makes room. The bridge must hold there, say so
+//! on `/readyz`, and carry on by itself when a consumer comes. Artemis's BLOCK does not hold a
+//! STOMP producer back, and its FAIL refuses SENDs: the last two tests say what happens there.
 
 mod common;
 
@@ -11,8 +13,6 @@ use common::{Broker, next_message};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use stomp_agent_bridge::stomp::{AckMode, Command, Frame, Subscription};
-
-const BROKER: Broker = Broker::ActiveMq;
 
 /// Requests sent: ActiveMQ takes about 660 of the bridge's Civitas messages into the 1 MB
 /// queue before it blocks, and the bridge holds at most `IN_FLIGHT` more.
@@ -66,30 +66,37 @@ fn wait_readyz(bridge: &BridgeProcess, secs: u64, want: impl Fn(u16, &str) -> bo
     }
 }
 
-/// A bridge for one proxied Civitas agent whose inbox is `/queue/backpressure.*`, and N
-/// persistent requests sent to it by a Wise Agents producer; returns once the bridge says it
-/// is stalled, with the inbox and how long after the last send that was.
-async fn stalled_bridge() -> (BridgeProcess, String, Duration) {
-    let names = Names::new(BROKER);
+/// A bridge for one proxied Civitas agent whose inbox is `/queue/<family>.<uid>.<agent>`, and
+/// `n` persistent requests sent to it by a Wise Agents producer; returns once all are sent.
+async fn bridge_into(broker: Broker, family: &str, n: usize) -> (BridgeProcess, String) {
+    let names = Names::new(broker);
     let civ = names.agent("Stalled");
     let port = free_port();
-    let inbox = format!("/queue/backpressure.{}.{civ}", names.uid);
-    let toml = config_toml(BROKER, &names, &[(&civ, "civitas", "")], port)
-        .replace(&names.dest("civitas.in.{agent}"), &format!("/queue/backpressure.{}.{{agent}}", names.uid))
+    let inbox = format!("/queue/{family}.{}.{civ}", names.uid);
+    let toml = config_toml(broker, &names, &[(&civ, "civitas", "")], port)
+        .replace(&names.dest("civitas.in.{agent}"), &format!("/queue/{family}.{}.{{agent}}", names.uid))
         .replace("receipt_timeout_ms = 5000", "receipt_timeout_ms = 2000");
-    assert!(toml.contains("/queue/backpressure.") && toml.contains(&format!("in_flight = {IN_FLIGHT}")));
+    assert!(
+        toml.contains(&format!("/queue/{family}.")) && toml.contains(&format!("in_flight = {IN_FLIGHT}"))
+    );
     let bridge = BridgeProcess::start(&toml, port, &names.uid);
 
-    let (producer, _) = BROKER.connect().await;
-    for i in 0..N {
+    let (producer, _) = broker.connect().await;
+    for i in 0..n {
         let frame = Frame::new(Command::Send)
             .with("destination", names.request(&civ))
             .with("persistent", "true")
             .with_body(request(i));
-        let sent = if i + 1 == N { producer.send_confirmed(frame).await } else { producer.send(frame).await };
+        let sent = if i + 1 == n { producer.send_confirmed(frame).await } else { producer.send(frame).await };
         sent.expect("the producer sends");
     }
+    (bridge, inbox)
+}
 
+/// [`bridge_into`] a `backpressure.*` inbox; returns once the bridge says it is stalled, with
+/// the inbox and how long after the last send that was.
+async fn stalled_bridge(broker: Broker) -> (BridgeProcess, String, Duration) {
+    let (bridge, inbox) = bridge_into(broker, "backpressure", N).await;
     // Nobody consumes the inbox: the broker takes what fits in 1 MB, then confirms nothing.
     let sent = Instant::now();
     wait_readyz(&bridge, 60, |code, body| code == 503 && body.contains("publishing stalled"));
@@ -97,8 +104,8 @@ async fn stalled_bridge() -> (BridgeProcess, String, Duration) {
 }
 
 /// Consumes `inbox` until every `msg <i>` came; how often each came.
-async fn consume_all(inbox: &str, mut first: impl FnMut()) -> BTreeMap<String, usize> {
-    let (consumer, mut events) = BROKER.connect().await;
+async fn consume_all(broker: Broker, inbox: &str, mut first: impl FnMut()) -> BTreeMap<String, usize> {
+    let (consumer, mut events) = broker.connect().await;
     consumer.subscribe(Subscription::new(inbox, AckMode::Auto)).await.unwrap();
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     while seen.len() < N {
@@ -115,9 +122,10 @@ fn every_request_once() -> BTreeMap<String, usize> {
     (0..N).map(|i| (format!("msg {i}"), 1)).collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_destination_nobody_consumes_holds_the_bridge_at_its_bound_and_a_consumer_resumes_it() {
-    let (bridge, inbox, stalled_after) = stalled_bridge().await;
+async fn a_destination_nobody_consumes_holds_the_bridge_at_its_bound_and_a_consumer_resumes_it(
+    broker: Broker,
+) {
+    let (bridge, inbox, stalled_after) = stalled_bridge(broker).await;
     let (_, first) = bridge.http_get("/metrics");
     let rss_first = rss_kib(bridge.pid());
     let watch = Instant::now();
@@ -168,7 +176,7 @@ async fn a_destination_nobody_consumes_holds_the_bridge_at_its_bound_and_a_consu
         resumed.elapsed()
     });
     let mut first_in = None;
-    let seen = consume_all(&inbox, || {
+    let seen = consume_all(broker, &inbox, || {
         first_in.get_or_insert_with(|| resumed.elapsed());
     })
     .await;
@@ -197,19 +205,19 @@ async fn a_destination_nobody_consumes_holds_the_bridge_at_its_bound_and_a_consu
     assert_eq!(messages(&m, "dead_lettered") + messages(&m, "retried"), 0.0, "{m}");
     assert!(!m.contains("bridge_dead_letters_total{"), "nothing dead-lettered:\n{m}");
     eprintln!(
-        "backpressure: {delivered_while_stalled} of {N} delivered before the stall ({stalled_after:.1?} after \
+        "backpressure on {}: {delivered_while_stalled} of {N} delivered before the stall ({stalled_after:.1?} after \
          the last send); held {held} unacknowledged (bound {IN_FLIGHT}) for {HOLD:?}, {polls} polls, \
          0 reconnects; RSS {rss_first} KiB then {rss_last} KiB; a consumer: the first message in {first_in:.2?}, \
-         ready again in {ready_in:.2?}, all {N} in {all_in:.2?}, no duplicate"
+         ready again in {ready_in:.2?}, all {N} in {all_in:.2?}, no duplicate",
+        broker.name()
     );
 }
 
 /// What an operator may well do to a bridge that is not ready: restart it. A stalled bridge
 /// stops on SIGTERM within its shutdown bounds, and the next one delivers everything (what the
 /// stopped one held possibly twice).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_stalled_bridge_stops_on_sigterm_and_the_next_one_delivers_everything() {
-    let (bridge, inbox, _) = stalled_bridge().await;
+async fn a_stalled_bridge_stops_on_sigterm_and_the_next_one_delivers_everything(broker: Broker) {
+    let (bridge, inbox, _) = stalled_bridge(broker).await;
     let (config, http_port) = (bridge.config.clone(), bridge.http_port);
     let asked = Instant::now();
     let status = bridge.terminate(60);
@@ -219,7 +227,7 @@ async fn a_stalled_bridge_stops_on_sigterm_and_the_next_one_delivers_everything(
     // timeout (2 s), and no UNSUBSCRIBE waiting for a receipt that cannot come.
     assert!(stopped_in < Duration::from_secs(9), "stopped in {stopped_in:?}");
     let next = BridgeProcess::start_with(config, http_port);
-    let seen = consume_all(&inbox, || {}).await;
+    let seen = consume_all(broker, &inbox, || {}).await;
     assert!(seen.keys().eq(every_request_once().keys()), "every request, by its text");
     // In confirm mode (the default) the SENDs the broker was holding back when the bridge
     // stopped are taken once a consumer makes room, and their sources, never acknowledged,
@@ -228,8 +236,114 @@ async fn a_stalled_bridge_stops_on_sigterm_and_the_next_one_delivers_everything(
     assert!(twice.len() <= IN_FLIGHT as usize, "more duplicates than the bridge held: {twice:?}");
     wait_readyz(&next, 30, |code, _| code == 200);
     eprintln!(
-        "backpressure: SIGTERM while stalled: exited 0 in {stopped_in:.1?}; the next bridge delivered all {N}, \
+        "backpressure on {}: SIGTERM while stalled: exited 0 in {stopped_in:.1?}; the next bridge delivered all {N}, \
          {} of them twice: {twice:?}",
+        broker.name(),
         twice.len()
+    );
+}
+
+/// Artemis's `address-full-policy` BLOCK does not hold a STOMP producer back (STOMP has no
+/// way to say "wait"; Artemis blocks Core and AMQP producers only): the address takes every
+/// message past its `max-size-bytes`, the bridge delivers all of them at once and never stalls.
+/// On Artemis, what holds the bridge back is FAIL (below) or nothing; PAGE, Artemis's default,
+/// moves the excess to disk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_artemis_an_address_at_max_size_with_block_takes_every_message_and_nothing_stalls() {
+    let broker = Broker::Artemis;
+    let (bridge, inbox) = bridge_into(broker, "backpressure", N).await;
+    let delivered =
+        format!("bridge_messages_total{{route=\"wiseagents->civitas\",outcome=\"delivered\"}} {N}");
+    bridge.wait_metric(|l| l == delivered, 60);
+    let (code, ready) = bridge.http_get("/readyz");
+    assert_eq!(code, 200, "never stalled: {ready}");
+    let (_, m) = bridge.http_get("/metrics");
+    assert_eq!(metric(&m, "bridge_publish_stalls_total"), 0.0, "{m}");
+    assert_eq!(metric(&m, "bridge_reconnects_total"), 0.0, "{m}");
+    let seen = consume_all(broker, &inbox, || {}).await;
+    assert_eq!(seen, every_request_once(), "every request once, by its text");
+    eprintln!(
+        "backpressure on artemis (BLOCK, 1 MB): all {N} taken past max-size-bytes, no stall, no reconnect"
+    );
+}
+
+/// The `_message` of a Wise Agents body (the dead-letter queue has the request unchanged).
+fn wise_text(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let line = text.lines().find_map(|l| l.strip_prefix("_message: ")).expect("a Wise Agents body");
+    line.to_owned()
+}
+
+/// Requests sent into an Artemis address with FAIL (64 KiB, about 40 of the bridge's Civitas
+/// messages).
+const FAIL_N: usize = 60;
+
+/// Artemis's FAIL refuses a SEND to a full address with an ERROR and closes the connection:
+/// the bridge reconnects, tries the refused message alone, and after `max_attempts` dead-letters
+/// it with the broker's reason (kind `broker`). Nothing is lost: each request is in the inbox
+/// or in the dead-letter queue, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_artemis_an_address_at_max_size_with_fail_dead_letters_the_refused_with_the_brokers_reason() {
+    let broker = Broker::Artemis;
+    let (bridge, inbox) = bridge_into(broker, "backpressure.fail", FAIL_N).await;
+    let dead_letter = std::fs::read_to_string(&bridge.config).unwrap();
+    let dead_letter = dead_letter
+        .lines()
+        .find_map(|l| l.strip_prefix("dead_letter = \""))
+        .and_then(|l| l.strip_suffix('"'))
+        .expect("the config names its dead-letter queue")
+        .to_owned();
+    let (dead_client, mut dead) = broker.connect().await;
+    dead_client.subscribe(Subscription::new(&dead_letter, AckMode::Auto)).await.unwrap();
+    let (consumer, mut events) = broker.connect().await;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let (_, m) = bridge.http_get("/metrics");
+        if messages(&m, "delivered") + messages(&m, "dead_lettered") >= FAIL_N as f64 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not all settled in time:\n{m}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut refused: BTreeMap<String, usize> = BTreeMap::new();
+    while let Ok(Some(msg)) = tokio::time::timeout(Duration::from_secs(2), dead.next_message()).await {
+        assert_eq!(msg.header("bridge-error-kind"), Some("broker"), "{:?}", msg.frame.headers);
+        let reason = msg.header("bridge-error").unwrap_or_default().to_owned();
+        assert!(reason.contains("AMQ"), "the broker's own reason: {reason}");
+        *refused.entry(wise_text(msg.body())).or_default() += 1;
+    }
+    consumer.subscribe(Subscription::new(&inbox, AckMode::Auto)).await.unwrap();
+    let mut taken: BTreeMap<String, usize> = BTreeMap::new();
+    while let Ok(Some(m)) = tokio::time::timeout(Duration::from_secs(2), events.next_message()).await {
+        let v: serde_json::Value = serde_json::from_slice(m.body()).expect("Civitas JSON");
+        *taken.entry(v["payload"]["message"].as_str().unwrap().to_owned()).or_default() += 1;
+    }
+    assert!(taken.values().all(|n| *n == 1), "no request delivered twice: {taken:?}");
+    for i in 0..FAIL_N {
+        let text = format!("msg {i}");
+        assert!(
+            taken.contains_key(&text) || refused.contains_key(&text),
+            "{text} lost: {taken:?} {refused:?}"
+        );
+    }
+    let delivered = taken.len();
+    assert!(delivered > 0 && !refused.is_empty(), "{delivered} delivered, {} refused", refused.len());
+    eprintln!(
+        "backpressure on artemis (FAIL, 64 KiB): {delivered} of {FAIL_N} delivered, {} dead-lettered with the broker's reason",
+        refused.len()
+    );
+}
+
+macro_rules! on {
+    ($broker:ident: $($name:ident),* $(,)?) => {
+        $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $name() { super::$name(super::Broker::$broker).await })*
+    };
+}
+
+mod activemq {
+    on!(ActiveMq:
+        a_destination_nobody_consumes_holds_the_bridge_at_its_bound_and_a_consumer_resumes_it,
+        a_stalled_bridge_stops_on_sigterm_and_the_next_one_delivers_everything,
     );
 }

@@ -250,3 +250,23 @@ mod rabbitmq {
         a_civitas_runtime_ask_is_answered_through_the_bridges_reply_queue,
     );
 }
+
+/// Artemis has no advisories: an agent named by a glob cannot be discovered there
+/// (config/artemis.toml lists agents by name).
+mod artemis {
+    on!(Artemis:
+        a_wise_agents_tool_call_answered_by_a_civitas_agent_comes_back_routed("json"),
+        a_wise_agents_request_answered_by_a_vox_agent_comes_back_routed,
+        a_wise_agents_request_answered_by_a_penguiflow_agent_comes_back_routed,
+        a_civitas_agent_asking_a_native_agent_gets_the_answer_with_its_correlation_id,
+    );
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_msgpack_civitas_agent_is_served_in_msgpack() {
+        super::a_wise_agents_tool_call_answered_by_a_civitas_agent_comes_back_routed(
+            super::Broker::Artemis,
+            "msgpack",
+        )
+        .await
+    }
+}

@@ -381,3 +381,16 @@ mod rabbitmq {
         an_unanswered_ask_gets_an_error_answer_and_a_late_one_is_dropped,
     );
 }
+
+mod artemis {
+    on!(Artemis:
+        concurrent_civitas_asks_reach_their_own_reply_addresses,
+        a_vox_receipt_is_not_the_answer,
+        answers_are_known_by_their_correlation_not_their_shape,
+        a_penguiflow_ask_gets_its_trace_and_meta_back,
+        answers_have_the_types_their_receivers_act_on,
+        an_unanswered_ask_gets_an_error_answer_and_a_late_one_is_dropped,
+        priority_expiry_and_signatures_keep_their_meaning,
+        a_civitas_stream_reply_arrives_as_one_answer,
+    );
+}

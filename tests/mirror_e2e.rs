@@ -22,6 +22,7 @@ fn mirror_toml(broker: Broker, names: &Names) -> String {
     let tap = match broker {
         Broker::ActiveMq => "activemq",
         Broker::RabbitMq => "rabbitmq-firehose",
+        Broker::Artemis => "artemis",
     };
     let mut toml = format!("\n[mirror]\ntap = \"{tap}\"\n\n[mirror.topics]\n");
     for format in FORMATS.iter().chain(&["canonical"]) {
@@ -35,7 +36,7 @@ fn mirror_toml(broker: Broker, names: &Names) -> String {
 
 /// Every copy of `format` this test's bridge publishes (a wildcard subscription).
 fn all_copies(broker: Broker, names: &Names, format: &str) -> String {
-    let rest = if broker == Broker::ActiveMq { ">" } else { "#" };
+    let rest = if broker == Broker::ActiveMq { ">" } else { "#" }; // Artemis: `#`, as RabbitMQ
     format!("/topic/mirror.{}.{format}.{rest}", names.uid)
 }
 
@@ -447,6 +448,27 @@ async fn activemq_a_tap_that_shows_nothing_is_not_ready_and_says_the_fix() {
     let fix = "merge config/mirror/activemq.xml into the broker's activemq.xml";
     let bridge = a_tap_that_shows_nothing_is_not_ready_and_says_the_fix(Broker::ActiveMq, &nothing, fix);
     assert!(bridge.terminate(20).success());
+}
+
+/// Artemis's tap is the divert of config/artemis/etc-override/broker.xml.
+#[tokio::test(flavor = "multi_thread")]
+async fn artemis_a_mirror_that_falls_behind_drops_copies_and_never_the_native_traffic() {
+    a_mirror_that_falls_behind_drops_copies_and_never_the_native_traffic(Broker::Artemis).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn artemis_native_conversation_is_observed_in_every_format() {
+    conversation_is_observed_in_every_format(Broker::Artemis).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn artemis_mirror_keeps_up_with_ten_thousand_messages() {
+    mirror_keeps_up_with_ten_thousand_messages(Broker::Artemis).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn artemis_answers_pair_with_their_questions_first_in_first_out() {
+    answers_pair_with_their_questions_first_in_first_out(Broker::Artemis).await;
 }
 
 /// One test on RabbitMQ, so that one process turns the firehose on and off. It starts off:

@@ -81,3 +81,10 @@ mod rabbitmq {
         super::broker_restart_mid_stream_loses_nothing(super::Broker::RabbitMq).await
     }
 }
+
+mod artemis {
+    #[tokio::test]
+    async fn broker_restart_mid_stream_loses_nothing() {
+        super::broker_restart_mid_stream_loses_nothing(super::Broker::Artemis).await
+    }
+}

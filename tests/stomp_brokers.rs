@@ -1,4 +1,4 @@
-//! The STOMP client against real ActiveMQ Classic and RabbitMQ (`scripts/brokers.sh start`).
+//! The STOMP client against real ActiveMQ Classic, RabbitMQ and Artemis (`scripts/brokers.sh start`).
 
 mod common;
 
@@ -133,7 +133,7 @@ async fn many_messages_keep_their_order_on_one_queue(broker: Broker) {
     assert_eq!(next_message(&mut events, 10).await.body(), b"end");
 }
 
-macro_rules! on_both_brokers {
+macro_rules! on_every_broker {
     ($($name:ident),* $(,)?) => {
         mod activemq {
             $(#[tokio::test] async fn $name() { super::$name(super::Broker::ActiveMq).await })*
@@ -141,10 +141,13 @@ macro_rules! on_both_brokers {
         mod rabbitmq {
             $(#[tokio::test] async fn $name() { super::$name(super::Broker::RabbitMq).await })*
         }
+        mod artemis {
+            $(#[tokio::test] async fn $name() { super::$name(super::Broker::Artemis).await })*
+        }
     };
 }
 
-on_both_brokers!(
+on_every_broker!(
     a_message_sent_with_a_receipt_arrives_with_its_headers,
     a_one_mib_body_and_a_body_with_nul_bytes_round_trip,
     client_individual_acks_only_the_acked_message,
@@ -152,6 +155,16 @@ on_both_brokers!(
     a_silent_broker_is_detected_within_the_heartbeat_bound,
     many_messages_keep_their_order_on_one_queue,
 );
+
+#[tokio::test]
+async fn tls_with_the_generated_ca_reaches_activemqs_ssl_connector() {
+    tls_with_the_generated_ca_reaches_the_ssl_connector_and_another_ca_is_refused(Broker::ActiveMq).await
+}
+
+#[tokio::test]
+async fn tls_with_the_generated_ca_reaches_artemiss_ssl_acceptor() {
+    tls_with_the_generated_ca_reaches_the_ssl_connector_and_another_ca_is_refused(Broker::Artemis).await
+}
 
 #[tokio::test]
 async fn activemq_nack_sends_the_message_to_its_dead_letter_queue() {
@@ -222,10 +235,9 @@ async fn activemq_applies_a_selector_given_as_an_extra_subscribe_header() {
     assert_eq!(next_message(&mut events, 10).await.body(), b"b");
 }
 
-#[tokio::test]
-async fn tls_with_the_generated_ca_reaches_activemqs_ssl_connector() {
-    let mut config = Broker::ActiveMq.config();
-    config.url = "stomp+ssl://127.0.0.1:61614".parse().unwrap();
+async fn tls_with_the_generated_ca_reaches_the_ssl_connector_and_another_ca_is_refused(broker: Broker) {
+    let mut config = broker.config();
+    config.url = format!("stomp+ssl://127.0.0.1:{}", broker.port() + 1).parse().unwrap();
     config.tls = TlsOptions { ca_file: Some(common::test_ca()), ..Default::default() };
     let (client, mut events) = Client::connect(config.clone()).await.expect("TLS connect");
     let queue = unique_queue("tls");

@@ -3,10 +3,10 @@
 //! not name fails closed with an error that says which; a broker that requires a client
 //! certificate accepts the bridge's and refuses a bridge without one.
 //!
-//! Then the bridge as a process against ActiveMQ's connector that requires a client
-//! certificate (`needClientAuth`, the STOMP port + 2, 61615), with the CA and client
-//! certificate `scripts/brokers.sh start` made: its certificate carries a request through;
-//! none, or one from another CA, is refused, nothing moves, and the log says why.
+//! Then the bridge as a process against ActiveMQ Classic's and Artemis's acceptors that require
+//! a client certificate (`needClientAuth`, the STOMP port + 2: 61615 and 61635), with the CA and
+//! client certificate `scripts/brokers.sh start` made: its certificate carries a request
+//! through; none, or one from another CA, is refused, nothing moves, and the log says why.
 
 mod common;
 
@@ -143,9 +143,9 @@ fn brokers_tls(name: &str) -> PathBuf {
     path
 }
 
-/// ActiveMQ's STOMP+SSL connector with `needClientAuth=true` (scripts/brokers.sh).
-fn client_auth_port() -> u16 {
-    Broker::ActiveMq.port() + 2
+/// The broker's STOMP+SSL connector with `needClientAuth=true` (scripts/brokers.sh).
+fn client_auth_port(broker: Broker) -> u16 {
+    broker.port() + 2
 }
 
 /// `[broker]` TLS settings: the brokers' test CA, and a client certificate and key if given.
@@ -161,14 +161,13 @@ fn tls_settings(client: Option<(&Path, &Path)>) -> String {
     lines
 }
 
-/// A bridge for one Civitas agent `civ` whose only broker URL is ActiveMQ's connector that
+/// A bridge for one Civitas agent `civ` whose only broker URL is the broker's connector that
 /// requires a client certificate, with these TLS settings.
-fn client_auth_bridge_toml(names: &Names, civ: &str, tls: &str, http_port: u16) -> String {
-    let broker = Broker::ActiveMq;
+fn client_auth_bridge_toml(broker: Broker, names: &Names, civ: &str, tls: &str, http_port: u16) -> String {
     let toml = config_toml(broker, names, &[(civ, "civitas", "")], http_port);
     let plain = format!("url = \"stomp://127.0.0.1:{}\"\n", broker.port());
     assert!(toml.contains(&plain), "{toml}");
-    let ssl = format!("url = \"stomp+ssl://127.0.0.1:{}\"\n{tls}", client_auth_port());
+    let ssl = format!("url = \"stomp+ssl://127.0.0.1:{}\"\n{tls}", client_auth_port(broker));
     toml.replacen(&plain, &ssl, 1)
 }
 
@@ -177,34 +176,35 @@ fn wise_agents_query(text: &str, sender: &str) -> Vec<u8> {
     common::wise_query(text, sender, "Books").to_yaml().into_bytes()
 }
 
-/// A client of ActiveMQ's plain STOMP connector subscribed to `dest`: the agents' side.
-async fn listen(dest: &str) -> (Client, stomp_agent_bridge::stomp::Events) {
-    let (client, events) = Broker::ActiveMq.connect().await;
+/// A client of the broker's plain STOMP connector subscribed to `dest`: the agents' side.
+async fn listen(broker: Broker, dest: &str) -> (Client, stomp_agent_bridge::stomp::Events) {
+    let (client, events) = broker.connect().await;
     client.subscribe(Subscription::new(dest, AckMode::Auto)).await.unwrap();
     (client, events)
 }
 
-async fn send_request(names: &Names, civ: &str, body: Vec<u8>) {
-    let (producer, _) = Broker::ActiveMq.connect().await;
+async fn send_request(broker: Broker, names: &Names, civ: &str, body: Vec<u8>) {
+    let (producer, _) = broker.connect().await;
     let frame = Frame::new(Command::Send).with("destination", names.request(civ)).with_body(body);
     producer.send_confirmed(frame).await.expect("the request is on its queue");
     producer.disconnect().await.ok();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_bridge_with_a_client_certificate_carries_a_request_through_activemqs_client_auth_connector() {
-    let names = Names::new(Broker::ActiveMq);
+async fn the_bridge_with_a_client_certificate_carries_a_request_through_the_client_auth_connector(
+    broker: Broker,
+) {
+    let names = Names::new(broker);
     let civ = names.agent("Weather");
     let caller = names.agent("LLMAgent");
     let (cert, key) = (brokers_tls("client.pem"), brokers_tls("client.key"));
     let http_port = free_port();
     let tls = tls_settings(Some((&cert, &key)));
-    let toml = client_auth_bridge_toml(&names, &civ, &tls, http_port);
+    let toml = client_auth_bridge_toml(broker, &names, &civ, &tls, http_port);
     let bridge = BridgeProcess::start(&toml, http_port, &names.uid);
-    assert_eq!(bridge.http_get("/readyz").0, 200, "connected through port {}", client_auth_port());
+    assert_eq!(bridge.http_get("/readyz").0, 200, "connected through port {}", client_auth_port(broker));
 
-    let (_agent, mut inbox) = listen(&names.dest(&format!("civitas.in.{civ}"))).await;
-    send_request(&names, &civ, wise_agents_query("which books on TLS?", &caller)).await;
+    let (_agent, mut inbox) = listen(broker, &names.dest(&format!("civitas.in.{civ}"))).await;
+    send_request(broker, &names, &civ, wise_agents_query("which books on TLS?", &caller)).await;
     let m = next_message(&mut inbox, 20).await;
     let asked: Value = serde_json::from_slice(m.body()).unwrap();
     assert_eq!(asked["type"], "message", "{asked}");
@@ -216,15 +216,15 @@ async fn the_bridge_with_a_client_certificate_carries_a_request_through_activemq
 /// Runs the bridge with these TLS settings against the connector that requires a client
 /// certificate, with a request waiting for it: the bridge never becomes ready, the request
 /// stays on its queue unread and the Civitas inbox stays empty. The error it logged.
-async fn refused_by_the_client_auth_connector(tls: &str) -> String {
-    let names = Names::new(Broker::ActiveMq);
+async fn refused_by_the_client_auth_connector(broker: Broker, tls: &str) -> String {
+    let names = Names::new(broker);
     let civ = names.agent("Weather");
-    let (_agent, mut inbox) = listen(&names.dest(&format!("civitas.in.{civ}"))).await;
+    let (_agent, mut inbox) = listen(broker, &names.dest(&format!("civitas.in.{civ}"))).await;
     let body = wise_agents_query("this must not move", &names.agent("LLMAgent"));
-    send_request(&names, &civ, body.clone()).await;
+    send_request(broker, &names, &civ, body.clone()).await;
 
     let http_port = free_port();
-    let toml = client_auth_bridge_toml(&names, &civ, tls, http_port);
+    let toml = client_auth_bridge_toml(broker, &names, &civ, tls, http_port);
     let mut bridge = BridgeProcess::spawn(&toml, http_port, &names.uid);
     let first = bridge.wait_log("cannot connect to the broker", 30);
     bridge.wait_log("cannot connect to the broker", 30);
@@ -234,17 +234,17 @@ async fn refused_by_the_client_auth_connector(tls: &str) -> String {
 
     let nothing = tokio::time::timeout(std::time::Duration::from_secs(1), inbox.next_message()).await;
     assert!(nothing.is_err(), "nothing reached the Civitas inbox: {nothing:?}");
-    let (_c, mut requests) = listen(&names.request(&civ)).await;
+    let (_c, mut requests) = listen(broker, &names.request(&civ)).await;
     assert_eq!(next_message(&mut requests, 10).await.body(), &body[..], "the request is still on its queue");
     let error: Value = serde_json::from_str(&first).unwrap();
     let error = error["error"].as_str().unwrap_or_else(|| panic!("no error field: {first}"));
     error.to_owned()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_bridge_without_a_client_certificate_is_refused_by_activemqs_client_auth_connector_and_says_why()
-{
-    let error = refused_by_the_client_auth_connector(&tls_settings(None)).await;
+async fn the_bridge_without_a_client_certificate_is_refused_by_the_client_auth_connector_and_says_why(
+    broker: Broker,
+) {
+    let error = refused_by_the_client_auth_connector(broker, &tls_settings(None)).await;
     assert_eq!(
         error,
         "the broker refused the TLS handshake: received fatal alert: BadCertificate \
@@ -252,12 +252,36 @@ async fn the_bridge_without_a_client_certificate_is_refused_by_activemqs_client_
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_client_certificate_from_another_ca_is_refused_by_activemqs_client_auth_connector_and_says_why() {
-    // tests/tls/'s client certificate: its CA is not in ActiveMQ's truststore.
+async fn a_client_certificate_from_another_ca_is_refused_by_the_client_auth_connector_and_says_why(
+    broker: Broker,
+) {
+    // tests/tls/'s client certificate: its CA is not in the broker's truststore.
     let tls = tls_settings(Some((&pem("client.pem"), &pem("client.key"))));
-    let error = refused_by_the_client_auth_connector(&tls).await;
+    let error = refused_by_the_client_auth_connector(broker, &tls).await;
     let said = "the broker refused the TLS handshake: received fatal alert: CertificateUnknown";
     let asked = format!("(does the broker trust the client certificate {}?)", pem("client.pem").display());
     assert_eq!(error, format!("{said} {asked}"));
+}
+
+macro_rules! on {
+    ($broker:ident: $($name:ident),* $(,)?) => {
+        $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $name() { super::$name(super::Broker::$broker).await })*
+    };
+}
+
+mod activemq {
+    on!(ActiveMq:
+        the_bridge_with_a_client_certificate_carries_a_request_through_the_client_auth_connector,
+        the_bridge_without_a_client_certificate_is_refused_by_the_client_auth_connector_and_says_why,
+        a_client_certificate_from_another_ca_is_refused_by_the_client_auth_connector_and_says_why,
+    );
+}
+
+mod artemis {
+    on!(Artemis:
+        the_bridge_with_a_client_certificate_carries_a_request_through_the_client_auth_connector,
+        the_bridge_without_a_client_certificate_is_refused_by_the_client_auth_connector_and_says_why,
+        a_client_certificate_from_another_ca_is_refused_by_the_client_auth_connector_and_says_why,
+    );
 }

@@ -1,9 +1,9 @@
 //! loadgen: the whole path measured against the broker's own ceiling, in one run.
 //!
-//!   cargo run --release --bin loadgen -- [--broker activemq|rabbitmq] [--messages N]
+//!   cargo run --release --bin loadgen -- [--broker activemq|rabbitmq|artemis] [--messages N]
 //!                                        [--backlog N] [--bridge PATH] [--one-hop-only]
 //!                                        [--agents N] [--reference SCRIPT]
-//!   (SAB_ACTIVEMQ_PORT / SAB_RABBITMQ_PORT: another instance's STOMP port)
+//!   (SAB_ACTIVEMQ_PORT / SAB_RABBITMQ_PORT / SAB_ARTEMIS_PORT: another instance's STOMP port)
 //!
 //! Against a local broker (`scripts/brokers.sh start`), with persistent Wise Agents YAML bodies:
 //! 1. one hop: producer → queue → consumer, the broker's pass-through;
@@ -46,29 +46,31 @@ use support::BridgeProcess;
 enum Broker {
     ActiveMq,
     RabbitMq,
+    Artemis,
 }
 
 impl Broker {
     /// The broker of `scripts/brokers.sh`, or another instance's port from `SAB_ACTIVEMQ_PORT`
-    /// / `SAB_RABBITMQ_PORT` (as the tests read them).
+    /// / `SAB_RABBITMQ_PORT` / `SAB_ARTEMIS_PORT` (as the tests read them).
     fn url(self) -> String {
         let (var, port) = match self {
             Broker::ActiveMq => ("SAB_ACTIVEMQ_PORT", 61613),
             Broker::RabbitMq => ("SAB_RABBITMQ_PORT", 61623),
+            Broker::Artemis => ("SAB_ARTEMIS_PORT", 61633),
         };
         let port = std::env::var(var).ok().and_then(|p| p.parse::<u16>().ok()).unwrap_or(port);
         format!("stomp://127.0.0.1:{port}")
     }
     fn credentials(self) -> (&'static str, &'static str) {
         match self {
-            Broker::ActiveMq => ("admin", "admin"),
+            Broker::ActiveMq | Broker::Artemis => ("admin", "admin"),
             Broker::RabbitMq => ("guest", "guest"),
         }
     }
     /// Wise Agents' queue prefixes as this broker allows them.
     fn prefixes(self) -> (&'static str, &'static str) {
         match self {
-            Broker::ActiveMq => ("/queue/request/", "/queue/response/"),
+            Broker::ActiveMq | Broker::Artemis => ("/queue/request/", "/queue/response/"),
             Broker::RabbitMq => ("/queue/request.", "/queue/response."),
         }
     }
@@ -76,6 +78,7 @@ impl Broker {
         match self {
             Broker::ActiveMq => "ActiveMQ Classic",
             Broker::RabbitMq => "RabbitMQ",
+            Broker::Artemis => "ActiveMQ Artemis",
         }
     }
 }
@@ -112,6 +115,7 @@ fn args() -> Result<Args, String> {
                 a.broker = match value()?.as_str() {
                     "activemq" => Broker::ActiveMq,
                     "rabbitmq" => Broker::RabbitMq,
+                    "artemis" => Broker::Artemis,
                     other => return Err(format!("unknown broker {other:?}")),
                 }
             }

@@ -2,6 +2,7 @@
 //! A bad message is dead-lettered and the stream carries on; a broken connection is the
 //! STOMP client's to repair, and unacknowledged messages come back from the broker.
 
+mod dedup;
 pub mod delivery;
 mod engine;
 pub mod pipeline;

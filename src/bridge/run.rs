@@ -84,6 +84,16 @@ async fn proxy(
     } else {
         (client.clone(), None)
     };
+    // Artemis applies a STOMP ACK inside a transaction at once: transaction mode is not atomic
+    // there, so it settles in confirm mode (with duplicate ids) on its one connection.
+    let mode = Mode::choose_on(config.delivery.mode, client.server());
+    if !split && mode == Mode::Confirm {
+        warn!(
+            server = client.server(),
+            "delivery.mode = \"transaction\" is not atomic on ActiveMQ Artemis (it applies an ACK inside a \
+             transaction at once): settling in confirm mode, with duplicate ids"
+        );
+    }
     let consuming = Consuming::of(&config, pipeline.router.subscriptions().len(), split);
     let receipt_timeout = Duration::from_millis(config.delivery.receipt_timeout_ms);
     let settler = Settler::new(publisher.clone(), client.clone(), metrics.clone(), mode, receipt_timeout);
@@ -224,6 +234,16 @@ pub(crate) async fn connect(
 /// ActiveMQ Classic's topic announcing new queues.
 const ADVISORY: &str = "/topic/ActiveMQ.Advisory.Queue";
 
+/// Artemis reads a prefetch as a window in bytes of its own encoding of the messages (and lets
+/// one message through whatever its size), so that `activemq.prefetchSize` alone would be one
+/// message at a time and a held PenguiFlow stream could never complete there (tests/artemis.rs).
+/// Its `consumer-window-size` gets this many bytes per prefetched message (measured: a
+/// 190-byte Wise Agents request counts about 450 bytes there, a 1,000-byte body about 1,300;
+/// with 1 KiB a three-chunk PenguiFlow stream did not fit the adapters' prefetch of 3), so the
+/// in-flight bound holds on Artemis as a bound in bytes: 1.6 messages a slot at 1,000 bytes,
+/// 4.6 at 190 bytes, under `max_buffered`'s margin.
+const ARTEMIS_WINDOW_PER_MESSAGE: usize = 2048;
+
 /// How the bridge consumes: `client-individual` acks, each subscription's prefetch
 /// (ActiveMQ's and RabbitMQ's headers both) the whole of `in_flight` when the engine's budget
 /// bounds what is read, else an equal share of it; and ActiveMQ's exclusive consumer when
@@ -244,7 +264,11 @@ impl Consuming {
     fn subscription(self, destination: &str) -> Subscription {
         let sub = Subscription::new(destination, AckMode::ClientIndividual)
             .with("activemq.prefetchSize", self.prefetch.to_string())
-            .with("prefetch-count", self.prefetch.to_string());
+            .with("prefetch-count", self.prefetch.to_string())
+            .with(
+                "consumer-window-size",
+                self.prefetch.saturating_mul(ARTEMIS_WINDOW_PER_MESSAGE).to_string(),
+            );
         if self.exclusive { sub.with("activemq.exclusive", "true") } else { sub }
     }
 }

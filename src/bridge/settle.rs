@@ -28,6 +28,7 @@
 //! instead would only roll back, redeliver the same messages to the same full destination,
 //! and do it again every receipt timeout (measured: a reconnect every 2 s, docs/HARDENING.md).
 
+use super::dedup::{DUPLICATE_ID, duplicate_id};
 use super::delivery::{Outcome, Work};
 use crate::config::DeliveryMode;
 use crate::stomp::{Client, Command, Frame, Item, Receipt, SessionError};
@@ -57,6 +58,16 @@ impl Mode {
             DeliveryMode::Transaction => Mode::Transaction,
             DeliveryMode::Confirm | DeliveryMode::Auto => Mode::Confirm,
         }
+    }
+
+    /// [`Mode::choose`] on the broker whose CONNECTED frame said `server`. ActiveMQ Artemis
+    /// applies a STOMP ACK sent inside a transaction at once (an ABORT does not bring the
+    /// message back, tests/artemis.rs), so a crash between the ACKs and the COMMIT would lose
+    /// the batch: there `transaction` is `confirm`, whose repeated SENDs Artemis drops by their
+    /// duplicate ids (dedup.rs).
+    pub fn choose_on(configured: DeliveryMode, server: Option<&str>) -> Mode {
+        let artemis = server.is_some_and(|s| s.starts_with("ActiveMQ-Artemis"));
+        if artemis { Mode::Confirm } else { Mode::choose(configured) }
     }
 
     pub fn as_str(self) -> &'static str {
@@ -159,7 +170,8 @@ fn first_half(mode: Mode, tx: &str, works: &mut [Work]) -> (Vec<Item>, Vec<usize
         items.push(Item::Frame { frame: Frame::new(Command::Begin).with("transaction", tx), receipt: false });
     }
     for (i, work) in works.iter_mut().enumerate() {
-        for mut frame in std::mem::take(&mut work.publish) {
+        for (j, mut frame) in std::mem::take(&mut work.publish).into_iter().enumerate() {
+            frame.headers.push((DUPLICATE_ID.into(), duplicate_id(&work.source.message, j)));
             if mode == Mode::Transaction {
                 frame.headers.push(("transaction".into(), tx.to_owned()));
             }

@@ -8,6 +8,15 @@ fn auto_mode_confirms_and_a_transaction_is_asked_for() {
 }
 
 #[test]
+fn on_artemis_a_transaction_is_asked_for_and_confirm_is_used() {
+    let artemis = Some("ActiveMQ-Artemis/2.37.0 ActiveMQ Artemis Messaging Engine");
+    assert_eq!(Mode::choose_on(DeliveryMode::Transaction, artemis), Mode::Confirm);
+    assert_eq!(Mode::choose_on(DeliveryMode::Auto, artemis), Mode::Confirm);
+    assert_eq!(Mode::choose_on(DeliveryMode::Transaction, Some("ActiveMQ/5.17.2")), Mode::Transaction);
+    assert_eq!(Mode::choose_on(DeliveryMode::Transaction, None), Mode::Transaction);
+}
+
+#[test]
 fn attempts_count_per_message_and_forget_the_oldest() {
     let mut a = Attempts::default();
     let k = Attempts::key("/queue/a", b"x");

@@ -25,7 +25,7 @@ impl Names {
             % 1_000_000_000;
         let uid = format!("{}x{}x{}", std::process::id(), nanos, N.fetch_add(1, Ordering::Relaxed));
         let (request_prefix, response_prefix) = match broker {
-            Broker::ActiveMq => ("/queue/request/".into(), "/queue/response/".into()),
+            Broker::ActiveMq | Broker::Artemis => ("/queue/request/".into(), "/queue/response/".into()),
             Broker::RabbitMq => ("/queue/request.".into(), "/queue/response.".into()),
         };
         Names { uid, request_prefix, response_prefix }

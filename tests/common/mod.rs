@@ -17,22 +17,25 @@ use tokio::net::{TcpListener, TcpStream};
 pub enum Broker {
     ActiveMq,
     RabbitMq,
+    /// ActiveMQ Artemis, from config/artemis/etc-override/broker.xml (what Wise Agents uses).
+    Artemis,
 }
 
 impl Broker {
-    /// The STOMP port; `SAB_ACTIVEMQ_PORT` / `SAB_RABBITMQ_PORT` point the tests at another
-    /// instance (a private broker while the shared ones are busy).
+    /// The STOMP port; `SAB_ACTIVEMQ_PORT` / `SAB_RABBITMQ_PORT` / `SAB_ARTEMIS_PORT` point the
+    /// tests at another instance (a private broker while the shared ones are busy).
     pub fn port(self) -> u16 {
         let (var, default) = match self {
             Broker::ActiveMq => ("SAB_ACTIVEMQ_PORT", 61613),
             Broker::RabbitMq => ("SAB_RABBITMQ_PORT", 61623),
+            Broker::Artemis => ("SAB_ARTEMIS_PORT", 61633),
         };
         std::env::var(var).ok().and_then(|p| p.parse().ok()).unwrap_or(default)
     }
 
     pub fn credentials(self) -> (&'static str, &'static str) {
         match self {
-            Broker::ActiveMq => ("admin", "admin"),
+            Broker::ActiveMq | Broker::Artemis => ("admin", "admin"),
             Broker::RabbitMq => ("guest", "guest"),
         }
     }
@@ -41,6 +44,7 @@ impl Broker {
         match self {
             Broker::ActiveMq => "activemq",
             Broker::RabbitMq => "rabbitmq",
+            Broker::Artemis => "artemis",
         }
     }
 
@@ -107,6 +111,16 @@ pub struct Proxy {
 
 impl Proxy {
     pub async fn start(target: u16) -> Proxy {
+        Self::start_with(target, false).await
+    }
+
+    /// A proxy that never passes on an ACK frame from the client: the client believes it
+    /// acknowledged, the broker redelivers once the connection ends.
+    pub async fn dropping_acks(target: u16) -> Proxy {
+        Self::start_with(target, true).await
+    }
+
+    async fn start_with(target: u16, drop_acks: bool) -> Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
         let port = listener.local_addr().unwrap().port();
         let generation = Arc::new(AtomicU64::new(0));
@@ -119,9 +133,10 @@ impl Proxy {
                 let Ok(server) = TcpStream::connect(("127.0.0.1", target)).await else { continue };
                 let (cr, cw) = client.into_split();
                 let (sr, sw) = server.into_split();
-                let path = Path { generation: gen_of_conn, frozen_upto: f.clone(), cut: c.subscribe() };
+                let path =
+                    Path { generation: gen_of_conn, frozen_upto: f.clone(), cut: c.subscribe(), drop_acks };
                 tokio::spawn(pump(cr, sw, path.clone()));
-                tokio::spawn(pump(sr, cw, path));
+                tokio::spawn(pump(sr, cw, Path { drop_acks: false, ..path }));
             }
         });
         Proxy { port, generation, frozen_upto, cut }
@@ -143,6 +158,26 @@ struct Path {
     generation: u64,
     frozen_upto: Arc<AtomicU64>,
     cut: tokio::sync::watch::Receiver<u64>,
+    /// Drop the ACK frames passing this way.
+    drop_acks: bool,
+}
+
+/// What of `pending` (client bytes) goes on: every whole frame but ACKs, and heart-beat
+/// newlines between frames; an incomplete frame stays in `pending`.
+fn without_acks(pending: &mut Vec<u8>) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(end) = pending.iter().position(|b| *b == 0) {
+        let frame: Vec<u8> = pending.drain(..=end).collect();
+        let start = frame.iter().position(|b| *b != b'\n' && *b != b'\r').unwrap_or(frame.len());
+        out.extend_from_slice(&frame[..start]);
+        if !frame[start..].starts_with(b"ACK\n") && !frame[start..].starts_with(b"ACK\r\n") {
+            out.extend_from_slice(&frame[start..]);
+        }
+    }
+    if pending.iter().all(|b| *b == b'\n' || *b == b'\r') {
+        out.append(pending);
+    }
+    out
 }
 
 async fn pump(
@@ -151,6 +186,7 @@ async fn pump(
     mut path: Path,
 ) {
     let mut buf = vec![0u8; 64 * 1024];
+    let mut pending = Vec::new();
     loop {
         let read = from.read(&mut buf).await;
         // A frozen path neither forwards bytes nor passes on a close, until it is cut.
@@ -163,7 +199,13 @@ async fn pump(
             Ok(0) | Err(_) => return,
             Ok(n) => n,
         };
-        if to.write_all(&buf[..n]).await.is_err() {
+        let written = if path.drop_acks {
+            pending.extend_from_slice(&buf[..n]);
+            to.write_all(&without_acks(&mut pending)).await
+        } else {
+            to.write_all(&buf[..n]).await
+        };
+        if written.is_err() {
             return;
         }
     }

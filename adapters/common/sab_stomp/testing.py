@@ -41,6 +41,11 @@ class Broker:
         return cls(port=int(os.environ.get("SAB_TEST_RABBITMQ_PORT", "61623")), login="guest", passcode="guest",
                    request_prefix="/queue/request.", response_prefix="/queue/response.")
 
+    @classmethod
+    def artemis(cls) -> Broker:
+        """ActiveMQ Artemis as scripts/brokers.sh starts it (Wise Agents' own queue names)."""
+        return cls(port=int(os.environ.get("SAB_TEST_ARTEMIS_PORT", "61633")))
+
     def link(self, **overrides: Any) -> LinkConfig:
         cfg = LinkConfig(port=self.port, login=self.login, passcode=self.passcode, heartbeats=(2000, 2000))
         for k, v in overrides.items():
