@@ -80,3 +80,11 @@ fn a_replay_goes_to_its_source_with_the_count_raised_and_nothing_of_the_delivery
     );
     assert!(replay_frame(&dead_letter(&[], "x"), None).is_none(), "no source, no destination");
 }
+
+#[test]
+fn a_replay_count_at_its_largest_stays_there_instead_of_overflowing() {
+    // Any broker client can set `bridge-replays`; the count must not wrap or panic.
+    let dl = dead_letter(&[("bridge-source", "/queue/a"), (REPLAYS, "4294967295")], "x");
+    let frame = replay_frame(&dl, None).unwrap();
+    assert_eq!(frame.header(REPLAYS), Some("4294967295"));
+}
