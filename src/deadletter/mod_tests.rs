@@ -88,3 +88,13 @@ fn a_replay_count_at_its_largest_stays_there_instead_of_overflowing() {
     let frame = replay_frame(&dl, None).unwrap();
     assert_eq!(frame.header(REPLAYS), Some("4294967295"));
 }
+
+#[test]
+fn rates_are_zero_or_finite_and_within_bounds() {
+    assert_eq!(parse_rate("0"), Ok(0.0));
+    assert_eq!(parse_rate("50"), Ok(50.0));
+    assert_eq!(parse_rate("0.001"), Ok(0.001));
+    for bad in ["inf", "NaN", "-1", "1e-300", "1e9", "fast"] {
+        assert!(parse_rate(bad).is_err(), "{bad}");
+    }
+}
