@@ -74,6 +74,7 @@ async fn a_poisoned_stream_replayed_after_the_fix_arrives_once_and_nothing_is_lo
 
     // Replayed before the fix: dead-lettered again, each with its replay count.
     let dry = dead_letters(&bridge.config, &["replay", "--dry-run"]);
+    assert_eq!(dry.len(), POISONED, "a dry run names every dead letter: {dry:?}");
     assert!(dry.iter().all(|r| r["outcome"] == "would_replay"), "{dry:?}");
     assert_eq!(dead_letters(&bridge.config, &["list"]).len(), POISONED, "a dry run removes nothing");
     let replayed = dead_letters(&bridge.config, &["replay", "--rate", "0"]);
