@@ -33,9 +33,10 @@ pub(super) fn decode<T: DeserializeOwned>(tree: &mut Node, problems: &mut Vec<Pr
             })
             .collect();
         let message = err.into_inner().message().to_owned();
+        let shown = tree.file_steps(&steps);
         if let Some(field) = between(&message, "missing field `", "`") {
             dropped_table = true;
-            let key = dotted(&[steps.clone(), vec![Step::Key(field.to_owned())]].concat());
+            let key = dotted(&[shown.clone(), vec![Step::Key(field.to_owned())]].concat());
             let (node, _, found) = tree.find(&steps);
             let inside = |p: &Problem| p.key == key || p.key.starts_with(&format!("{key}."));
             if !problems.iter().any(inside) {
@@ -49,14 +50,14 @@ pub(super) fn decode<T: DeserializeOwned>(tree: &mut Node, problems: &mut Vec<Pr
         }
         let (node, key_span, found) = tree.find(&steps);
         if steps.is_empty() || found < steps.len() {
-            problems.push(Problem::new(&dotted(&steps), &message, At::File));
+            problems.push(Problem::new(&dotted(&shown), &message, At::File));
             return Decoded { value: None, dropped_table };
         }
         if let Some(value) = env_text_as(node, &message) {
             tree.change(&steps, |node| node.kind = Kind::Leaf(value));
             continue;
         }
-        problems.push(problem(&steps, node, key_span, &message));
+        problems.push(problem(&shown, node, key_span, &message));
         tree.change(&steps, |node| node.removed = true);
     }
 }

@@ -203,3 +203,32 @@ error: agents[1].encodng: unknown key, expected one of name, protocol, encoding,
 error: DIR/c.toml has 4 problems"#
     );
 }
+
+#[test]
+fn every_bad_agent_is_reported_under_its_own_index_after_earlier_ones_were_set_aside() {
+    let text = format!(
+        "{BROKER}[[agents]]\nname = \"A\"\n\n[[agents]]\nname = \"B\"\n\n[[agents]]\nname = \"C\"\nprotocol = \"civitaz\"\n"
+    );
+    assert_eq!(
+        report("agents", &text, &[]),
+        r#"error: agents[0].protocol: missing: this key is required
+ --> DIR/c.toml:3:1
+  |
+3 | [[agents]]
+  | ^^^^^^^^^^
+
+error: agents[1].protocol: missing: this key is required
+ --> DIR/c.toml:6:1
+  |
+6 | [[agents]]
+  | ^^^^^^^^^^
+
+error: agents[2].protocol: found "civitaz", expected one of civitas, vox, penguiflow
+  --> DIR/c.toml:11:12
+   |
+11 | protocol = "civitaz"
+   |            ^^^^^^^^^
+
+error: DIR/c.toml has 3 problems"#
+    );
+}

@@ -173,6 +173,29 @@ impl Node {
         }
     }
 
+    /// `steps` as the file numbers them: an index of the typed value (which skips elements
+    /// set aside) becomes the element's index in the file, so a problem of `agents[2]` is
+    /// reported as `agents[2]` even after `agents[0]` was set aside.
+    pub fn file_steps(&self, steps: &[Step]) -> Vec<Step> {
+        let mut node = Some(self);
+        let mut out = Vec::with_capacity(steps.len());
+        for step in steps {
+            let here = node.take();
+            match (here.map(|n| &n.kind), step) {
+                (Some(Kind::Array(items)), Step::Index(i)) => {
+                    let at = items.iter().enumerate().filter(|(_, n)| !n.removed).nth(*i);
+                    out.push(Step::Index(at.map_or(*i, |(at, _)| at)));
+                    node = at.map(|(_, n)| n);
+                }
+                _ => {
+                    out.push(step.clone());
+                    node = here.and_then(|n| n.child(step)).map(|(n, _)| n);
+                }
+            }
+        }
+        out
+    }
+
     /// Calls `f` on the entry or element at `steps`, if there is one.
     pub fn change(&mut self, steps: &[Step], f: impl FnOnce(&mut Node)) {
         let Some((step, rest)) = steps.split_first() else { return f(self) };
