@@ -135,8 +135,7 @@ fn env_text_as(node: &Node, message: &str) -> Option<toml::Value> {
     }
     let text = text.trim();
     let value = match message.split_once(", expected ").map(|(_, e)| e) {
-        Some("a boolean") if text.eq_ignore_ascii_case("true") => toml::Value::Boolean(true),
-        Some("a boolean") if text.eq_ignore_ascii_case("false") => toml::Value::Boolean(false),
+        Some("a boolean") => toml::Value::Boolean(env_bool(text)?),
         Some("f64" | "f32") => toml::Value::Float(text.parse().ok()?),
         Some(e) if e.starts_with(['u', 'i']) && e[1..].chars().all(|c| c.is_ascii_alphanumeric()) => {
             toml::Value::Integer(text.parse().ok()?)
@@ -144,6 +143,16 @@ fn env_text_as(node: &Node, message: &str) -> Option<toml::Value> {
         _ => return None,
     };
     Some(value)
+}
+
+/// A boolean as the `config` crate read one from the environment before it was replaced:
+/// `true`/`1`/`yes`/`on` and `false`/`0`/`no`/`off`, in any case.
+fn env_bool(text: &str) -> Option<bool> {
+    match text.to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Some(true),
+        "false" | "0" | "no" | "off" => Some(false),
+        _ => None,
+    }
 }
 
 /// Where a key missing from `table` would be.

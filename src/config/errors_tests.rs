@@ -105,7 +105,7 @@ fn values_set_by_the_environment_name_the_variable_instead_of_a_line() {
         ("BRIDGE__DELIVERY__IN_FLIGHT", "many"),
         ("BRIDGE__HTTP__LISTEN", "nowhere"),
         ("BRIDGE__BROKER__URL__HOST", "x"),
-        ("BRIDGE__DELIVERY__EXCLUSIVE", "yes"),
+        ("BRIDGE__DELIVERY__EXCLUSIVE", "maybe"),
         ("BRIDGE__DELIVERY__BATCHMAX", "3"),
     ];
     assert_eq!(
@@ -117,7 +117,7 @@ error: delivery.batchmax: unknown key, expected one of dead_letter, in_flight, b
  --> the environment variable BRIDGE__DELIVERY__BATCHMAX (over DIR/c.toml)
   = help: did you mean `batch_max`?
 
-error: delivery.exclusive: found "yes", expected true or false
+error: delivery.exclusive: found "maybe", expected true or false
  --> the environment variable BRIDGE__DELIVERY__EXCLUSIVE (over DIR/c.toml)
 
 error: delivery.in_flight: found "many", expected a whole number, 0 or more
