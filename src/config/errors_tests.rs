@@ -232,3 +232,15 @@ error: agents[2].protocol: found "civitaz", expected one of civitas, vox, pengui
 error: DIR/c.toml has 3 problems"#
     );
 }
+
+#[test]
+fn two_variables_that_differ_only_in_case_are_refused_rather_than_one_silently_winning() {
+    let env = [("BRIDGE__DELIVERY__IN_FLIGHT", "7"), ("bridge__delivery__in_flight", "8")];
+    assert_eq!(
+        report("case", BROKER, &env),
+        r#"error: delivery.in_flight: also set by BRIDGE__DELIVERY__IN_FLIGHT: set it by one variable only
+ --> the environment variable bridge__delivery__in_flight (over DIR/c.toml)
+
+error: DIR/c.toml has 1 problem"#
+    );
+}
