@@ -98,3 +98,33 @@ fn rates_are_zero_or_finite_and_within_bounds() {
         assert!(parse_rate(bad).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn a_reading_marker_is_not_persistent_and_expires_on_every_broker() {
+    let frame = queue::marker_frame("/queue/dead", "m-1", 1_000_000, Duration::from_secs(3600));
+    assert_eq!(
+        frame.headers,
+        [
+            ("destination", "/queue/dead"),
+            ("persistent", "false"),
+            ("expires", "4600000"),
+            ("expiration", "3600000"),
+            ("bridge-dead-letters-marker", "m-1"),
+        ]
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    );
+    assert_eq!(queue::marker_ttl(Duration::from_secs(30)), Duration::from_secs(3600));
+    assert_eq!(queue::marker_ttl(Duration::from_secs(3600)), Duration::from_secs(7200));
+}
+
+#[test]
+fn only_a_marker_older_than_the_age_is_stale_and_a_foreign_value_never_is() {
+    let now = now_ms();
+    let old = uuid::Uuid::new_v7(uuid::Timestamp::from_unix(uuid::NoContext, (now / 1000) - 120, 0));
+    let fresh = uuid::Uuid::now_v7();
+    let age = Duration::from_secs(60);
+    assert!(queue::stale_marker(&old.to_string(), now, age));
+    assert!(!queue::stale_marker(&fresh.to_string(), now, age));
+    assert!(!queue::stale_marker("not-a-uuid", now, age));
+    assert!(!queue::stale_marker(&uuid::Uuid::nil().to_string(), now, age), "no time in a nil uuid");
+}
