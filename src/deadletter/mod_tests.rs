@@ -106,7 +106,6 @@ fn a_reading_marker_is_not_persistent_and_expires_on_every_broker() {
         frame.headers,
         [
             ("destination", "/queue/dead"),
-            ("persistent", "false"),
             ("expires", "4600000"),
             ("expiration", "3600000"),
             ("bridge-dead-letters-marker", "m-1"),

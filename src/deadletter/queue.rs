@@ -19,14 +19,15 @@ pub(super) fn marker_ttl(idle: Duration) -> Duration {
     idle.saturating_mul(2).max(Duration::from_secs(3600))
 }
 
-/// The marker a consuming reading sends before it subscribes: non-persistent, and expiring
-/// after `ttl` in the words of each broker (`expires`, ms since 1970, for ActiveMQ Classic
-/// and Artemis; `expiration`, a TTL in ms, for RabbitMQ; each ignores the other's).
+/// The marker a consuming reading sends before it subscribes: non-persistent (no
+/// `persistent` header, the default of every broker here: RabbitMQ reads `persistent:false`
+/// as a non-durable queue, which the existing queue refuses), and expiring after `ttl` in the
+/// words of each broker (`expires`, ms since 1970, for ActiveMQ Classic and Artemis;
+/// `expiration`, a TTL in ms, for RabbitMQ; each ignores the other's).
 pub(super) fn marker_frame(destination: &str, marker: &str, now_ms: u64, ttl: Duration) -> Frame {
     let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
     Frame::new(Command::Send)
         .with("destination", destination)
-        .with("persistent", "false")
         .with("expires", now_ms.saturating_add(ttl_ms).to_string())
         .with("expiration", ttl_ms.to_string())
         .with(MARKER, marker)
