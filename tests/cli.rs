@@ -160,3 +160,22 @@ fn dead_letters_needs_a_configuration_and_refuses_an_age_without_a_known_unit() 
         "{err}"
     );
 }
+
+#[test]
+fn a_replay_rate_that_would_break_the_pacing_is_refused_before_anything_is_read() {
+    for rate in ["inf", "NaN", "-1", "1e-300", "1e9"] {
+        let out = Command::new(BIN)
+            .args(["dead-letters", "--config", &example(), "replay", "--dry-run", &format!("--rate={rate}")])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "--rate {rate}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "invalid value '{rate}' for '--rate <RATE>': \"{rate}\": the rate is 0 (no limit) or between 0.001 and 100000 messages a second"
+            )),
+            "--rate {rate}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "--rate {rate}: {stderr}");
+    }
+}

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::process::Command as Process;
 use stomp_agent_bridge::stomp::{AckMode, Command, Frame, Subscription};
+use uuid::{NoContext, Timestamp, Uuid};
 
 const BIN: &str = env!("CARGO_BIN_EXE_stomp-agent-bridge");
 const POISONED: usize = 6;
@@ -74,6 +75,7 @@ async fn a_poisoned_stream_replayed_after_the_fix_arrives_once_and_nothing_is_lo
 
     // Replayed before the fix: dead-lettered again, each with its replay count.
     let dry = dead_letters(&bridge.config, &["replay", "--dry-run"]);
+    assert_eq!(dry.len(), POISONED, "a dry run names every dead letter: {dry:?}");
     assert!(dry.iter().all(|r| r["outcome"] == "would_replay"), "{dry:?}");
     assert_eq!(dead_letters(&bridge.config, &["list"]).len(), POISONED, "a dry run removes nothing");
     let replayed = dead_letters(&bridge.config, &["replay", "--rate", "0"]);
@@ -106,7 +108,59 @@ async fn a_poisoned_stream_replayed_after_the_fix_arrives_once_and_nothing_is_lo
     bridge.terminate(10);
 }
 
+/// A marker of a reading that stopped before reaching it (two hours old), one of a reading
+/// that may still be running, and one dead letter; a replay removes the dead letter and the
+/// stale marker, and leaves the fresh one.
+async fn a_stale_marker_of_a_stopped_reading_is_removed_and_a_fresh_one_is_left(broker: Broker) {
+    let names = Names::new(broker);
+    let toml = config_toml(broker, &names, &[(&names.agent("Indexer"), "civitas", "")], free_port());
+    let path = std::env::temp_dir().join(format!("sab-dl-markers-{}.toml", names.uid));
+    std::fs::write(&path, toml).unwrap();
+    let dead = names.dest("dead");
+    let (client, mut events) = broker.connect().await;
+    let two_hours_ago = stomp_agent_bridge::deadletter::now_ms() / 1000 - 7200;
+    let stale = Uuid::new_v7(Timestamp::from_unix(NoContext, two_hours_ago, 0)).to_string();
+    let fresh = Uuid::now_v7().to_string();
+    for marker in [&stale, &fresh] {
+        let frame =
+            Frame::new(Command::Send).with("destination", &dead).with("bridge-dead-letters-marker", marker);
+        client.send_confirmed(frame).await.unwrap();
+    }
+    let letter = Frame::new(Command::Send)
+        .with("destination", &dead)
+        .with("bridge-source", names.dest("back"))
+        .with("bridge-error-kind", "too_large")
+        .with_body(&b"x"[..]);
+    client.send_confirmed(letter).await.unwrap();
+
+    let replayed = dead_letters(&path, &["replay", "--rate", "0"]);
+    assert_eq!(replayed.len(), 1, "markers are not dead letters: {replayed:?}");
+    assert_eq!(replayed[0]["outcome"], "replayed", "{replayed:?}");
+
+    client
+        .send_confirmed(Frame::new(Command::Send).with("destination", &dead).with("test-end", "1"))
+        .await
+        .unwrap();
+    client.subscribe(Subscription::new(&dead, AckMode::Auto)).await.unwrap();
+    let mut left = Vec::new();
+    loop {
+        let m = next_message(&mut events, 20).await;
+        if m.header("test-end").is_some() {
+            break;
+        }
+        left.push(m.header("bridge-dead-letters-marker").unwrap_or("a dead letter").to_owned());
+    }
+    assert_eq!(left, [fresh], "the stale marker and the replay's own are gone");
+    std::fs::remove_file(&path).unwrap();
+}
+
 mod activemq {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stale_marker_of_a_stopped_reading_is_removed_and_a_fresh_one_is_left() {
+        super::a_stale_marker_of_a_stopped_reading_is_removed_and_a_fresh_one_is_left(super::Broker::ActiveMq)
+            .await
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_poisoned_stream_replayed_after_the_fix_arrives_once_and_nothing_is_lost() {
         super::a_poisoned_stream_replayed_after_the_fix_arrives_once_and_nothing_is_lost(
@@ -117,6 +171,12 @@ mod activemq {
 }
 
 mod rabbitmq {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stale_marker_of_a_stopped_reading_is_removed_and_a_fresh_one_is_left() {
+        super::a_stale_marker_of_a_stopped_reading_is_removed_and_a_fresh_one_is_left(super::Broker::RabbitMq)
+            .await
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_poisoned_stream_replayed_after_the_fix_arrives_once_and_nothing_is_lost() {
         super::a_poisoned_stream_replayed_after_the_fix_arrives_once_and_nothing_is_lost(

@@ -33,9 +33,10 @@ pub(super) fn decode<T: DeserializeOwned>(tree: &mut Node, problems: &mut Vec<Pr
             })
             .collect();
         let message = err.into_inner().message().to_owned();
+        let shown = tree.file_steps(&steps);
         if let Some(field) = between(&message, "missing field `", "`") {
             dropped_table = true;
-            let key = dotted(&[steps.clone(), vec![Step::Key(field.to_owned())]].concat());
+            let key = dotted(&[shown.clone(), vec![Step::Key(field.to_owned())]].concat());
             let (node, _, found) = tree.find(&steps);
             let inside = |p: &Problem| p.key == key || p.key.starts_with(&format!("{key}."));
             if !problems.iter().any(inside) {
@@ -49,14 +50,14 @@ pub(super) fn decode<T: DeserializeOwned>(tree: &mut Node, problems: &mut Vec<Pr
         }
         let (node, key_span, found) = tree.find(&steps);
         if steps.is_empty() || found < steps.len() {
-            problems.push(Problem::new(&dotted(&steps), &message, At::File));
+            problems.push(Problem::new(&dotted(&shown), &message, At::File));
             return Decoded { value: None, dropped_table };
         }
         if let Some(value) = env_text_as(node, &message) {
             tree.change(&steps, |node| node.kind = Kind::Leaf(value));
             continue;
         }
-        problems.push(problem(&steps, node, key_span, &message));
+        problems.push(problem(&shown, node, key_span, &message));
         tree.change(&steps, |node| node.removed = true);
     }
 }
@@ -134,8 +135,7 @@ fn env_text_as(node: &Node, message: &str) -> Option<toml::Value> {
     }
     let text = text.trim();
     let value = match message.split_once(", expected ").map(|(_, e)| e) {
-        Some("a boolean") if text.eq_ignore_ascii_case("true") => toml::Value::Boolean(true),
-        Some("a boolean") if text.eq_ignore_ascii_case("false") => toml::Value::Boolean(false),
+        Some("a boolean") => toml::Value::Boolean(env_bool(text)?),
         Some("f64" | "f32") => toml::Value::Float(text.parse().ok()?),
         Some(e) if e.starts_with(['u', 'i']) && e[1..].chars().all(|c| c.is_ascii_alphanumeric()) => {
             toml::Value::Integer(text.parse().ok()?)
@@ -143,6 +143,16 @@ fn env_text_as(node: &Node, message: &str) -> Option<toml::Value> {
         _ => return None,
     };
     Some(value)
+}
+
+/// A boolean as the `config` crate read one from the environment before it was replaced:
+/// `true`/`1`/`yes`/`on` and `false`/`0`/`no`/`off`, in any case.
+fn env_bool(text: &str) -> Option<bool> {
+    match text.to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Some(true),
+        "false" | "0" | "no" | "off" => Some(false),
+        _ => None,
+    }
 }
 
 /// Where a key missing from `table` would be.

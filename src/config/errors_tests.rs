@@ -105,7 +105,7 @@ fn values_set_by_the_environment_name_the_variable_instead_of_a_line() {
         ("BRIDGE__DELIVERY__IN_FLIGHT", "many"),
         ("BRIDGE__HTTP__LISTEN", "nowhere"),
         ("BRIDGE__BROKER__URL__HOST", "x"),
-        ("BRIDGE__DELIVERY__EXCLUSIVE", "yes"),
+        ("BRIDGE__DELIVERY__EXCLUSIVE", "maybe"),
         ("BRIDGE__DELIVERY__BATCHMAX", "3"),
     ];
     assert_eq!(
@@ -117,7 +117,7 @@ error: delivery.batchmax: unknown key, expected one of dead_letter, in_flight, b
  --> the environment variable BRIDGE__DELIVERY__BATCHMAX (over DIR/c.toml)
   = help: did you mean `batch_max`?
 
-error: delivery.exclusive: found "yes", expected true or false
+error: delivery.exclusive: found "maybe", expected true or false
  --> the environment variable BRIDGE__DELIVERY__EXCLUSIVE (over DIR/c.toml)
 
 error: delivery.in_flight: found "many", expected a whole number, 0 or more
@@ -201,5 +201,46 @@ error: agents[1].encodng: unknown key, expected one of name, protocol, encoding,
   = help: did you mean `encoding`?
 
 error: DIR/c.toml has 4 problems"#
+    );
+}
+
+#[test]
+fn every_bad_agent_is_reported_under_its_own_index_after_earlier_ones_were_set_aside() {
+    let text = format!(
+        "{BROKER}[[agents]]\nname = \"A\"\n\n[[agents]]\nname = \"B\"\n\n[[agents]]\nname = \"C\"\nprotocol = \"civitaz\"\n"
+    );
+    assert_eq!(
+        report("agents", &text, &[]),
+        r#"error: agents[0].protocol: missing: this key is required
+ --> DIR/c.toml:3:1
+  |
+3 | [[agents]]
+  | ^^^^^^^^^^
+
+error: agents[1].protocol: missing: this key is required
+ --> DIR/c.toml:6:1
+  |
+6 | [[agents]]
+  | ^^^^^^^^^^
+
+error: agents[2].protocol: found "civitaz", expected one of civitas, vox, penguiflow
+  --> DIR/c.toml:11:12
+   |
+11 | protocol = "civitaz"
+   |            ^^^^^^^^^
+
+error: DIR/c.toml has 3 problems"#
+    );
+}
+
+#[test]
+fn two_variables_that_differ_only_in_case_are_refused_rather_than_one_silently_winning() {
+    let env = [("BRIDGE__DELIVERY__IN_FLIGHT", "7"), ("bridge__delivery__in_flight", "8")];
+    assert_eq!(
+        report("case", BROKER, &env),
+        r#"error: delivery.in_flight: also set by BRIDGE__DELIVERY__IN_FLIGHT: set it by one variable only
+ --> the environment variable bridge__delivery__in_flight (over DIR/c.toml)
+
+error: DIR/c.toml has 1 problem"#
     );
 }

@@ -433,7 +433,7 @@ impl Config {
             Some(env) => env.into_iter().collect(),
             None => std::env::vars_os()
                 .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-                .filter(|(k, _)| k.starts_with("BRIDGE__"))
+                .filter(|(k, _)| source::env_path(k).is_some())
                 .collect(),
         };
         let file = path.display().to_string();

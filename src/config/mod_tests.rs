@@ -77,6 +77,26 @@ fn environment_strings_keep_their_exact_text_and_numbers_still_parse() {
 }
 
 #[test]
+fn booleans_from_the_environment_read_the_words_the_config_crate_read() {
+    for (text, want) in
+        [("1", true), ("YES", true), ("On", true), ("0", false), ("no", false), ("OFF", false)]
+    {
+        let env = [("BRIDGE__DELIVERY__EXCLUSIVE", text)];
+        let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let config = Config::load_with_env(&example(), Some(env)).unwrap();
+        assert_eq!(config.delivery.exclusive, want, "{text}");
+    }
+}
+
+#[test]
+fn an_override_prefix_in_lower_or_mixed_case_sets_its_key_as_the_config_crate_did() {
+    let env = [("bridge__delivery__in_flight", "7"), ("Bridge__Delivery__Batch_Max", "3")];
+    let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let config = Config::load_with_env(&example(), Some(env)).unwrap();
+    assert_eq!((config.delivery.in_flight, config.delivery.batch_max), (7, 3));
+}
+
+#[test]
 fn conversation_keys_are_read_and_checked() {
     let mut config = Config::load(&example()).unwrap();
     assert_eq!((config.delivery.reply_timeout_ms, config.wiseagents.contexts.len()), (0, 0));

@@ -91,11 +91,17 @@ impl Node {
     /// that type.
     pub fn apply_env(&mut self, env: &BTreeMap<String, String>) -> Vec<Problem> {
         let mut problems = Vec::new();
+        let mut seen: BTreeMap<Vec<String>, &str> = BTreeMap::new();
         for (var, value) in env {
-            let Some(path) = var.strip_prefix("BRIDGE__") else { continue };
+            let Some(path) = env_path(var) else { continue };
             let steps: Vec<String> = path.split("__").map(str::to_lowercase).collect();
             if steps.iter().any(String::is_empty) {
                 problems.push(Problem::new("", "is not BRIDGE__<SECTION>__<KEY>", At::Env(var.clone())));
+                continue;
+            }
+            if let Some(first) = seen.insert(steps.clone(), var) {
+                let why = format!("also set by {first}: set it by one variable only");
+                problems.push(Problem::new(&steps.join("."), &why, At::Env(var.clone())));
                 continue;
             }
             if let Err(table) = self.set(&steps, value, var) {
@@ -173,6 +179,29 @@ impl Node {
         }
     }
 
+    /// `steps` as the file numbers them: an index of the typed value (which skips elements
+    /// set aside) becomes the element's index in the file, so a problem of `agents[2]` is
+    /// reported as `agents[2]` even after `agents[0]` was set aside.
+    pub fn file_steps(&self, steps: &[Step]) -> Vec<Step> {
+        let mut node = Some(self);
+        let mut out = Vec::with_capacity(steps.len());
+        for step in steps {
+            let here = node.take();
+            match (here.map(|n| &n.kind), step) {
+                (Some(Kind::Array(items)), Step::Index(i)) => {
+                    let at = items.iter().enumerate().filter(|(_, n)| !n.removed).nth(*i);
+                    out.push(Step::Index(at.map_or(*i, |(at, _)| at)));
+                    node = at.map(|(_, n)| n);
+                }
+                _ => {
+                    out.push(step.clone());
+                    node = here.and_then(|n| n.child(step)).map(|(n, _)| n);
+                }
+            }
+        }
+        out
+    }
+
     /// Calls `f` on the entry or element at `steps`, if there is one.
     pub fn change(&mut self, steps: &[Step], f: impl FnOnce(&mut Node)) {
         let Some((step, rest)) = steps.split_first() else { return f(self) };
@@ -193,6 +222,13 @@ impl Entry {
     fn removed_key(&self, key: &str) -> bool {
         self.node.removed || self.key != key
     }
+}
+
+/// The `SECTION__KEY` of an override variable: its name starts with `BRIDGE__` in any case
+/// (`bridge__delivery__in_flight` too, as the `config` crate read them).
+pub(super) fn env_path(var: &str) -> Option<&str> {
+    let prefix = var.get(..8)?;
+    prefix.eq_ignore_ascii_case("BRIDGE__").then(|| &var[8..])
 }
 
 /// `agents[0].protocol` as steps.

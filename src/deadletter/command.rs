@@ -1,6 +1,6 @@
 //! `stomp-agent-bridge dead-letters list|show|replay`: the operator's commands.
 
-use super::{DeadLetter, DeadLetterError, Filter, Queue, ReplayOutcome, now_ms, parse_age, show};
+use super::{DeadLetter, DeadLetterError, Filter, Queue, ReplayOutcome, now_ms, parse_age, parse_rate, show};
 use crate::config::Config;
 use clap::{Args, Subcommand};
 use std::io::{IsTerminal, Write};
@@ -32,8 +32,8 @@ pub enum Action {
         /// Send to this destination instead of each message's `bridge-source`.
         #[arg(long)]
         to: Option<String>,
-        /// Most messages replayed per second (0: no limit).
-        #[arg(long, default_value_t = 50.0)]
+        /// Most messages replayed per second (0: no limit; else 0.001 to 100000).
+        #[arg(long, default_value_t = 50.0, value_parser = parse_rate)]
         rate: f64,
         /// Say what would be replayed, and send nothing.
         #[arg(long)]

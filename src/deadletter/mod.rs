@@ -117,6 +117,23 @@ pub fn parse_age(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs(n.saturating_mul(seconds)))
 }
 
+/// The fastest `--rate` accepted, in messages a second; beyond it, ask for no limit (0).
+pub const MAX_RATE: f64 = 100_000.0;
+/// The slowest `--rate` accepted (one message every 1000 seconds).
+pub const MIN_RATE: f64 = 0.001;
+
+/// Reads `--rate`: 0 (no limit) or a finite number of messages a second between
+/// [`MIN_RATE`] and [`MAX_RATE`]. Others would make the pacing interval zero (`inf`) or too
+/// long to represent (a tiny rate), both of which panic inside the timer.
+pub fn parse_rate(text: &str) -> Result<f64, String> {
+    let rate: f64 =
+        text.trim().parse().map_err(|_| format!("{text:?} is not a number of messages a second"))?;
+    if rate == 0.0 || (MIN_RATE..=MAX_RATE).contains(&rate) {
+        return Ok(rate);
+    }
+    Err(format!("{text:?}: the rate is 0 (no limit) or between {MIN_RATE} and {MAX_RATE} messages a second"))
+}
+
 /// Milliseconds since 1970 now.
 pub fn now_ms() -> u64 {
     std::time::SystemTime::now()

@@ -80,3 +80,50 @@ fn a_replay_goes_to_its_source_with_the_count_raised_and_nothing_of_the_delivery
     );
     assert!(replay_frame(&dead_letter(&[], "x"), None).is_none(), "no source, no destination");
 }
+
+#[test]
+fn a_replay_count_at_its_largest_stays_there_instead_of_overflowing() {
+    // Any broker client can set `bridge-replays`; the count must not wrap or panic.
+    let dl = dead_letter(&[("bridge-source", "/queue/a"), (REPLAYS, "4294967295")], "x");
+    let frame = replay_frame(&dl, None).unwrap();
+    assert_eq!(frame.header(REPLAYS), Some("4294967295"));
+}
+
+#[test]
+fn rates_are_zero_or_finite_and_within_bounds() {
+    assert_eq!(parse_rate("0"), Ok(0.0));
+    assert_eq!(parse_rate("50"), Ok(50.0));
+    assert_eq!(parse_rate("0.001"), Ok(0.001));
+    for bad in ["inf", "NaN", "-1", "1e-300", "1e9", "fast"] {
+        assert!(parse_rate(bad).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn a_reading_marker_is_not_persistent_and_expires_on_every_broker() {
+    let frame = queue::marker_frame("/queue/dead", "m-1", 1_000_000, Duration::from_secs(3600));
+    assert_eq!(
+        frame.headers,
+        [
+            ("destination", "/queue/dead"),
+            ("expires", "4600000"),
+            ("expiration", "3600000"),
+            ("bridge-dead-letters-marker", "m-1"),
+        ]
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    );
+    assert_eq!(queue::marker_ttl(Duration::from_secs(30)), Duration::from_secs(3600));
+    assert_eq!(queue::marker_ttl(Duration::from_secs(3600)), Duration::from_secs(7200));
+}
+
+#[test]
+fn only_a_marker_older_than_the_age_is_stale_and_a_foreign_value_never_is() {
+    let now = now_ms();
+    let old = uuid::Uuid::new_v7(uuid::Timestamp::from_unix(uuid::NoContext, (now / 1000) - 120, 0));
+    let fresh = uuid::Uuid::now_v7();
+    let age = Duration::from_secs(60);
+    assert!(queue::stale_marker(&old.to_string(), now, age));
+    assert!(!queue::stale_marker(&fresh.to_string(), now, age));
+    assert!(!queue::stale_marker("not-a-uuid", now, age));
+    assert!(!queue::stale_marker(&uuid::Uuid::nil().to_string(), now, age), "no time in a nil uuid");
+}

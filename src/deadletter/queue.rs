@@ -13,6 +13,37 @@ use tokio::sync::mpsc;
 /// The header of the marker that ends a consuming reading.
 const MARKER: &str = "bridge-dead-letters-marker";
 
+/// How long a marker stays in the queue if its reading never reaches it (it stopped early):
+/// long enough for a reading of a long queue, short enough not to pile up.
+pub(super) fn marker_ttl(idle: Duration) -> Duration {
+    idle.saturating_mul(2).max(Duration::from_secs(3600))
+}
+
+/// The marker a consuming reading sends before it subscribes: non-persistent (no
+/// `persistent` header, the default of every broker here: RabbitMQ reads `persistent:false`
+/// as a non-durable queue, which the existing queue refuses), and expiring after `ttl` in the
+/// words of each broker (`expires`, ms since 1970, for ActiveMQ Classic and Artemis;
+/// `expiration`, a TTL in ms, for RabbitMQ; each ignores the other's).
+pub(super) fn marker_frame(destination: &str, marker: &str, now_ms: u64, ttl: Duration) -> Frame {
+    let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+    Frame::new(Command::Send)
+        .with("destination", destination)
+        .with("expires", now_ms.saturating_add(ttl_ms).to_string())
+        .with("expiration", ttl_ms.to_string())
+        .with(MARKER, marker)
+}
+
+/// Whether another reading's `marker` (a UUIDv7, so it carries when it was made) is older
+/// than `age`; a marker that is not one is never taken as stale (it is left alone).
+pub(super) fn stale_marker(marker: &str, now_ms: u64, age: Duration) -> bool {
+    let Some(made) = uuid::Uuid::parse_str(marker).ok().and_then(|u| u.get_timestamp()) else {
+        return false;
+    };
+    let (secs, nanos) = made.to_unix();
+    let made_ms = secs.saturating_mul(1000).saturating_add(u64::from(nanos / 1_000_000));
+    now_ms.saturating_sub(made_ms) > u64::try_from(age.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// How the queue is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
@@ -58,10 +89,7 @@ impl Queue {
         match access {
             Access::Browse => sub = sub.with("browser", "true"),
             Access::Hold => {
-                let frame = Frame::new(Command::Send)
-                    .with("destination", destination)
-                    .with("persistent", "true")
-                    .with(MARKER, marker.clone());
+                let frame = marker_frame(destination, &marker, super::now_ms(), marker_ttl(idle));
                 client.send_confirmed(frame).await?;
             }
         }
@@ -101,8 +129,16 @@ impl Queue {
                     self.client.ack(&message.ack).await?;
                     return Ok(None);
                 }
-                // Another reading's marker, left by one that stopped early: not a dead letter.
-                Some(_) => continue,
+                // Another reading's marker: not a dead letter. One older than any live reading
+                // waits (left by a reading that stopped early) is removed, when this reading
+                // may remove anything.
+                Some(other) => {
+                    let stale = stale_marker(other, super::now_ms(), self.idle.saturating_mul(2));
+                    if stale && self.access == Access::Hold {
+                        self.client.ack(&message.ack).await?;
+                    }
+                    continue;
+                }
                 None => return Ok(Some(DeadLetter::new(message))),
             }
         }

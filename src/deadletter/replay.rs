@@ -33,7 +33,7 @@ pub fn replay_frame(dl: &DeadLetter, to: Option<&str>) -> Option<Frame> {
     let mut frame = Frame::new(Command::Send)
         .with("destination", to)
         .with("persistent", "true")
-        .with(REPLAYS, (dl.replays() + 1).to_string())
+        .with(REPLAYS, dl.replays().saturating_add(1).to_string())
         .with_body(dl.message.frame.body.clone());
     if let Some(ct) = dl.message.header("content-type") {
         frame = frame.with("content-type", ct);
@@ -53,7 +53,7 @@ impl Queue {
     ) -> Result<ReplayOutcome, DeadLetterError> {
         let Some(frame) = replay_frame(dl, to) else { return Ok(ReplayOutcome::NoDestination) };
         let to = frame.header("destination").unwrap_or_default().to_owned();
-        let replays = dl.replays() + 1;
+        let replays = dl.replays().saturating_add(1);
         if dry_run {
             return Ok(ReplayOutcome::WouldReplay { to, replays });
         }

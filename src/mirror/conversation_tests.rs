@@ -71,3 +71,29 @@ fn an_answer_to_no_known_question_joins_its_originators_conversation() {
     let extra = c.key(&env(Direction::Response, "Assistant", "User", None, None));
     assert_eq!(extra, ask, "a second answer has no question left, so it joins by originator");
 }
+
+#[test]
+fn an_answer_echoing_a_tool_id_takes_that_calls_key_whatever_the_order() {
+    let mut c = Conversations::new(10);
+    let first = c.key(&env(Direction::Request, "User", "Assistant", None, None));
+    let call_1 = c.key(&env(Direction::Request, "Assistant", "Weather", Some("User"), Some("call_1")));
+    let second = c.key(&env(Direction::Request, "Other", "Assistant", None, None));
+    let call_2 = c.key(&env(Direction::Request, "Assistant", "Weather", Some("Other"), Some("call_2")));
+    assert_eq!((call_1.clone(), call_2.clone()), (first, second));
+    // Answered in the other order: each keeps its own call's key (FIFO alone would swap them).
+    assert_eq!(c.key(&env(Direction::Response, "Weather", "Assistant", None, Some("call_2"))), call_2);
+    assert_eq!(c.key(&env(Direction::Response, "Weather", "Assistant", None, Some("call_1"))), call_1);
+}
+
+#[test]
+fn a_question_unanswered_past_the_ttl_is_forgotten_and_takes_no_later_answer() {
+    let mut c = Conversations::with_ttl(10, Duration::from_secs(60));
+    let start = Instant::now();
+    let lost = c.key_at(&env(Direction::Request, "A", "B", None, None), start);
+    let later = start + Duration::from_secs(120);
+    let asked = c.key_at(&env(Direction::Request, "A", "B", None, None), later);
+    assert_ne!(lost, asked);
+    let answer = c.key_at(&env(Direction::Response, "B", "A", None, None), later + Duration::from_secs(1));
+    assert_eq!(answer, asked, "the answer belongs to the question still waiting");
+    assert!(c.asked.values().all(VecDeque::is_empty), "the expired question is gone");
+}
