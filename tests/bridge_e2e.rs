@@ -191,7 +191,11 @@ async fn a_civitas_runtime_ask_is_answered_through_the_bridges_reply_queue(broke
     let (civitas, _) = broker.connect().await;
     civitas.send_confirmed(json_send(&names.dest("civitas.ingress"), &ask)).await.unwrap();
     let seen = server.next(30);
-    assert_eq!(seen["_sender"], "_bridge", "a name whose response queue the bridge consumes");
+    assert_eq!(
+        seen["_sender"],
+        names.reply_agent().as_str(),
+        "a name whose response queue the bridge consumes"
+    );
     let (answer, _) = next_json(&mut inbox).await;
     assert_eq!(
         (answer["recipient"].as_str(), answer["payload"]["message"].as_str()),

@@ -11,7 +11,7 @@ use crate::envelope::vox::{Registry, VoxOptions};
 use crate::envelope::{Content, Direction, Envelope, Intent, apply_traceparent, new_uuid7, traceparent};
 use crate::routing::reply_base::ReplyBase;
 use crate::routing::table::{CorrelationTable, Matched, PendingAsk};
-use crate::routing::{REPLY_AGENT, RouteError, Router, Source, Target};
+use crate::routing::{RouteError, Router, Source, Target};
 use crate::stomp::{Command, Frame, Message};
 use bytes::Bytes;
 use std::sync::Mutex;
@@ -264,7 +264,9 @@ impl Pipeline {
             }
             Correlation::None => (false, None),
         };
-        if !correlated && matches!(source, Source::WiseAgents { agent, .. } if agent == REPLY_AGENT) {
+        if !correlated
+            && matches!(source, Source::WiseAgents { agent, .. } if agent == self.router.reply_agent())
+        {
             // An answer to the bridge's own name that no ask awaits has nowhere to go.
             return Err(RouteError::NoRecipient.into());
         }
@@ -442,7 +444,7 @@ impl Pipeline {
         // The name a Wise Agents agent answers to: the asker's, when the bridge consumes its
         // response queue, else the bridge's own (`_runtime` and other strangers).
         let answered_as = if wise && self.router.proxied(&asker).is_none() {
-            REPLY_AGENT.to_owned()
+            self.router.reply_agent().to_owned()
         } else {
             asker.clone()
         };

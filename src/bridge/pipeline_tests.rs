@@ -4,6 +4,7 @@
 use super::*;
 use crate::config::Config;
 use crate::envelope::wiseagents::WiseMessage;
+use crate::routing::REPLY_AGENT;
 use crate::stomp::{AckRef, Frame};
 use serde_json::{Value, json};
 

@@ -107,6 +107,12 @@ pub struct WiseAgentsConfig {
     /// The Wise Agents registry in Redis (`[wiseagents.registry]`, docs/MAPPING.md).
     #[serde(default)]
     pub registry: Option<crate::wise_registry::config::RegistryConfig>,
+    /// The name the bridge asks Wise Agents agents as when the asker has no response queue the
+    /// bridge consumes (Civitas's `Runtime.ask()` asks as `_runtime`): answers come to its
+    /// response queue. Bridges that are not one active/standby pair each need their own name,
+    /// or one takes the answers another awaits.
+    #[serde(default = "default_reply_agent")]
+    pub reply_agent: String,
 }
 
 /// Discovery of the queues of agents named by a glob.
@@ -307,6 +313,9 @@ fn default_response_prefix() -> String {
 fn default_context() -> String {
     "default".into()
 }
+fn default_reply_agent() -> String {
+    crate::routing::REPLY_AGENT.into()
+}
 const fn default_discovery() -> Discovery {
     Discovery::ActivemqAdvisory
 }
@@ -382,6 +391,7 @@ impl Default for WiseAgentsConfig {
             contexts: Vec::new(),
             ack_contexts: Vec::new(),
             registry: None,
+            reply_agent: default_reply_agent(),
         }
     }
 }

@@ -37,6 +37,9 @@ impl Config {
         if self.wiseagents.request_prefix == self.wiseagents.response_prefix {
             bad("wiseagents.response_prefix", "must differ from request_prefix".into());
         }
+        if self.wiseagents.reply_agent.is_empty() || is_glob(&self.wiseagents.reply_agent) {
+            bad("wiseagents.reply_agent", "must be a name, neither empty nor a glob".into());
+        }
         if self.wiseagents.default_context.is_empty() {
             bad("wiseagents.default_context", "must not be empty".into());
         }

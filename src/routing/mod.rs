@@ -58,11 +58,15 @@ pub struct Router {
     ingress: Vec<(String, Framework)>,
     /// Civitas's inbox template, where a `_reply.*` address gets its answer.
     civitas_inbox: Option<String>,
+    /// The bridge's own name towards Wise Agents (`wiseagents.reply_agent`, [`REPLY_AGENT`] by
+    /// default).
+    reply_agent: String,
 }
 
-/// The `_sender` the bridge writes on an ask to a Wise Agents agent when the asker is not an
-/// agent whose response queue the bridge consumes (Civitas's `Runtime.ask()` asks as
-/// `_runtime`): the agent answers to `<response_prefix>_bridge`, which the bridge consumes
+/// The default `_sender` the bridge writes on an ask to a Wise Agents agent when the asker is
+/// not an agent whose response queue the bridge consumes (Civitas's `Runtime.ask()` asks as
+/// `_runtime`; `wiseagents.reply_agent` names another): the agent answers to
+/// `<response_prefix>_bridge`, which the bridge consumes
 /// whenever some framework can ask (an ingress is configured), and the answer finds its asker
 /// through the pending ask.
 pub const REPLY_AGENT: &str = "_bridge";
@@ -101,7 +105,13 @@ impl Router {
             patterns,
             ingress,
             civitas_inbox: template(Framework::Civitas).map(|(inbox, _)| inbox),
+            reply_agent: config.wiseagents.reply_agent.clone(),
         }
+    }
+
+    /// The name the bridge asks as for askers without a response queue it consumes.
+    pub fn reply_agent(&self) -> &str {
+        &self.reply_agent
     }
 
     /// Whether some agents are named by a glob (their queues are discovered).
@@ -116,7 +126,7 @@ impl Router {
         let destination = format!("/queue/{physical_name}");
         match self.classify(&destination)? {
             Source::WiseAgents { agent, .. }
-                if !self.proxied.contains_key(&agent) && agent != REPLY_AGENT =>
+                if !self.proxied.contains_key(&agent) && agent != self.reply_agent =>
             {
                 Some(destination)
             }
@@ -126,7 +136,7 @@ impl Router {
 
     /// Every destination the bridge consumes: the Wise Agents request and response queues of
     /// each proxied agent, each framework's ingress, and the response queue of
-    /// [`REPLY_AGENT`]. Sorted, so runs are repeatable.
+    /// [`Router::reply_agent`]. Sorted, so runs are repeatable.
     pub fn subscriptions(&self) -> Vec<String> {
         let mut out: Vec<String> = self
             .proxied
@@ -135,7 +145,9 @@ impl Router {
                 [format!("{}{name}", self.request_prefix), format!("{}{name}", self.response_prefix)]
             })
             .chain(self.ingress.iter().map(|(d, _)| d.clone()))
-            .chain((!self.ingress.is_empty()).then(|| format!("{}{REPLY_AGENT}", self.response_prefix)))
+            .chain(
+                (!self.ingress.is_empty()).then(|| format!("{}{}", self.response_prefix, self.reply_agent)),
+            )
             .collect();
         out.sort();
         out
@@ -151,8 +163,9 @@ impl Router {
             [(&self.request_prefix, Direction::Request), (&self.response_prefix, Direction::Response)]
         {
             let agent = strip_prefix_either(destination, prefix);
-            let reply_agent =
-                |a: &str| direction == Direction::Response && a == REPLY_AGENT && !self.ingress.is_empty();
+            let reply_agent = |a: &str| {
+                direction == Direction::Response && a == self.reply_agent && !self.ingress.is_empty()
+            };
             if let Some(agent) = agent.filter(|a| self.proxied(a).is_some() || reply_agent(a)) {
                 return Some(Source::WiseAgents { agent: agent.to_owned(), direction });
             }

@@ -77,3 +77,16 @@ fn the_bridges_reply_queue_is_consumed_from_the_start_never_discovered() {
     assert_eq!(r.discover("response/_bridge"), None, "already subscribed");
     assert!(r.classify("/queue/request/_bridge").is_none(), "nobody asks the bridge itself");
 }
+
+#[test]
+fn a_configured_reply_name_is_consumed_instead_of_the_default() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/bridge.toml");
+    let mut config = Config::load(&path).unwrap();
+    config.wiseagents.reply_agent = "_bridge-eu1".into();
+    let r = Router::new(&config);
+    let subs = r.subscriptions();
+    assert!(subs.iter().any(|s| s == "/queue/response/_bridge-eu1"), "{subs:?}");
+    assert!(!subs.iter().any(|s| s == "/queue/response/_bridge"), "{subs:?}");
+    assert_eq!(r.reply_agent(), "_bridge-eu1");
+    assert!(r.classify("/queue/response/_bridge").is_none(), "another bridge's answers are not taken");
+}

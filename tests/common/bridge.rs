@@ -41,6 +41,12 @@ impl Names {
         format!("/queue/sab.e2e.{}.{what}", self.uid)
     }
 
+    /// The bridge's own name towards Wise Agents (`wiseagents.reply_agent`): one per test, so
+    /// that bridges running side by side never take each other's answers.
+    pub fn reply_agent(&self) -> String {
+        self.agent("_bridge")
+    }
+
     pub fn request(&self, agent: &str) -> String {
         format!("{}{agent}", self.request_prefix)
     }
@@ -67,6 +73,7 @@ request_prefix = "{req}"
 response_prefix = "{resp}"
 default_context = "default"
 contexts = ["Books"]
+reply_agent = "{reply_agent}"
 
 [protocols.civitas]
 inbox = "{civ_in}"
@@ -97,6 +104,7 @@ format = "json"
         port = broker.port(),
         req = names.request_prefix,
         resp = names.response_prefix,
+        reply_agent = names.reply_agent(),
         civ_in = names.dest("civitas.in.{agent}"),
         civ_ing = names.dest("civitas.ingress"),
         vox_in = names.dest("vox.in.{agent}"),
