@@ -295,6 +295,9 @@ async fn broker_restart_mid_stream_loses_nothing_and_readiness_follows_the_broke
     .await;
     assert!(restarted);
     assert_eq!(distinct, N);
+    // Readiness follows the connection events, which may still be on their way when the last
+    // message arrives (both connections must be back): waited for, as an operator's probe would.
+    bridge.wait_metric(|l| l == "bridge_ready 1", 10);
     assert_eq!(bridge.http_get("/readyz").0, 200, "ready again once reconnected");
     eprintln!("broker restart after {} of {N}: {distinct} distinct, {deliveries} deliveries", N / 4);
 }

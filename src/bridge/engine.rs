@@ -137,6 +137,9 @@ impl Engine {
             tokio::select! {
                 biased;
                 _ = shutdown.cancelled() => break,
+                // Before the batches: a steady flow of confirmations must not hold back the
+                // publishing connection's return, which readiness waits for.
+                Some(event) = next_event(&mut publishing) => self.on_publishing_event(event),
                 Some(done) = self.batches.next(), if !self.batches.is_empty() => {
                     if self.finished(done) {
                         // Its messages are still unacknowledged on a live consuming connection.
@@ -144,7 +147,6 @@ impl Engine {
                     }
                 }
                 Some(ack) = self.dropped.recv() => self.unsettled(&ack, client).await,
-                Some(event) = next_event(&mut publishing) => self.on_publishing_event(event),
                 event = events.recv(), if room => match event {
                     Some(Event::Message(m)) if discovery.is_advisory(&m) => {
                         discovery.discover(client, &self.pipeline, &m).await;
