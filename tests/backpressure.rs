@@ -6,6 +6,7 @@
 //! on `/readyz`, and carry on by itself when a consumer comes. Artemis's BLOCK does not hold a
 //! STOMP producer back, and its FAIL refuses SENDs: the last two tests say what happens there.
 
+#[macro_use]
 mod common;
 
 use common::bridge::{BridgeProcess, Names, config_toml, free_port};
@@ -342,13 +343,6 @@ async fn on_artemis_an_address_at_max_size_with_fail_dead_letters_the_refused_wi
         "backpressure on artemis (FAIL, 64 KiB): {delivered} of {FAIL_N} delivered, {} dead-lettered with the broker's reason",
         refused.len()
     );
-}
-
-macro_rules! on {
-    ($broker:ident: $($name:ident),* $(,)?) => {
-        $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        async fn $name() { super::$name(super::Broker::$broker).await })*
-    };
 }
 
 mod activemq {

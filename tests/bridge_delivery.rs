@@ -2,6 +2,7 @@
 //! RabbitMQ for `kill -9`): dead letters with the reason while valid traffic flows, no loss
 //! across `kill -9` or a broker restart, loops cut, readiness, and a clean SIGTERM.
 
+#[macro_use]
 mod common;
 
 use common::bridge::{BridgeProcess, Names, WiseAgent, config_toml, free_port};
@@ -464,13 +465,6 @@ async fn a_stream_that_fails_once_complete_is_dead_lettered_whole(broker: Broker
         metrics.contains("bridge_unsettled_total 0") && metrics.contains("bridge_in_flight 0"),
         "{metrics}"
     );
-}
-
-macro_rules! on {
-    ($broker:ident: $($name:ident),* $(,)?) => {
-        $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        async fn $name() { super::$name(super::Broker::$broker).await })*
-    };
 }
 
 mod activemq {

@@ -2,6 +2,7 @@
 //! by Python stomp.py clients and the other frameworks' agents by STOMP clients that read and
 //! write their formats as those frameworks do.
 
+#[macro_use]
 mod common;
 
 use common::bridge::{BridgeProcess, Names, WiseAgent, body_file, config_toml, free_port};
@@ -218,13 +219,6 @@ async fn an_agent_named_by_a_glob_is_found_when_its_queue_appears(broker: Broker
     assert!(line.contains(&names.request(&agent)), "{line}");
     let (asked, _) = next_json(&mut inbox).await;
     assert_eq!(asked["recipient"], agent.as_str());
-}
-
-macro_rules! on {
-    ($broker:ident: $($name:ident $(($arg:expr))?),* $(,)?) => {
-        $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        async fn $name() { super::$name(super::Broker::$broker $(, $arg)?).await })*
-    };
 }
 
 mod activemq {

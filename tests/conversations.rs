@@ -4,6 +4,7 @@
 //! their own message code (tests/e2e/peer_agent.py). Each test names the rule of
 //! docs/MAPPING.md ("Conversations") it checks.
 
+#[macro_use]
 mod common;
 
 use common::bridge::{BridgeProcess, Names, WiseAgent, body_file, config_toml, free_port};
@@ -352,13 +353,6 @@ async fn a_civitas_stream_reply_arrives_as_one_answer(broker: Broker) {
     );
     let (_, metrics) = bridge.http_get("/metrics");
     assert!(!metrics.contains("bridge_dead_letters_total{"), "nothing dead-lettered:\n{metrics}");
-}
-
-macro_rules! on {
-    ($broker:ident: $($name:ident),* $(,)?) => {
-        $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        async fn $name() { super::$name(super::Broker::$broker).await })*
-    };
 }
 
 mod activemq {

@@ -8,6 +8,7 @@
 //! client certificate `scripts/brokers.sh start` made: its certificate carries a request
 //! through; none, or one from another CA, is refused, nothing moves, and the log says why.
 
+#[macro_use]
 mod common;
 
 use common::bridge::{BridgeProcess, Names, config_toml, free_port};
@@ -261,13 +262,6 @@ async fn a_client_certificate_from_another_ca_is_refused_by_the_client_auth_conn
     let said = "the broker refused the TLS handshake: received fatal alert: CertificateUnknown";
     let asked = format!("(does the broker trust the client certificate {}?)", pem("client.pem").display());
     assert_eq!(error, format!("{said} {asked}"));
-}
-
-macro_rules! on {
-    ($broker:ident: $($name:ident),* $(,)?) => {
-        $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        async fn $name() { super::$name(super::Broker::$broker).await })*
-    };
 }
 
 mod activemq {

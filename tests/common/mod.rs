@@ -1,6 +1,17 @@
 //! Helpers for tests: the real brokers that `scripts/brokers.sh start` runs, and generators.
 #![allow(dead_code)]
 
+/// A test per broker: `on!(ActiveMq: a, b(arg))` makes `async fn a()` calling `super::a(Broker::ActiveMq)`
+/// (and `super::b(Broker::ActiveMq, arg)`), each a multi-threaded tokio test. Used inside a
+/// `mod activemq { ... }` per broker, from files that declare `#[macro_use] mod common;`.
+#[allow(unused_macros)]
+macro_rules! on {
+    ($broker:ident: $($name:ident $(($arg:expr))?),* $(,)?) => {
+        $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $name() { super::$name(super::Broker::$broker $(, $arg)?).await })*
+    };
+}
+
 pub mod bridge;
 pub mod fake;
 pub mod generate;
