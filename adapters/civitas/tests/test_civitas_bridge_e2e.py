@@ -108,7 +108,6 @@ def test_a_name_behind_the_bridge_is_routable_and_internal_names_are_not():
     assert registry.lookup("_reply.x") is None and BridgeRegistry(["*"]).lookup("_runtime") is None
 
 
-# TEMPORARY (issue 21): the bridge that answers at the _reply.* inbox is on branch `wa`.
 def test_a_runtime_ask_of_a_wise_agents_agent_gets_its_answer_though_the_runtime_has_no_inbox(broker, tmp_path):
     """Runtime.ask() asks as ``_runtime`` (civitas runtime.py ~1176), which has no inbox: the
     bridge answers at the inbox of the ask's ``_reply.*`` address, which the adapter consumes
@@ -152,7 +151,6 @@ class ContextResearcher(AgentProcess):
         return self.reply({"message": answer.payload["message"], "context": answer.payload.get("context_name")})
 
 
-# TEMPORARY (issue 21): the bridge that restores the asker's context is on branch `wa`.
 def test_a_civitas_ask_in_a_context_wise_agents_does_not_know_is_answered_in_the_askers_context(broker, tmp_path):
     """Books is not a Wise Agents context here: the Wise Agents agent gets the default one, and
     the answer to Civitas names Books again, not the default."""

@@ -28,8 +28,7 @@ from wiseagents.agents import (LLMOnlyWiseAgent, PassThroughClientAgent, PhasedC
                                SequentialCoordinatorWiseAgent)
 from wiseagents.transports import StompWiseAgentTransport
 
-# TEMPORARY (issue 21): the bridge's [wiseagents.registry] support is on branch `wa`; until it
-# lands every test here fails at the bridge's start (an unknown configuration table).
+# The registry of Wise Agents' registry_config.yaml (Redis mode), as these tests set it up.
 REDIS = {"use_redis": True, "redis_ssl": False, "redis_host": "127.0.0.1", "redis_port": 6379}
 CIV_SCHEMA = '{ type = "object", properties = { city = { type = "string" } }, required = ["city"] }'
 
