@@ -34,6 +34,16 @@ async fn consume_on(broker: Broker, dest: &str) -> (Client, Events) {
     (client, events)
 }
 
+/// A Civitas inbox read as an agent that acknowledges what it took: with `ack:auto` the broker
+/// counts as consumed whatever it wrote to the socket, so a broker stopped while the test read
+/// slowly (CI's loaded machine) lost the messages in flight to the test, and the restart test
+/// waited for them forever. [`count_until_all`] acknowledges each one it counted.
+async fn inbox_on(broker: Broker, dest: &str) -> (Client, Events) {
+    let (client, events) = broker.connect().await;
+    client.subscribe(Subscription::new(dest, AckMode::ClientIndividual)).await.unwrap();
+    (client, events)
+}
+
 fn vectors() -> Vec<(String, PathBuf)> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/vectors/wiseagents");
     let mut out: Vec<(String, PathBuf)> = std::fs::read_dir(&dir)
@@ -138,11 +148,18 @@ async fn sigterm_stops_the_bridge_cleanly_with_exit_code_zero(broker: Broker) {
 }
 
 /// Counts the distinct `msg <i>` texts delivered to a Civitas inbox until all `n` came.
-async fn count_until_all(inbox: &mut Events, n: usize, mut at: impl FnMut(usize)) -> (usize, usize) {
+/// Each message is acknowledged once counted (an ACK refused as stale after a reconnect leaves
+/// the message to its redelivery, counted again as a delivery, not as a distinct text).
+async fn count_until_all(
+    (client, inbox): &mut (Client, Events),
+    n: usize,
+    mut at: impl FnMut(usize),
+) -> (usize, usize) {
     let mut seen = BTreeSet::new();
     let mut deliveries = 0;
     while seen.len() < n {
         let m = next_message(inbox, 60).await;
+        let _ = client.ack(&m.ack).await;
         deliveries += 1;
         let v: serde_json::Value = serde_json::from_slice(m.body()).unwrap();
         let text = v["payload"]["message"].as_str().unwrap().to_owned();
@@ -248,7 +265,7 @@ async fn kill_9_midway(broker: Broker, n: usize, mode: &str) -> usize {
     let toml = toml.replace("[delivery]\n", &format!("[delivery]\nmode = \"{mode}\"\n"));
     let bridge = BridgeProcess::start(&toml, port, &names.uid);
     let config = bridge.config.clone();
-    let (_c, mut inbox) = consume_on(broker, &names.dest(&format!("civitas.in.{civ}"))).await;
+    let mut inbox = inbox_on(broker, &names.dest(&format!("civitas.in.{civ}"))).await;
     let sender = WiseAgent::spawn(broker, &names, &["send-many", &names.request(&civ), &n.to_string()]);
     let mut bridge = Some(bridge);
     let (distinct, deliveries) = count_until_all(&mut inbox, n, |seen| {
@@ -278,7 +295,7 @@ async fn broker_restart_mid_stream_loses_nothing_and_readiness_follows_the_broke
     const N: usize = 2_000;
     brokers_script(&["start", broker.name()]); // idempotent; a run that died mid-test may have left it down
     let (names, civ, mut bridge) = start_bridge(broker);
-    let (_inbox_client, mut inbox) = consume_on(broker, &names.dest(&format!("civitas.in.{civ}"))).await;
+    let mut inbox = inbox_on(broker, &names.dest(&format!("civitas.in.{civ}"))).await;
     let n = N.to_string();
     // Persistent sends, so that what waits in the broker survives its restart.
     WiseAgent::run(broker, &names, &["send-many", &names.request(&civ), &n, "--persistent"]);
@@ -351,7 +368,7 @@ async fn with_exclusive_consumers_one_instance_is_active_and_a_standby_takes_ove
     let standby_port = free_port();
     let standby_toml = toml.replace(&format!("127.0.0.1:{port}"), &format!("127.0.0.1:{standby_port}"));
     let standby = BridgeProcess::start(&standby_toml, standby_port, &format!("{}-b", names.uid));
-    let (_c, mut inbox) = consume_on(broker, &names.dest(&format!("civitas.in.{civ}"))).await;
+    let mut inbox = inbox_on(broker, &names.dest(&format!("civitas.in.{civ}"))).await;
 
     WiseAgent::run(broker, &names, &["send-many", &names.request(&civ), "20"]);
     let (distinct, _) = count_until_all(&mut inbox, 20, |_| {}).await;
@@ -392,10 +409,10 @@ async fn a_backlog_on_every_queue_at_once_is_drained_from_the_start(broker: Brok
     }
     let mut inboxes = Vec::new();
     for agent in &agents {
-        inboxes.push(consume_on(broker, &names.dest(&format!("civitas.in.{agent}"))).await);
+        inboxes.push(inbox_on(broker, &names.dest(&format!("civitas.in.{agent}"))).await);
     }
     let bridge = BridgeProcess::start(&toml, port, &names.uid);
-    for (_client, inbox) in &mut inboxes {
+    for inbox in &mut inboxes {
         let (distinct, _) = count_until_all(inbox, EACH, |_| {}).await;
         assert_eq!(distinct, EACH);
     }
@@ -406,7 +423,7 @@ async fn sigterm_with_messages_in_flight_settles_them_and_loses_none(broker: Bro
     const N: usize = 3000;
     let (names, civ, bridge) = start_bridge(broker);
     let config = bridge.config.clone();
-    let (_c, mut inbox) = consume_on(broker, &names.dest(&format!("civitas.in.{civ}"))).await;
+    let mut inbox = inbox_on(broker, &names.dest(&format!("civitas.in.{civ}"))).await;
     let sender = WiseAgent::spawn(broker, &names, &["send-many", &names.request(&civ), &N.to_string()]);
     let mut bridge = Some(bridge);
     let mut status = None;
