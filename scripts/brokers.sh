@@ -28,7 +28,7 @@ amq_client_auth_port=$((amq_port + 2))
 keystore_password=sab-test-keystore
 # Artemis: SAB_ARTEMIS_PORT is the STOMP port; TLS, TLS with client auth and all protocols take
 # the next three.
-art_version=2.37.0
+art_version=${SAB_ARTEMIS_VERSION:-2.37.0}
 art_port=${SAB_ARTEMIS_PORT:-61633}
 art_ssl_port=$((art_port + 1))
 art_client_auth_port=$((art_port + 2))

@@ -206,8 +206,9 @@ async fn with_transactions_asked_for_kill_9_on_artemis_loses_none_and_delivers_n
 
 /// A bridge whose ACKs never reach the broker (a proxy drops them) publishes a request once;
 /// its connection is then cut, the broker redelivers the source, and the bridge publishes it
-/// again. Returns how many more copies than one the Civitas inbox received.
-async fn copies_after_a_lost_ack(broker: Broker) -> usize {
+/// again. Returns how many more copies than one the Civitas inbox received, or `None` when the
+/// broker never redelivered the source (Artemis, see [`on_artemis_a_source_redelivered_after_its_ack_was_lost_is_delivered_once`]).
+async fn copies_after_a_lost_ack(broker: Broker) -> Option<usize> {
     let names = Names::new(broker);
     let civ = names.agent("Weather");
     let proxy = Proxy::dropping_acks(broker.port()).await;
@@ -227,27 +228,42 @@ async fn copies_after_a_lost_ack(broker: Broker) -> usize {
     bridge.wait_metric(delivered(1), 10);
     proxy.freeze();
     proxy.cut();
-    bridge.wait_metric(delivered(2), 30);
+    if let Err(metrics) = bridge.try_wait_metric(delivered(2), 20) {
+        eprintln!("{}: the source was not redelivered within 20 s:\n{metrics}", broker.name());
+        return None;
+    }
     let mut more = 0;
     while tokio::time::timeout(std::time::Duration::from_secs(3), inbox.next_message()).await.is_ok() {
         more += 1;
     }
     eprintln!("{}: a source redelivered after its ACK was lost: {more} more copies", broker.name());
-    more
+    Some(more)
 }
 
 /// The control: ActiveMQ Classic has no duplicate detection, so the SEND repeated for the
 /// redelivered source is delivered a second time.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_activemq_a_source_redelivered_after_its_ack_was_lost_is_delivered_twice() {
-    assert_eq!(copies_after_a_lost_ack(Broker::ActiveMq).await, 1);
+    assert_eq!(copies_after_a_lost_ack(Broker::ActiveMq).await, Some(1));
 }
 
 /// Artemis drops the repeated SEND: it carries the `_AMQ_DUPL_ID` of the first
 /// (src/bridge/dedup.rs), built from the source's stable message id.
+///
+/// In about one run in eight (2.37.0 and 2.40.0 alike), Artemis never redelivers the source
+/// after the cut: `artemis queue stat` then shows it "delivering" with no consumer, until the
+/// broker restarts (docs/OPERATING.md, the Artemis table). Such a run checks nothing, so the
+/// scenario is tried again on new queues, at most three times; every run that was redelivered
+/// must have delivered once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_artemis_a_source_redelivered_after_its_ack_was_lost_is_delivered_once() {
-    assert_eq!(copies_after_a_lost_ack(Broker::Artemis).await, 0);
+    for attempt in 1..=3 {
+        if let Some(more) = copies_after_a_lost_ack(Broker::Artemis).await {
+            assert_eq!(more, 0, "attempt {attempt}: the repeated SEND was delivered");
+            return;
+        }
+    }
+    panic!("Artemis redelivered the source in none of three runs");
 }
 
 /// RabbitMQ's confirm mode: nothing lost; duplicates counted.

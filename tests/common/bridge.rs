@@ -232,13 +232,21 @@ impl BridgeProcess {
     /// moment after a consumer may already have the message.)
     #[allow(dead_code)]
     pub fn wait_metric(&self, want: impl Fn(&str) -> bool, secs: u64) -> String {
+        self.try_wait_metric(want, secs)
+            .unwrap_or_else(|body| panic!("no metric as wanted within {secs} s:\n{body}"))
+    }
+
+    /// The first metric line `want` accepts within `secs`, or the last metrics seen.
+    pub fn try_wait_metric(&self, want: impl Fn(&str) -> bool, secs: u64) -> Result<String, String> {
         let deadline = std::time::Instant::now() + Duration::from_secs(secs);
         loop {
             let (_, body) = self.http_get("/metrics");
             if let Some(line) = body.lines().find(|l| want(l)) {
-                return line.to_owned();
+                return Ok(line.to_owned());
             }
-            assert!(std::time::Instant::now() < deadline, "no metric as wanted within {secs} s:\n{body}");
+            if std::time::Instant::now() >= deadline {
+                return Err(body);
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
     }
