@@ -4,7 +4,7 @@
 //! wait behind each other.
 
 use super::BridgeError;
-use super::delivery::{Delivery, Outcome, Settled, Work};
+use super::delivery::{Delivery, Outcome, Settled, Tally, Work};
 use super::pipeline::{Absorbed, Outgoing, Pipeline, Processed, dead_letter_frame};
 use super::settle::{Attempts, Failure, Finished, Mode, Settler, next_batch, route_of, work_key};
 use crate::config::DeliveryConfig;
@@ -64,6 +64,8 @@ pub struct Engine {
     down: u8,
     /// The Wise Agents registry, when configured (`[wiseagents.registry]`).
     registry: Option<Arc<WiseRegistry>>,
+    /// How the handles taken so far ended.
+    tally: Tally,
 }
 
 /// The consuming and the publishing connection, as bits of [`Engine::down`].
@@ -102,6 +104,7 @@ impl Engine {
             budget,
             down: 0,
             registry: None,
+            tally: Tally::default(),
         }
     }
 
@@ -186,6 +189,8 @@ impl Engine {
             warn!("shutdown timeout: messages still in flight are left to the broker to redeliver");
         }
         self.release_all();
+        let Tally { acked, released, unsettled } = self.tally;
+        info!(acked, released, unsettled, "how the messages taken since the start were settled");
     }
 
     async fn start_batches(&mut self) {
@@ -333,7 +338,7 @@ impl Engine {
             if let Some(stream) = &work.stream {
                 self.pipeline.stream_settled(stream);
             }
-            work.source.settle(Settled::Acked);
+            work.source.settle(Settled::Acked, &mut self.tally);
         }
         let give_back = match result {
             Ok(()) => false,
@@ -374,6 +379,7 @@ impl Engine {
     /// A handle dropped without settlement: if its connection is still the current one, the
     /// only way to give the message back is to reset the connection.
     async fn unsettled(&mut self, ack: &AckRef, client: &Client) {
+        self.tally.unsettled += 1;
         Unsettled { message_id: &ack.message_id }.emit(&self.metrics);
         if ack.epoch >= self.epoch {
             client.reset("a message was left unsettled").await;
@@ -430,11 +436,11 @@ impl Engine {
 
     /// Gives a work's message back to the broker (its connection is gone or going), and the
     /// stream it completed back to the pipeline, to be completed again by its redelivery.
-    fn release(&self, work: Work) {
+    fn release(&mut self, work: Work) {
         if let Some(stream) = &work.stream {
             self.pipeline.stream_released(stream);
         }
-        work.source.settle(Settled::Released);
+        work.source.settle(Settled::Released, &mut self.tally);
     }
 
     /// The ask `work` would have made, taken back: its request was not published.
