@@ -210,9 +210,8 @@ impl Pipeline {
                 (true, wise)
             }
             Correlation::Token(route) => {
-                let wise = route.context.clone();
-                apply_route(&mut env, route);
-                (true, wise)
+                ReplyBase::of_route(&route).apply_to(&mut env);
+                (true, route.context)
             }
             Correlation::None => (false, None),
         };
@@ -448,24 +447,6 @@ impl Settings {
         self.fit_for(&target, &mut env, wise);
         self.outgoing(&env, &target, 1, "timeout", true).ok()
     }
-}
-
-/// An answer whose ask is no longer pending (a restart): what its token says.
-fn apply_route(env: &mut Envelope, route: ReplyRoute) {
-    env.direction = Direction::Response;
-    env.recipient = route.requester.or(env.recipient.take());
-    env.tool_id = route.tool_id;
-    env.correlation_id = route.correlation_id;
-    env.in_reply_to = route.request_id;
-    env.reply_to = None;
-    env.reply_via = route.asker;
-    if route.context.is_some() {
-        env.context = route.context;
-    }
-    if route.route_response_to.is_some() {
-        env.route_response_to = route.route_response_to;
-    }
-    env.intent = env.intent.or(Some(Intent::Response));
 }
 
 fn hops(msg: &Message) -> u32 {
