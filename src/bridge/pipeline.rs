@@ -490,6 +490,10 @@ pub fn dead_letter_frame(
 #[path = "pipeline_tests.rs"]
 mod tests;
 
+#[cfg(test)]
+#[path = "pipeline_harness.rs"]
+mod harness;
+
 #[path = "pipeline_streams.rs"]
 mod streams;
 pub use streams::StreamKey;

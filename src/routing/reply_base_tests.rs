@@ -92,23 +92,22 @@ fn a_reply_base_is_a_fraction_of_an_envelope() {
 
 #[test]
 fn a_token_fills_a_bare_reply_after_a_restart() {
-    let request = Envelope {
-        sender: Some("User".into()),
-        context: Some("Weather".into()),
-        tool_id: Some("call_1".into()),
-        route_response_to: Some("Boss".into()),
-        ..Default::default()
-    };
-    let route = ReplyRoute::of_request(&request, "r-1");
+    let route = ReplyRoute::of_request(&ask(), "pf-1");
     let mut reply = Envelope::default();
     ReplyBase::of_route(&route).apply_to(&mut reply);
     assert_eq!(reply.direction, Direction::Response);
-    assert_eq!(reply.recipient.as_deref(), Some("User"));
-    assert_eq!(reply.context.as_deref(), Some("Weather"));
+    assert_eq!(reply.recipient.as_deref(), Some("_reply.Planner.7"));
+    assert_eq!(reply.reply_via.as_deref(), Some("Planner"));
+    assert_eq!(reply.context.as_deref(), Some("Trips.é"));
     assert_eq!(reply.tool_id.as_deref(), Some("call_1"));
-    assert_eq!(reply.route_response_to.as_deref(), Some("Boss"));
-    assert_eq!(reply.in_reply_to.as_deref(), Some("r-1"));
+    assert_eq!(reply.route_response_to.as_deref(), Some("Caller"));
+    assert_eq!(reply.in_reply_to.as_deref(), Some("pf-1"));
     assert_eq!(reply.intent, Some(Intent::Response));
+    assert_eq!(
+        (reply.trace_id, reply.tenant, reply.deadline),
+        (None, None, None),
+        "only the table keeps those"
+    );
 }
 
 /// The rule the daemon follows (the pipeline, tests/conversations.rs: "its own sub-context
