@@ -7,7 +7,7 @@
 
 use std::path::Path;
 use std::sync::{Mutex, OnceLock};
-use stomp_agent_bridge::bridge::pipeline::{Now, Pipeline, Processed};
+use stomp_agent_bridge::bridge::pipeline::{Consumed, Now, Pipeline, Processed};
 use stomp_agent_bridge::config::Config;
 use stomp_agent_bridge::stomp::{AckRef, Command, Frame, Message};
 
@@ -46,7 +46,7 @@ pub fn run(data: &[u8]) {
     let ack = AckRef { epoch: 1, subscription: "1".into(), message_id: "m".into(), ack_id: None };
     let msg = Message { ack, destination: destination.clone(), frame };
     let mut ids = stomp_agent_bridge::envelope::new_uuid7;
-    if let Ok(Processed::Send(out)) = f.pipeline.process(&msg, &mut Now::system(&mut ids)) {
+    if let Ok(Processed::Send(out)) = f.pipeline.process(Consumed::of(&msg), &mut Now::system(&mut ids)) {
         assert!(out.frame.header("destination").is_some(), "a SEND without a destination");
     }
 }

@@ -5,7 +5,7 @@
 
 use super::BridgeError;
 use super::delivery::{Delivery, Outcome, Settled, Tally, Work};
-use super::pipeline::{Absorbed, Now, Outgoing, Pipeline, Processed, dead_letter_frame};
+use super::pipeline::{Absorbed, Consumed, Now, Outgoing, Pipeline, Processed, dead_letter_frame};
 use super::settle::{Attempts, Failure, Finished, Mode, Settler, next_batch, route_of, work_key};
 use crate::config::DeliveryConfig;
 use crate::stomp::{AckRef, Client, Event, Events, Message};
@@ -222,7 +222,7 @@ impl Engine {
         let delivery = Delivery::new(message, self.dropped_tx.clone())
             .counted(self.metrics.clone())
             .held_in(self.holding.clone());
-        let processed = self.pipeline.process(&delivery.message, &mut now(&mut self.ids));
+        let processed = self.pipeline.process(Consumed::of(&delivery.message), &mut now(&mut self.ids));
         let work = match processed {
             Ok(Processed::Send(mut out)) => {
                 if let Err(error) = self.before_publish(&mut out).await {

@@ -90,6 +90,28 @@ impl<'a> Now<'a> {
     }
 }
 
+/// A consumed message as the pipeline sees it: where it came from and its frame, without the
+/// handle that acknowledges it (the engine's alone).
+#[derive(Debug, Clone, Copy)]
+pub struct Consumed<'a> {
+    pub destination: &'a str,
+    pub frame: &'a Frame,
+}
+
+impl<'a> Consumed<'a> {
+    pub fn of(message: &'a Message) -> Self {
+        Consumed { destination: &message.destination, frame: &message.frame }
+    }
+
+    fn header(&self, name: &str) -> Option<&'a str> {
+        self.frame.header(name)
+    }
+
+    fn body(&self) -> &'a [u8] {
+        &self.frame.body
+    }
+}
+
 /// The pipeline: its settings (replaceable) and its state (kept across new settings).
 pub struct Pipeline {
     pub settings: Settings,
@@ -151,7 +173,7 @@ impl Pipeline {
     }
 
     /// Decides what to publish for `msg`.
-    pub fn process(&mut self, msg: &Message, now: &mut Now) -> Result<Processed, BridgeError> {
+    pub fn process(&mut self, msg: Consumed, now: &mut Now) -> Result<Processed, BridgeError> {
         let hops = hops(msg);
         if hops >= self.settings.max_hops {
             return Err(BridgeError::Loop { hops });
@@ -159,8 +181,8 @@ impl Pipeline {
         let source = self
             .settings
             .router
-            .classify(&msg.destination)
-            .ok_or_else(|| BridgeError::UnknownSource(msg.destination.clone()))?;
+            .classify(msg.destination)
+            .ok_or_else(|| BridgeError::UnknownSource(msg.destination.to_owned()))?;
         let (from, env, whole) = match self.decode(&source, msg, now.at)? {
             Some((from, env, whole)) => (from, env, whole),
             None => return Ok(Processed::Chunk),
@@ -179,7 +201,7 @@ impl Pipeline {
     /// Checks expiry, correlates, routes and encodes a decoded message.
     fn translate(
         &mut self,
-        msg: Option<&Message>,
+        msg: Option<Consumed>,
         source: &Source,
         from: Framework,
         mut env: Envelope,
@@ -238,7 +260,7 @@ impl Pipeline {
     }
 
     /// The envelope of a message and the framework it came from, or a chunk taken in.
-    fn decode(&mut self, source: &Source, msg: &Message, at: Instant) -> Result<Decoded, BridgeError> {
+    fn decode(&mut self, source: &Source, msg: Consumed, at: Instant) -> Result<Decoded, BridgeError> {
         let content_type = msg.header("content-type");
         let codecs = &self.settings.codecs;
         match source {
@@ -449,12 +471,12 @@ impl Settings {
     }
 }
 
-fn hops(msg: &Message) -> u32 {
+fn hops(msg: Consumed) -> u32 {
     msg.header(HOPS).and_then(|h| h.trim().parse().ok()).unwrap_or(0)
 }
 
 /// STOMP headers that carry context: `traceparent`, `correlation-id`.
-fn read_headers(msg: &Message, env: &mut Envelope) {
+fn read_headers(msg: Consumed, env: &mut Envelope) {
     if let Some(tp) = msg.header("traceparent") {
         apply_traceparent(env, tp);
     }

@@ -24,7 +24,7 @@ impl Tested {
     pub(super) fn process(&mut self, m: &Message) -> Result<Processed, BridgeError> {
         let mut ids = next_id;
         let mut now = Now { at: tokio::time::Instant::now().into_std(), unix: self.unix, ids: &mut ids };
-        self.pipeline.process(m, &mut now)
+        self.pipeline.process(Consumed::of(m), &mut now)
     }
 
     pub(super) fn expire_asks(&mut self) -> Vec<Outgoing> {

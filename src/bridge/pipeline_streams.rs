@@ -2,7 +2,7 @@
 //! frames taken in chunk by chunk (each acknowledged at once), joined into one answer, and the
 //! error answer of a stream given up on.
 
-use super::{BridgeError, Now, Outgoing, Pipeline, Processed};
+use super::{BridgeError, Consumed, Now, Outgoing, Pipeline, Processed};
 use crate::envelope::civitas::{self, CivitasMessage, Encoding};
 use crate::envelope::civitas_stream::{self, StreamFrame};
 use crate::envelope::codecs::Framework;
@@ -10,7 +10,6 @@ use crate::envelope::penguiflow::stream::{Abandoned, Fed};
 use crate::envelope::penguiflow::{self, Payload, PenguiMessage};
 use crate::envelope::{Content, Envelope, EnvelopeError, Intent};
 use crate::routing::Source;
-use crate::stomp::Message;
 use bytes::Bytes;
 use std::time::Instant;
 
@@ -25,7 +24,7 @@ pub enum StreamKey {
 
 impl Pipeline {
     /// PenguiFlow, where a stream chunk is taken in until its stream is whole.
-    pub(super) fn decode_penguiflow(&mut self, msg: &Message, at: Instant) -> Result<Decoded, BridgeError> {
+    pub(super) fn decode_penguiflow(&mut self, msg: Consumed, at: Instant) -> Result<Decoded, BridgeError> {
         let message = PenguiMessage::decode(msg.body())?;
         let Payload::StreamChunk(chunk) = Payload::classify(&message.payload) else {
             return Ok(Some((Framework::PenguiFlow, penguiflow::to_envelope(message)?, None)));
@@ -45,7 +44,7 @@ impl Pipeline {
 
     /// Civitas, where the frames of a `stream_reply()` answer are taken in until the answer
     /// is whole, then become one reply (`envelope::civitas_stream`).
-    pub(super) fn decode_civitas(&mut self, msg: &Message, at: Instant) -> Result<Decoded, BridgeError> {
+    pub(super) fn decode_civitas(&mut self, msg: Consumed, at: Instant) -> Result<Decoded, BridgeError> {
         let encoding = Encoding::of(msg.header("content-type"), msg.body())?;
         let reply = match civitas_stream::classify(CivitasMessage::decode(msg.body(), encoding)?)? {
             StreamFrame::Message(message) => message,
