@@ -237,20 +237,18 @@ impl Pipeline {
             }
             Correlation::None => (false, None),
         };
-        let settings = &self.settings;
         if !correlated
-            && matches!(source, Source::WiseAgents { agent, .. } if agent == settings.router.reply_agent())
+            && matches!(source, Source::WiseAgents { agent, .. } if agent == self.settings.router.reply_agent())
         {
             // An answer to the bridge's own name that no ask awaits has nowhere to go.
             return Err(RouteError::NoRecipient.into());
         }
-        let target = settings.target(&env, asker.as_deref())?;
+        let target = self.settings.target(&env, asker.as_deref())?;
         // The ask is remembered before its context is fitted: its answer goes back in the
         // asker's own context (a Civitas ask in `Books` is answered in `Books`).
         let ask = self.remember(&target, &mut env, now);
-        let settings = &self.settings;
-        let original_context = settings.fit_for(&target, &mut env, wise_context);
-        let mut out = settings.outgoing(&env, &target, hops + 1, from.as_str(), correlated)?;
+        let original_context = self.settings.fit_for(&target, &mut env, wise_context);
+        let mut out = self.settings.outgoing(&env, &target, hops + 1, from.as_str(), correlated)?;
         out.unmatched_reply = !correlated && env.direction == Direction::Response;
         out.ask = ask;
         if let Some(ctx) = original_context {
