@@ -478,3 +478,21 @@ fn with_the_registry_ack_contexts_name_contexts_but_do_not_turn_answers_into_ack
 fn toml_registry() -> crate::wise_registry::config::RegistryConfig {
     toml::from_str("port = 6379").unwrap()
 }
+
+#[test]
+fn an_ask_gets_the_id_it_is_handed_and_its_reply_deadline_runs_from_the_time_it_is_handed() {
+    let mut p = pipeline_with(|c| c.delivery.reply_timeout_ms = 1000);
+    let id = uuid::Uuid::from_u128(0x0193_a1b2_0000_7000_8000_0000_0000_0001);
+    let mut ids = move || id;
+    let at = Instant::now();
+    let mut now = Now { at, unix: p.unix, ids: &mut ids };
+    let Processed::Send(out) =
+        p.pipeline.process(Consumed::of(&wa_ask("Ops", None, "default")), &mut now).unwrap()
+    else {
+        panic!("nothing sent")
+    };
+    assert_eq!(json_of(&out)["message_id"], id.to_string(), "the VOX request's id is the ask's");
+    assert_eq!(out.ask, Some(id.to_string()));
+    assert!(p.pipeline.expire_asks(at + Duration::from_millis(999)).is_empty());
+    assert_eq!(p.pipeline.expire_asks(at + Duration::from_millis(1001)).len(), 1);
+}
