@@ -2,11 +2,11 @@
 //! agent through the pipeline of config/bridge.toml, RSS before and after.
 //!
 //!   cargo run --release --example ask_memory
-use stomp_agent_bridge::bridge::pipeline::Pipeline;
+use stomp_agent_bridge::bridge::pipeline::{Consumed, Now, Pipeline};
 use stomp_agent_bridge::config::Config;
 use stomp_agent_bridge::envelope::Intent;
 use stomp_agent_bridge::envelope::wiseagents::WiseMessage;
-use stomp_agent_bridge::stomp::{AckRef, Command, Frame, Message};
+use stomp_agent_bridge::stomp::{Command, Frame};
 
 fn rss_kib() -> f64 {
     let s = std::fs::read_to_string("/proc/self/status").unwrap();
@@ -16,7 +16,8 @@ fn rss_kib() -> f64 {
 fn main() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/bridge.toml");
     let config = Config::load(&path).unwrap();
-    let pipeline = Pipeline::of(&config);
+    let mut pipeline = Pipeline::of(&config);
+    let mut ids = stomp_agent_bridge::envelope::new_uuid7;
     let n = 10_000;
     let bodies: Vec<Vec<u8>> = (0..n)
         .map(|i| {
@@ -34,11 +35,10 @@ fn main() {
         })
         .collect();
     let before = rss_kib();
-    for (i, body) in bodies.into_iter().enumerate() {
+    for body in bodies {
         let dest = "/queue/request/WeatherAgent";
         let frame = Frame::new(Command::Message).with("destination", dest).with_body(body);
-        let ack = AckRef { epoch: 1, subscription: "1".into(), message_id: format!("m{i}"), ack_id: None };
-        let out = pipeline.process(&Message { ack, destination: dest.into(), frame });
+        let out = pipeline.process(Consumed { destination: dest, frame: &frame }, &mut Now::system(&mut ids));
         drop(out);
     }
     let after = rss_kib();

@@ -6,8 +6,8 @@
 //! publish, is held or absorbed, or is an error; never a panic.
 
 use std::path::Path;
-use std::sync::OnceLock;
-use stomp_agent_bridge::bridge::pipeline::{Pipeline, Processed};
+use std::sync::{Mutex, OnceLock};
+use stomp_agent_bridge::bridge::pipeline::{Consumed, Now, Pipeline, Processed};
 use stomp_agent_bridge::config::Config;
 use stomp_agent_bridge::stomp::{AckRef, Command, Frame, Message};
 
@@ -17,8 +17,8 @@ struct Fixture {
 }
 
 /// The pipeline and its subscriptions, built once per process.
-fn fixture() -> &'static Fixture {
-    static FIXTURE: OnceLock<Fixture> = OnceLock::new();
+fn fixture() -> &'static Mutex<Fixture> {
+    static FIXTURE: OnceLock<Mutex<Fixture>> = OnceLock::new();
     FIXTURE.get_or_init(|| {
         // The crate is the repository (the test) or its `fuzz/` folder (the fuzz target).
         let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -28,15 +28,15 @@ fn fixture() -> &'static Fixture {
         let config = Config::load_with_env(&repo.join("config/bridge.toml"), Some(Default::default()))
             .expect("config/bridge.toml");
         let pipeline = Pipeline::of(&config);
-        let destinations = pipeline.router.subscriptions();
-        Fixture { pipeline, destinations }
+        let destinations = pipeline.router().subscriptions();
+        Mutex::new(Fixture { pipeline, destinations })
     })
 }
 
 /// Sends `data[1..]` as a MESSAGE on the destination `data[0]` selects.
 pub fn run(data: &[u8]) {
     let Some((&selector, body)) = data.split_first() else { return };
-    let f = fixture();
+    let mut f = fixture().lock().unwrap_or_else(|e| e.into_inner());
     let destination = &f.destinations[usize::from(selector) % f.destinations.len()];
     let mut frame = Frame::new(Command::Message).with("destination", destination.as_str());
     if selector & 0x80 != 0 {
@@ -45,7 +45,8 @@ pub fn run(data: &[u8]) {
     let frame = frame.with_body(body.to_vec());
     let ack = AckRef { epoch: 1, subscription: "1".into(), message_id: "m".into(), ack_id: None };
     let msg = Message { ack, destination: destination.clone(), frame };
-    if let Ok(Processed::Send(out)) = f.pipeline.process(&msg) {
+    let mut ids = stomp_agent_bridge::envelope::new_uuid7;
+    if let Ok(Processed::Send(out)) = f.pipeline.process(Consumed::of(&msg), &mut Now::system(&mut ids)) {
         assert!(out.frame.header("destination").is_some(), "a SEND without a destination");
     }
 }

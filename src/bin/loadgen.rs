@@ -279,6 +279,7 @@ async fn forward(
     let mut ready = VecDeque::new();
     let mut batches = FuturesUnordered::new();
     let attempts = Attempts::default();
+    let mut tally = stomp_agent_bridge::bridge::delivery::Tally::default();
     // The bridge's own settings (and the same environment overrides), so that the forwarder
     // is the bridge with nothing to translate.
     let defaults = stomp_agent_bridge::config::DeliveryConfig::default();
@@ -297,7 +298,7 @@ async fn forward(
             _ = &mut stop => break,
             Some(done) = batches.next(), if !batches.is_empty() => {
                 assert!(done.result.is_ok(), "forwarder batch failed: {:?}", done.result.err());
-                for w in done.works { w.source.settle(stomp_agent_bridge::bridge::delivery::Settled::Acked); }
+                for w in done.works { w.source.settle(stomp_agent_bridge::bridge::delivery::Settled::Acked, &mut tally); }
             }
             Some(Event::Message(m)) = events.recv() => {
                 let frame = Frame::new(Command::Send).with("destination", to.as_str()).with("persistent", "true").with_body(m.frame.body.clone());

@@ -58,9 +58,28 @@ impl Delivery {
         &self.message.ack
     }
 
-    /// Ends the handle.
-    pub fn settle(mut self, _how: Settled) {
+    /// Ends the handle, recording how in `tally`.
+    pub fn settle(mut self, how: Settled, tally: &mut Tally) {
         self.settled = true;
+        tally.record(how);
+    }
+}
+
+/// How the handles an owner held ended, per outcome.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Tally {
+    pub acked: u64,
+    pub released: u64,
+    /// Dropped without settlement (each reported, and its connection reset).
+    pub unsettled: u64,
+}
+
+impl Tally {
+    fn record(&mut self, how: Settled) {
+        match how {
+            Settled::Acked => self.acked += 1,
+            Settled::Released => self.released += 1,
+        }
     }
 }
 

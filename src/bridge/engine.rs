@@ -4,8 +4,8 @@
 //! wait behind each other.
 
 use super::BridgeError;
-use super::delivery::{Delivery, Outcome, Settled, Work};
-use super::pipeline::{Absorbed, Outgoing, Pipeline, Processed, dead_letter_frame};
+use super::delivery::{Delivery, Outcome, Settled, Tally, Work};
+use super::pipeline::{Absorbed, Consumed, Now, Outgoing, Pipeline, Processed, dead_letter_frame};
 use super::settle::{Attempts, Failure, Finished, Mode, Settler, next_batch, route_of, work_key};
 use crate::config::DeliveryConfig;
 use crate::stomp::{AckRef, Client, Event, Events, Message};
@@ -20,7 +20,7 @@ use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -64,6 +64,19 @@ pub struct Engine {
     down: u8,
     /// The Wise Agents registry, when configured (`[wiseagents.registry]`).
     registry: Option<Arc<WiseRegistry>>,
+    /// How the handles taken so far ended.
+    tally: Tally,
+    /// The ids of the asks the pipeline makes.
+    ids: Ids,
+}
+
+/// Where the engine takes the ids the pipeline gives new asks.
+pub type Ids = Box<dyn FnMut() -> uuid::Uuid + Send>;
+
+/// The time the pipeline is handed: tokio's clock (so that a test with a paused clock moves
+/// it), and the wall clock for the deadlines messages carry.
+fn now(ids: &mut Ids) -> Now<'_> {
+    Now { at: tokio::time::Instant::now().into_std(), unix: crate::envelope::now_unix(), ids: &mut **ids }
 }
 
 /// The consuming and the publishing connection, as bits of [`Engine::down`].
@@ -102,12 +115,14 @@ impl Engine {
             budget,
             down: 0,
             registry: None,
+            tally: Tally::default(),
+            ids: Box::new(crate::envelope::new_uuid7),
         }
     }
 
     /// The router the pipeline routes with.
     pub fn router(&self) -> &crate::routing::Router {
-        &self.pipeline.router
+        self.pipeline.router()
     }
 
     /// Whether the engine may take another message now.
@@ -186,6 +201,8 @@ impl Engine {
             warn!("shutdown timeout: messages still in flight are left to the broker to redeliver");
         }
         self.release_all();
+        let Tally { acked, released, unsettled } = self.tally;
+        info!(acked, released, unsettled, "how the messages taken since the start were settled");
     }
 
     async fn start_batches(&mut self) {
@@ -205,7 +222,8 @@ impl Engine {
         let delivery = Delivery::new(message, self.dropped_tx.clone())
             .counted(self.metrics.clone())
             .held_in(self.holding.clone());
-        let work = match self.pipeline.process(&delivery.message) {
+        let processed = self.pipeline.process(Consumed::of(&delivery.message), &mut now(&mut self.ids));
+        let work = match processed {
             Ok(Processed::Send(mut out)) => {
                 if let Err(error) = self.before_publish(&mut out).await {
                     let work = self.dead_letter_work(delivery, &error, None);
@@ -288,7 +306,7 @@ impl Engine {
     /// Streams given up on for age: their askers' error answers, published apart from the
     /// batches (their chunks were acknowledged as they came).
     fn expire_streams(&mut self) {
-        for out in self.pipeline.expire_streams(Instant::now()) {
+        for out in self.pipeline.expire_streams(&mut now(&mut self.ids)) {
             self.publish_apart(out, |_, _| {});
         }
     }
@@ -296,7 +314,7 @@ impl Engine {
     /// Error answers to asks whose reply timeout passed: published with a receipt, apart from
     /// the batches (no consumed message stands behind them); and the pending-asks gauge.
     fn expire_asks(&mut self) {
-        for out in self.pipeline.expire_asks(Instant::now()) {
+        for out in self.pipeline.expire_asks(tokio::time::Instant::now().into_std()) {
             self.publish_apart(out, |out, metrics| {
                 let destination = out.frame.header("destination").unwrap_or_default();
                 ReplyTimedOut { route: &out.route, destination }.emit(metrics)
@@ -333,7 +351,7 @@ impl Engine {
             if let Some(stream) = &work.stream {
                 self.pipeline.stream_settled(stream);
             }
-            work.source.settle(Settled::Acked);
+            work.source.settle(Settled::Acked, &mut self.tally);
         }
         let give_back = match result {
             Ok(()) => false,
@@ -374,6 +392,7 @@ impl Engine {
     /// A handle dropped without settlement: if its connection is still the current one, the
     /// only way to give the message back is to reset the connection.
     async fn unsettled(&mut self, ack: &AckRef, client: &Client) {
+        self.tally.unsettled += 1;
         Unsettled { message_id: &ack.message_id }.emit(&self.metrics);
         if ack.epoch >= self.epoch {
             client.reset("a message was left unsettled").await;
@@ -430,15 +449,15 @@ impl Engine {
 
     /// Gives a work's message back to the broker (its connection is gone or going), and the
     /// stream it completed back to the pipeline, to be completed again by its redelivery.
-    fn release(&self, work: Work) {
+    fn release(&mut self, work: Work) {
         if let Some(stream) = &work.stream {
             self.pipeline.stream_released(stream);
         }
-        work.source.settle(Settled::Released);
+        work.source.settle(Settled::Released, &mut self.tally);
     }
 
     /// The ask `work` would have made, taken back: its request was not published.
-    fn forget_ask(&self, work: &Work) {
+    fn forget_ask(&mut self, work: &Work) {
         if let Outcome::Delivered { ask: Some(ask), .. } = &work.outcome {
             self.pipeline.forget_ask(ask);
         }
@@ -491,7 +510,7 @@ fn report(work: &Work, metrics: &Metrics) {
 
 /// The framework a destination belongs to, for bounded metric labels.
 fn source_label(pipeline: &Pipeline, destination: &str) -> &'static str {
-    match pipeline.router.classify(destination) {
+    match pipeline.router().classify(destination) {
         Some(crate::routing::Source::WiseAgents { .. }) => "wiseagents",
         Some(crate::routing::Source::Ingress(fw)) => fw.as_str(),
         None => "unknown",

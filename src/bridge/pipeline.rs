@@ -1,21 +1,20 @@
 //! One message through the bridge, without I/O: decode → correlate → route → encode, giving
-//! the SEND frame to publish, or the reason it goes to the dead-letter destination.
+//! the SEND frame to publish, or the reason it goes to the dead-letter destination. A pure
+//! function of the message, the pipeline's state and the time and ids it is handed: one task
+//! owns it (no locks), and it reads no clock and makes no ids of its own.
 
 use super::BridgeError;
-use crate::config::{glob_matches, is_glob};
-use crate::envelope::codecs::{Codecs, Framework, Origin};
+use crate::envelope::codecs::{Framework, Origin};
 use crate::envelope::correlation::ReplyRoute;
-use crate::envelope::penguiflow::PenguiOptions;
 use crate::envelope::penguiflow::stream::StreamAssembler;
-use crate::envelope::vox::{Registry, VoxOptions};
-use crate::envelope::{Content, Direction, Envelope, Intent, apply_traceparent, new_uuid7, traceparent};
+use crate::envelope::{Content, Direction, Envelope, Intent, apply_traceparent, traceparent};
 use crate::routing::reply_base::ReplyBase;
 use crate::routing::table::{CorrelationTable, Matched, PendingAsk};
 use crate::routing::{RouteError, Router, Source, Target};
 use crate::stomp::{Command, Frame, Message};
 use bytes::Bytes;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use uuid::Uuid;
 
 /// The header that counts how many times a message passed through a bridge.
 pub const HOPS: &str = "bridge-hops";
@@ -74,72 +73,73 @@ impl Absorbed {
     }
 }
 
-/// How conversations are held: contexts native agents know, reply timeouts.
-#[derive(Debug, Clone, Default)]
-pub struct Conversations {
-    /// Context names and globs the native agents know (besides the default context).
-    pub contexts: Vec<String>,
-    /// Contexts (globs) of phased and chat collaborations, where answers are ACK.
-    pub ack_contexts: Vec<String>,
-    /// The reply timeout; zero: none.
-    pub reply_timeout: Duration,
-    /// Per agent reply timeouts (zero: none).
-    pub agent_timeouts: std::collections::HashMap<String, Duration>,
+/// The time and the ids the pipeline is handed with each call.
+pub struct Now<'a> {
+    /// The monotonic time (reply deadlines, stream ages).
+    pub at: Instant,
+    /// Seconds since the Unix epoch (the deadlines messages carry).
+    pub unix: f64,
+    /// Where the ids of new asks come from (UUIDv7 in the daemon; tests fix them).
+    pub ids: &'a mut dyn FnMut() -> Uuid,
 }
 
-impl Conversations {
-    pub fn of(config: &crate::config::Config) -> Self {
-        let wa = &config.wiseagents;
-        // With the registry, the context's collaboration decides what an answer is
-        // (`wise_registry`): `ack_contexts` only names contexts then.
-        let (mut contexts, mut ack_contexts) = (wa.contexts.clone(), wa.ack_contexts.clone());
-        if wa.registry.is_some() {
-            contexts.append(&mut ack_contexts);
-        }
-        Conversations {
-            contexts,
-            ack_contexts,
-            reply_timeout: Duration::from_millis(config.delivery.reply_timeout_ms),
-            agent_timeouts: config
-                .agents
-                .iter()
-                .filter_map(|a| a.reply_timeout_ms.map(|t| (a.name.clone(), Duration::from_millis(t))))
-                .collect(),
-        }
-    }
-
-    /// The answerer's own timeout, else the asker's, else the global one; none when zero.
-    fn timeout(&self, asker: &str, answerer: &str) -> Option<Duration> {
-        let own = |name: &str| {
-            self.agent_timeouts.get(name).copied().or_else(|| {
-                self.agent_timeouts.iter().find(|(g, _)| is_glob(g) && glob_matches(g, name)).map(|(_, t)| *t)
-            })
-        };
-        Some(own(answerer).or_else(|| own(asker)).unwrap_or(self.reply_timeout)).filter(|t| !t.is_zero())
-    }
-
-    /// A context named by `contexts` or `ack_contexts` (those are native contexts too).
-    fn known_context(&self, name: &str) -> bool {
-        self.contexts.iter().chain(&self.ack_contexts).any(|g| g == name || glob_matches(g, name))
-    }
-
-    fn ack_context(&self, name: &str) -> bool {
-        self.ack_contexts.iter().any(|g| g == name || glob_matches(g, name))
+impl<'a> Now<'a> {
+    /// The system's clocks read now, for callers without a clock of their own (tools, fuzzing).
+    pub fn system(ids: &'a mut dyn FnMut() -> Uuid) -> Self {
+        Now { at: Instant::now(), unix: crate::envelope::now_unix(), ids }
     }
 }
 
-/// Everything a message needs on its way through, shared by all in-flight messages.
+/// A consumed message as the pipeline sees it: where it came from and its frame, without the
+/// handle that acknowledges it (the engine's alone).
+#[derive(Debug, Clone, Copy)]
+pub struct Consumed<'a> {
+    pub destination: &'a str,
+    pub frame: &'a Frame,
+}
+
+impl<'a> Consumed<'a> {
+    pub fn of(message: &'a Message) -> Self {
+        Consumed { destination: &message.destination, frame: &message.frame }
+    }
+
+    fn header(&self, name: &str) -> Option<&'a str> {
+        self.frame.header(name)
+    }
+
+    fn body(&self) -> &'a [u8] {
+        &self.frame.body
+    }
+}
+
+/// The pipeline: its settings (replaceable) and its state (kept across new settings).
 pub struct Pipeline {
-    pub codecs: Codecs,
-    pub router: Router,
-    max_hops: u32,
-    /// The largest body published (`delivery.max_body_bytes`).
-    max_body: usize,
-    table: Mutex<CorrelationTable>,
-    streams: Mutex<StreamAssembler>,
-    /// Civitas `stream_reply()` answers, reassembled the same way (keyed `civitas:<cid>`).
-    civitas_streams: Mutex<StreamAssembler>,
-    conversations: Conversations,
+    pub settings: Settings,
+    state: State,
+}
+
+/// What the pipeline remembers between messages: the pending asks and the streams being
+/// joined (PenguiFlow `StreamChunk`s, and Civitas `stream_reply()` answers keyed
+/// `civitas:<cid>`). No acknowledgement handle: those are the engine's.
+pub struct State {
+    table: CorrelationTable,
+    streams: StreamAssembler,
+    civitas_streams: StreamAssembler,
+}
+
+impl State {
+    pub fn new(table: CorrelationTable, streams: StreamAssembler) -> Self {
+        State { table, civitas_streams: streams.empty_like(), streams }
+    }
+
+    /// The empty state the configuration bounds.
+    pub fn of(config: &crate::config::Config) -> Self {
+        let d = &config.delivery;
+        let table =
+            CorrelationTable::new(d.correlation_capacity, Duration::from_millis(d.correlation_ttl_ms));
+        let (max_bytes, max_wait) = stream_bounds(config);
+        State::new(table, StreamAssembler::new(max_bytes, max_wait))
+    }
 }
 
 /// What correlation found for a message.
@@ -158,65 +158,36 @@ enum Correlation {
 pub const ORIGINAL_CONTEXT: &str = "bridge-original-context";
 
 impl Pipeline {
-    pub fn new(
-        codecs: Codecs,
-        router: Router,
-        max_hops: u32,
-        table: CorrelationTable,
-        streams: StreamAssembler,
-    ) -> Self {
-        Pipeline {
-            codecs,
-            router,
-            max_hops,
-            max_body: usize::MAX,
-            table: Mutex::new(table),
-            civitas_streams: Mutex::new(streams.empty_like()),
-            streams: Mutex::new(streams),
-            conversations: Conversations::default(),
-        }
+    pub fn new(settings: Settings, state: State) -> Self {
+        Pipeline { settings, state }
     }
 
     /// The pipeline the configuration describes.
     pub fn of(config: &crate::config::Config) -> Self {
-        let d = &config.delivery;
-        let table =
-            CorrelationTable::new(d.correlation_capacity, Duration::from_millis(d.correlation_ttl_ms));
-        let (max_bytes, max_wait) = stream_bounds(config);
-        let streams = StreamAssembler::new(max_bytes, max_wait);
-        Pipeline::new(codecs(config), Router::new(config), d.max_hops, table, streams)
-            .with_conversations(Conversations::of(config))
-            .with_max_body(d.max_body_bytes)
+        Pipeline::new(Settings::of(config), State::of(config))
     }
 
-    /// With contexts and reply timeouts (by default: none known but the default context,
-    /// no ACK contexts, no timeout).
-    pub fn with_conversations(mut self, conversations: Conversations) -> Self {
-        self.conversations = conversations;
-        self
-    }
-
-    /// With a bound on the bodies published (by default: none).
-    pub fn with_max_body(mut self, max_body: usize) -> Self {
-        self.max_body = max_body;
-        self
+    /// The router the pipeline routes with.
+    pub fn router(&self) -> &Router {
+        &self.settings.router
     }
 
     /// Decides what to publish for `msg`.
-    pub fn process(&self, msg: &Message) -> Result<Processed, BridgeError> {
+    pub fn process(&mut self, msg: Consumed, now: &mut Now) -> Result<Processed, BridgeError> {
         let hops = hops(msg);
-        if hops >= self.max_hops {
+        if hops >= self.settings.max_hops {
             return Err(BridgeError::Loop { hops });
         }
         let source = self
+            .settings
             .router
-            .classify(&msg.destination)
-            .ok_or_else(|| BridgeError::UnknownSource(msg.destination.clone()))?;
-        let (from, env, whole) = match self.decode(&source, msg)? {
+            .classify(msg.destination)
+            .ok_or_else(|| BridgeError::UnknownSource(msg.destination.to_owned()))?;
+        let (from, env, whole) = match self.decode(&source, msg, now.at)? {
             Some((from, env, whole)) => (from, env, whole),
             None => return Ok(Processed::Chunk),
         };
-        let result = self.translate(Some(msg), &source, from, env, hops);
+        let result = self.translate(Some(msg), &source, from, env, hops, now);
         let Some(Whole { stream, body }) = whole else { return result };
         match result {
             Ok(Processed::Send(out)) => Ok(Processed::Send(Outgoing { stream: Some(stream), ..out })),
@@ -229,53 +200,55 @@ impl Pipeline {
 
     /// Checks expiry, correlates, routes and encodes a decoded message.
     fn translate(
-        &self,
-        msg: Option<&Message>,
+        &mut self,
+        msg: Option<Consumed>,
         source: &Source,
         from: Framework,
         mut env: Envelope,
         hops: u32,
+        now: &mut Now,
     ) -> Result<Processed, BridgeError> {
         if let Some(msg) = msg {
             read_headers(msg, &mut env);
         }
-        if let Some(ago) = env.deadline.map(|d| crate::envelope::now_unix() - d).filter(|ago| *ago > 0.0) {
+        if let Some(ago) = env.deadline.map(|d| now.unix - d).filter(|ago| *ago > 0.0) {
             return Err(BridgeError::Expired { ago });
         }
-        let now = Instant::now();
         let absorbed = |why| Ok(Processed::Absorbed { why, stream: None });
         let mut asker = None;
-        let (correlated, wise_context) = match self.correlate(source, &mut env, now) {
+        let (correlated, wise_context) = match self.correlate(source, &mut env, now.at) {
             Correlation::Receipt => return absorbed(Absorbed::Receipt { route: format!("{from}->receipt") }),
             Correlation::Late(ask) => {
                 return absorbed(Absorbed::LateReply { route: format!("{from}->late"), ask: ask.id });
             }
             Correlation::Ask(ask) => {
-                let wise =
-                    ask.reply.context().map(str::to_owned).filter(|_| self.asker_is_native(&ask.reply));
+                let wise = ask
+                    .reply
+                    .context()
+                    .map(str::to_owned)
+                    .filter(|_| self.settings.asker_is_native(&ask.reply));
                 ask.reply.apply_to(&mut env);
                 asker = Some(ask.asker);
                 (true, wise)
             }
             Correlation::Token(route) => {
-                let wise = route.context.clone();
-                apply_route(&mut env, route);
-                (true, wise)
+                ReplyBase::of_route(&route).apply_to(&mut env);
+                (true, route.context)
             }
             Correlation::None => (false, None),
         };
         if !correlated
-            && matches!(source, Source::WiseAgents { agent, .. } if agent == self.router.reply_agent())
+            && matches!(source, Source::WiseAgents { agent, .. } if agent == self.settings.router.reply_agent())
         {
             // An answer to the bridge's own name that no ask awaits has nowhere to go.
             return Err(RouteError::NoRecipient.into());
         }
-        let target = self.target(&env, asker.as_deref())?;
+        let target = self.settings.target(&env, asker.as_deref())?;
         // The ask is remembered before its context is fitted: its answer goes back in the
         // asker's own context (a Civitas ask in `Books` is answered in `Books`).
         let ask = self.remember(&target, &mut env, now);
-        let original_context = self.fit_for(&target, &mut env, wise_context);
-        let mut out = self.outgoing(&env, &target, hops + 1, from.as_str(), correlated)?;
+        let original_context = self.settings.fit_for(&target, &mut env, wise_context);
+        let mut out = self.settings.outgoing(&env, &target, hops + 1, from.as_str(), correlated)?;
         out.unmatched_reply = !correlated && env.direction == Direction::Response;
         out.ask = ask;
         if let Some(ctx) = original_context {
@@ -284,6 +257,132 @@ impl Pipeline {
         Ok(Processed::Send(out))
     }
 
+    /// The envelope of a message and the framework it came from, or a chunk taken in.
+    fn decode(&mut self, source: &Source, msg: Consumed, at: Instant) -> Result<Decoded, BridgeError> {
+        let content_type = msg.header("content-type");
+        let codecs = &self.settings.codecs;
+        match source {
+            Source::WiseAgents { agent, direction } => {
+                let origin = Origin { direction: *direction, recipient: agent, content_type };
+                let env = codecs.decode(Framework::WiseAgents, msg.body(), origin)?;
+                Ok(Some((Framework::WiseAgents, env, None)))
+            }
+            Source::Ingress(Framework::PenguiFlow) => self.decode_penguiflow(msg, at),
+            Source::Ingress(Framework::Civitas) => self.decode_civitas(msg, at),
+            Source::Ingress(fw) => {
+                let origin = Origin { direction: Direction::Request, recipient: "", content_type };
+                Ok(Some((*fw, codecs.decode(*fw, msg.body(), origin)?, None)))
+            }
+        }
+    }
+
+    /// Asks whose reply timeout passed: the error answer for each, in its asker's format
+    /// (frames to publish; no consumed message to acknowledge).
+    pub fn expire_asks(&mut self, now: Instant) -> Vec<Outgoing> {
+        let timed_out = self.state.table.time_out(now);
+        timed_out.into_iter().filter_map(|ask| self.settings.error_answer(ask)).collect()
+    }
+
+    /// Asks waiting for their answer.
+    pub fn pending_asks(&self) -> usize {
+        self.state.table.pending()
+    }
+
+    /// Finds the ask a reply answers: by the ask id it echoes (in a token, or VOX
+    /// `reply_to`), else, for a Wise Agents answer that echoes nothing, the oldest pending
+    /// ask of the (asker, answerer) pair.
+    fn correlate(&mut self, source: &Source, env: &mut Envelope, at: Instant) -> Correlation {
+        let table = &mut self.state.table;
+        let (token, in_order) = match source {
+            Source::WiseAgents { agent, direction: Direction::Response } => {
+                let token = env.tool_id.as_deref().and_then(ReplyRoute::from_token);
+                (token, env.sender.clone().map(|s| (agent.clone(), s)))
+            }
+            Source::WiseAgents { .. } => return Correlation::None,
+            Source::Ingress(_) => (env.correlation_id.as_deref().and_then(ReplyRoute::from_token), None),
+        };
+        if token.is_none() && env.direction != Direction::Response && !env.receipt {
+            return Correlation::None;
+        }
+        let ask_id = token.as_ref().and_then(|t| t.ask.clone()).or_else(|| env.in_reply_to.clone());
+        let found = match (&ask_id, &in_order) {
+            (Some(id), _) => table.answer_by_id(id, env.receipt, at),
+            (None, Some((asker, answerer))) => table.answer_in_order(asker, answerer, at),
+            (None, None) => None,
+        };
+        match (found, token) {
+            (_, _) if env.receipt => Correlation::Receipt,
+            (Some(Matched::Answer(ask)), _) => Correlation::Ask(ask),
+            (Some(Matched::Late(ask)), _) => Correlation::Late(ask),
+            (Some(Matched::Acknowledged(_)), _) => Correlation::Receipt,
+            (None, Some(route)) => Correlation::Token(route),
+            (None, None) => Correlation::None,
+        }
+    }
+
+    /// Before a request leaves: the ask is remembered (its answer's route, its reply
+    /// timeout), and its token travels where the target echoes it.
+    fn remember(&mut self, target: &Target, env: &mut Envelope, now: &mut Now) -> Option<String> {
+        if env.direction != Direction::Request {
+            return None;
+        }
+        let asker = env.sender.clone()?;
+        let answerer = env.recipient.clone().unwrap_or_default();
+        let ask_id = (now.ids)().to_string();
+        let original_id = env.id.clone();
+        let wise = target.framework == Framework::WiseAgents;
+        let router = &self.settings.router;
+        // The name a Wise Agents agent answers to: the asker's, when the bridge consumes its
+        // response queue, else the bridge's own (`_runtime` and other strangers).
+        let answered_as = if wise && router.proxied(&asker).is_none() {
+            router.reply_agent().to_owned()
+        } else {
+            asker.clone()
+        };
+        if wise {
+            env.route_response_to.get_or_insert_with(|| answered_as.clone());
+        }
+        let mut route = ReplyRoute::of_request(env, original_id.as_deref().unwrap_or(&ask_id));
+        route.ask = Some(ask_id.clone());
+        route.request_id = original_id.clone();
+        let token = route.to_token();
+        let reply = ReplyBase::of(env, &asker);
+        env.id = Some(ask_id.clone());
+        env.reply_token = Some(token.clone());
+        if wise && env.tool_id.is_none() {
+            env.tool_id = Some(token);
+        }
+        env.sender = Some(answered_as.clone());
+        let reply_deadline = self.settings.conversations.timeout(&asker, &answerer).map(|t| now.at + t);
+        let ask = PendingAsk {
+            id: ask_id.clone(),
+            asker: answered_as,
+            answerer,
+            reply,
+            reply_deadline,
+            timed_out: false,
+        };
+        self.state.table.insert(ask, now.at);
+        Some(ask_id)
+    }
+
+    /// A queue discovered for an agent a glob names: the agent's VOX UUID resolves back to
+    /// its name from now on (before any message to it).
+    pub fn meet(&self, destination: &str) {
+        if let Some(Source::WiseAgents { agent, .. }) = self.settings.router.classify(destination) {
+            self.settings.codecs.vox.registry.uuid_of(&agent);
+        }
+    }
+
+    /// Takes back an ask whose frame was never published (its batch was rolled back: the
+    /// broker redelivers the request, which is asked again). Without this, a stale ask would
+    /// stand first in its pair's queue and take the next plain answer.
+    pub fn forget_ask(&mut self, ask: &str) {
+        self.state.table.forget(ask);
+    }
+}
+
+impl Settings {
     /// Where `env` goes; an answer to a `_reply.*` address in its asker's encoding.
     fn target(&self, env: &Envelope, asker: Option<&str>) -> Result<Target, BridgeError> {
         let mut target = self.router.target(env)?;
@@ -356,31 +455,7 @@ impl Pipeline {
         original
     }
 
-    /// The envelope of a message and the framework it came from, or a chunk taken in.
-    fn decode(&self, source: &Source, msg: &Message) -> Result<Decoded, BridgeError> {
-        let content_type = msg.header("content-type");
-        match source {
-            Source::WiseAgents { agent, direction } => {
-                let origin = Origin { direction: *direction, recipient: agent, content_type };
-                let env = self.codecs.decode(Framework::WiseAgents, msg.body(), origin)?;
-                Ok(Some((Framework::WiseAgents, env, None)))
-            }
-            Source::Ingress(Framework::PenguiFlow) => self.decode_penguiflow(msg),
-            Source::Ingress(Framework::Civitas) => self.decode_civitas(msg),
-            Source::Ingress(fw) => {
-                let origin = Origin { direction: Direction::Request, recipient: "", content_type };
-                Ok(Some((*fw, self.codecs.decode(*fw, msg.body(), origin)?, None)))
-            }
-        }
-    }
-
-    /// Asks whose reply timeout passed: the error answer for each, in its asker's format
-    /// (frames to publish; no consumed message to acknowledge).
-    pub fn expire_asks(&self, now: Instant) -> Vec<Outgoing> {
-        let timed_out = self.table.lock().unwrap_or_else(|e| e.into_inner()).time_out(now);
-        timed_out.into_iter().filter_map(|ask| self.error_answer(ask)).collect()
-    }
-
+    /// The error answer to an ask whose reply timeout passed, in its asker's format.
     fn error_answer(&self, ask: PendingAsk) -> Option<Outgoing> {
         let mut env = ask.reply.into_envelope();
         env.sender = Some(ask.answerer.clone());
@@ -392,129 +467,14 @@ impl Pipeline {
         self.fit_for(&target, &mut env, wise);
         self.outgoing(&env, &target, 1, "timeout", true).ok()
     }
-
-    /// Asks waiting for their answer.
-    pub fn pending_asks(&self) -> usize {
-        self.table.lock().unwrap_or_else(|e| e.into_inner()).pending()
-    }
-
-    /// Finds the ask a reply answers: by the ask id it echoes (in a token, or VOX
-    /// `reply_to`), else, for a Wise Agents answer that echoes nothing, the oldest pending
-    /// ask of the (asker, answerer) pair.
-    fn correlate(&self, source: &Source, env: &mut Envelope, now: Instant) -> Correlation {
-        let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
-        let (token, in_order) = match source {
-            Source::WiseAgents { agent, direction: Direction::Response } => {
-                let token = env.tool_id.as_deref().and_then(ReplyRoute::from_token);
-                (token, env.sender.clone().map(|s| (agent.clone(), s)))
-            }
-            Source::WiseAgents { .. } => return Correlation::None,
-            Source::Ingress(_) => (env.correlation_id.as_deref().and_then(ReplyRoute::from_token), None),
-        };
-        if token.is_none() && env.direction != Direction::Response && !env.receipt {
-            return Correlation::None;
-        }
-        let ask_id = token.as_ref().and_then(|t| t.ask.clone()).or_else(|| env.in_reply_to.clone());
-        let found = match (&ask_id, &in_order) {
-            (Some(id), _) => table.answer_by_id(id, env.receipt, now),
-            (None, Some((asker, answerer))) => table.answer_in_order(asker, answerer, now),
-            (None, None) => None,
-        };
-        match (found, token) {
-            (_, _) if env.receipt => Correlation::Receipt,
-            (Some(Matched::Answer(ask)), _) => Correlation::Ask(ask),
-            (Some(Matched::Late(ask)), _) => Correlation::Late(ask),
-            (Some(Matched::Acknowledged(_)), _) => Correlation::Receipt,
-            (None, Some(route)) => Correlation::Token(route),
-            (None, None) => Correlation::None,
-        }
-    }
-
-    /// Before a request leaves: the ask is remembered (its answer's route, its reply
-    /// timeout), and its token travels where the target echoes it.
-    fn remember(&self, target: &Target, env: &mut Envelope, now: Instant) -> Option<String> {
-        if env.direction != Direction::Request {
-            return None;
-        }
-        let asker = env.sender.clone()?;
-        let answerer = env.recipient.clone().unwrap_or_default();
-        let ask_id = new_uuid7().to_string();
-        let original_id = env.id.clone();
-        let wise = target.framework == Framework::WiseAgents;
-        // The name a Wise Agents agent answers to: the asker's, when the bridge consumes its
-        // response queue, else the bridge's own (`_runtime` and other strangers).
-        let answered_as = if wise && self.router.proxied(&asker).is_none() {
-            self.router.reply_agent().to_owned()
-        } else {
-            asker.clone()
-        };
-        if wise {
-            env.route_response_to.get_or_insert_with(|| answered_as.clone());
-        }
-        let mut route = ReplyRoute::of_request(env, original_id.as_deref().unwrap_or(&ask_id));
-        route.ask = Some(ask_id.clone());
-        route.request_id = original_id.clone();
-        let token = route.to_token();
-        let reply = ReplyBase::of(env, &asker);
-        env.id = Some(ask_id.clone());
-        env.reply_token = Some(token.clone());
-        if wise && env.tool_id.is_none() {
-            env.tool_id = Some(token);
-        }
-        env.sender = Some(answered_as.clone());
-        let reply_deadline = self.conversations.timeout(&asker, &answerer).map(|t| now + t);
-        let ask = PendingAsk {
-            id: ask_id.clone(),
-            asker: answered_as,
-            answerer,
-            reply,
-            reply_deadline,
-            timed_out: false,
-        };
-        self.table.lock().unwrap_or_else(|e| e.into_inner()).insert(ask, now);
-        Some(ask_id)
-    }
-
-    /// A queue discovered for an agent a glob names: the agent's VOX UUID resolves back to
-    /// its name from now on (before any message to it).
-    pub fn meet(&self, destination: &str) {
-        if let Some(Source::WiseAgents { agent, .. }) = self.router.classify(destination) {
-            self.codecs.vox.registry.uuid_of(&agent);
-        }
-    }
-
-    /// Takes back an ask whose frame was never published (its batch was rolled back: the
-    /// broker redelivers the request, which is asked again). Without this, a stale ask would
-    /// stand first in its pair's queue and take the next plain answer.
-    pub fn forget_ask(&self, ask: &str) {
-        self.table.lock().unwrap_or_else(|e| e.into_inner()).forget(ask);
-    }
 }
 
-/// An answer whose ask is no longer pending (a restart): what its token says.
-fn apply_route(env: &mut Envelope, route: ReplyRoute) {
-    env.direction = Direction::Response;
-    env.recipient = route.requester.or(env.recipient.take());
-    env.tool_id = route.tool_id;
-    env.correlation_id = route.correlation_id;
-    env.in_reply_to = route.request_id;
-    env.reply_to = None;
-    env.reply_via = route.asker;
-    if route.context.is_some() {
-        env.context = route.context;
-    }
-    if route.route_response_to.is_some() {
-        env.route_response_to = route.route_response_to;
-    }
-    env.intent = env.intent.or(Some(Intent::Response));
-}
-
-fn hops(msg: &Message) -> u32 {
+fn hops(msg: Consumed) -> u32 {
     msg.header(HOPS).and_then(|h| h.trim().parse().ok()).unwrap_or(0)
 }
 
 /// STOMP headers that carry context: `traceparent`, `correlation-id`.
-fn read_headers(msg: &Message, env: &mut Envelope) {
+fn read_headers(msg: Consumed, env: &mut Envelope) {
     if let Some(tp) = msg.header("traceparent") {
         apply_traceparent(env, tp);
     }
@@ -546,44 +506,19 @@ pub fn dead_letter_frame(
     frame
 }
 
-/// The codecs' settings from the configuration; the VOX registry holds every configured
-/// agent, native and proxied.
-pub fn codecs(config: &crate::config::Config) -> Codecs {
-    let mut registry =
-        Registry::new(config.protocols.vox.as_ref().map_or(uuid::Uuid::nil(), |v| v.namespace));
-    for name in &config.wiseagents.agents {
-        registry.add(name, None);
-    }
-    for agent in &config.agents {
-        registry.add(&agent.name, agent.uuid);
-    }
-    let vox = config.protocols.vox.as_ref();
-    Codecs {
-        default_context: config.wiseagents.default_context.clone(),
-        civitas_encoding: config.protocols.civitas.as_ref().map(|c| c.encoding).unwrap_or_default(),
-        vox: VoxOptions {
-            registry,
-            message_source: vox.map_or("wiseagents".into(), |v| v.message_source.clone()),
-        },
-        penguiflow: config.protocols.penguiflow.as_ref().map_or_else(PenguiOptions::default, |p| {
-            PenguiOptions { tenant: p.tenant.clone(), response_as_final_answer: p.response_as_final_answer }
-        }),
-    }
-}
-
-/// Stream bounds (bytes, time) from the configuration.
-pub fn stream_bounds(config: &crate::config::Config) -> (usize, Duration) {
-    match &config.protocols.penguiflow {
-        Some(p) => (p.stream_max_bytes, Duration::from_millis(p.stream_max_wait_ms)),
-        None => (4 << 20, Duration::from_secs(60)),
-    }
-}
-
 #[cfg(test)]
 #[path = "pipeline_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "pipeline_harness.rs"]
+mod harness;
 
 #[path = "pipeline_streams.rs"]
 mod streams;
 pub use streams::StreamKey;
 use streams::{Decoded, Whole};
+
+#[path = "pipeline_settings.rs"]
+mod settings;
+pub use settings::{Conversations, Settings, codecs, stream_bounds};

@@ -2,7 +2,7 @@
 //! frames taken in chunk by chunk (each acknowledged at once), joined into one answer, and the
 //! error answer of a stream given up on.
 
-use super::{BridgeError, Outgoing, Pipeline, Processed};
+use super::{BridgeError, Consumed, Now, Outgoing, Pipeline, Processed};
 use crate::envelope::civitas::{self, CivitasMessage, Encoding};
 use crate::envelope::civitas_stream::{self, StreamFrame};
 use crate::envelope::codecs::Framework;
@@ -10,7 +10,6 @@ use crate::envelope::penguiflow::stream::{Abandoned, Fed};
 use crate::envelope::penguiflow::{self, Payload, PenguiMessage};
 use crate::envelope::{Content, Envelope, EnvelopeError, Intent};
 use crate::routing::Source;
-use crate::stomp::Message;
 use bytes::Bytes;
 use std::time::Instant;
 
@@ -25,44 +24,40 @@ pub enum StreamKey {
 
 impl Pipeline {
     /// PenguiFlow, where a stream chunk is taken in until its stream is whole.
-    pub(super) fn decode_penguiflow(&self, msg: &Message) -> Result<Decoded, BridgeError> {
+    pub(super) fn decode_penguiflow(&mut self, msg: Consumed, at: Instant) -> Result<Decoded, BridgeError> {
         let message = PenguiMessage::decode(msg.body())?;
         let Payload::StreamChunk(chunk) = Payload::classify(&message.payload) else {
             return Ok(Some((Framework::PenguiFlow, penguiflow::to_envelope(message)?, None)));
         };
         let key = StreamKey::PenguiFlow(chunk.stream_id.clone());
-        let fed =
-            self.streams.lock().unwrap_or_else(|e| e.into_inner()).feed(message, chunk, Instant::now())?;
-        match fed {
+        match self.state.streams.feed(message, chunk, at)? {
             Fed::Pending => Ok(None),
             Fed::Complete(whole) => {
                 let body = Bytes::from(whole.encode().unwrap_or_default());
                 whole_message(Framework::PenguiFlow, penguiflow::to_envelope(whole), key, body)
             }
             Fed::Abandoned(abandoned) => {
-                Ok(Some((Framework::PenguiFlow, self.stream_error(&key, abandoned)?, None)))
+                Ok(Some((Framework::PenguiFlow, stream_error(&key, abandoned)?, None)))
             }
         }
     }
 
     /// Civitas, where the frames of a `stream_reply()` answer are taken in until the answer
     /// is whole, then become one reply (`envelope::civitas_stream`).
-    pub(super) fn decode_civitas(&self, msg: &Message) -> Result<Decoded, BridgeError> {
+    pub(super) fn decode_civitas(&mut self, msg: Consumed, at: Instant) -> Result<Decoded, BridgeError> {
         let encoding = Encoding::of(msg.header("content-type"), msg.body())?;
         let reply = match civitas_stream::classify(CivitasMessage::decode(msg.body(), encoding)?)? {
             StreamFrame::Message(message) => message,
             // The stream failed: its error is the answer.
             StreamFrame::Failed { stream_id, reply } => {
-                self.civitas_streams.lock().unwrap_or_else(|e| e.into_inner()).take(&stream_id);
+                self.state.civitas_streams.take(&stream_id);
                 reply
             }
             StreamFrame::Part { chunk, template } => {
                 let key = StreamKey::Civitas(chunk.stream_id.clone());
-                let mut streams = self.civitas_streams.lock().unwrap_or_else(|e| e.into_inner());
-                match streams.feed(template, chunk, Instant::now())? {
+                match self.state.civitas_streams.feed(template, chunk, at)? {
                     Fed::Pending => return Ok(None),
                     Fed::Complete(whole) => {
-                        drop(streams);
                         let reply = civitas_stream::reply_of(whole);
                         let body =
                             reply.as_ref().ok().and_then(|r| r.encode(encoding).ok()).unwrap_or_default();
@@ -70,8 +65,7 @@ impl Pipeline {
                         return whole_message(Framework::Civitas, env, key, Bytes::from(body));
                     }
                     Fed::Abandoned(abandoned) => {
-                        drop(streams);
-                        let env = self.stream_error(&key, abandoned)?;
+                        let env = stream_error(&key, abandoned)?;
                         return Ok(Some((Framework::Civitas, env, None)));
                     }
                 }
@@ -80,56 +74,36 @@ impl Pipeline {
         Ok(Some((Framework::Civitas, civitas::to_envelope(reply)?, None)))
     }
 
-    /// The error answer of a stream given up on, for its asker: from the first chunk's message
-    /// (where the whole answer would have gone), `CANNOT_ANSWER` with the reason.
-    fn stream_error(&self, key: &StreamKey, abandoned: Abandoned) -> Result<Envelope, BridgeError> {
-        let Abandoned { error, template: mut first } = abandoned;
-        first.payload = serde_json::json!({"text": "", "citations": []});
-        let mut env = match key {
-            StreamKey::PenguiFlow(_) => penguiflow::to_envelope(first)?,
-            StreamKey::Civitas(_) => civitas::to_envelope(civitas_stream::reply_of(first)?)?,
-        };
-        env.intent = Some(Intent::CannotAnswer);
-        env.content = Content::Text(format!("the streamed answer could not be delivered: {error}"));
-        tracing::warn!(%error, "a stream was given up on: its asker gets an error answer");
-        Ok(env)
-    }
-
     /// The answer a whole stream made is safe: the stream is forgotten.
-    pub fn stream_settled(&self, key: &StreamKey) {
+    pub fn stream_settled(&mut self, key: &StreamKey) {
         match key {
-            StreamKey::PenguiFlow(id) => self.streams.lock().unwrap_or_else(|e| e.into_inner()).settled(id),
-            StreamKey::Civitas(id) => {
-                self.civitas_streams.lock().unwrap_or_else(|e| e.into_inner()).settled(id)
-            }
+            StreamKey::PenguiFlow(id) => self.state.streams.settled(id),
+            StreamKey::Civitas(id) => self.state.civitas_streams.settled(id),
         }
     }
 
     /// The answer a whole stream made was not published: the redelivery of the message that
     /// completed it completes it again.
-    pub fn stream_released(&self, key: &StreamKey) {
+    pub fn stream_released(&mut self, key: &StreamKey) {
         match key {
-            StreamKey::PenguiFlow(id) => self.streams.lock().unwrap_or_else(|e| e.into_inner()).released(id),
-            StreamKey::Civitas(id) => {
-                self.civitas_streams.lock().unwrap_or_else(|e| e.into_inner()).released(id)
-            }
+            StreamKey::PenguiFlow(id) => self.state.streams.released(id),
+            StreamKey::Civitas(id) => self.state.civitas_streams.released(id),
         }
     }
 
     /// Streams given up on for age (their start lost with a crashed bridge, or a sender that
     /// stopped): the error answer for each asker, to publish.
-    pub fn expire_streams(&self, now: Instant) -> Vec<Outgoing> {
-        let pf = self.streams.lock().unwrap_or_else(|e| e.into_inner()).expire(now);
-        let civ = self.civitas_streams.lock().unwrap_or_else(|e| e.into_inner()).expire(now);
+    pub fn expire_streams(&mut self, now: &mut Now) -> Vec<Outgoing> {
+        let pf = self.state.streams.expire(now.at);
+        let civ = self.state.civitas_streams.expire(now.at);
         let keyed = pf
             .into_iter()
             .map(|a| (Framework::PenguiFlow, StreamKey::PenguiFlow(String::new()), a))
             .chain(civ.into_iter().map(|a| (Framework::Civitas, StreamKey::Civitas(String::new()), a)));
         let mut out = Vec::new();
         for (fw, key, abandoned) in keyed {
-            let answer = self
-                .stream_error(&key, abandoned)
-                .and_then(|env| self.translate(None, &Source::Ingress(fw), fw, env, 0));
+            let answer = stream_error(&key, abandoned)
+                .and_then(|env| self.translate(None, &Source::Ingress(fw), fw, env, 0, now));
             match answer {
                 Ok(Processed::Send(o)) => out.push(o),
                 Ok(_) => {}
@@ -138,6 +112,21 @@ impl Pipeline {
         }
         out
     }
+}
+
+/// The error answer of a stream given up on, for its asker: from the first chunk's message
+/// (where the whole answer would have gone), `CANNOT_ANSWER` with the reason.
+fn stream_error(key: &StreamKey, abandoned: Abandoned) -> Result<Envelope, BridgeError> {
+    let Abandoned { error, template: mut first } = abandoned;
+    first.payload = serde_json::json!({"text": "", "citations": []});
+    let mut env = match key {
+        StreamKey::PenguiFlow(_) => penguiflow::to_envelope(first)?,
+        StreamKey::Civitas(_) => civitas::to_envelope(civitas_stream::reply_of(first)?)?,
+    };
+    env.intent = Some(Intent::CannotAnswer);
+    env.content = Content::Text(format!("the streamed answer could not be delivered: {error}"));
+    tracing::warn!(%error, "a stream was given up on: its asker gets an error answer");
+    Ok(env)
 }
 
 /// What decoding a message gave: a message to translate (with the stream it completed, if it

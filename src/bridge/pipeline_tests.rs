@@ -1,121 +1,39 @@
 //! The conversation rules, one message at a time through the pipeline (docs/MAPPING.md,
 //! "Conversations").
 
+use super::harness::*;
 use super::*;
 use crate::config::Config;
-use crate::envelope::wiseagents::WiseMessage;
+use crate::envelope::new_uuid7;
 use crate::routing::REPLY_AGENT;
-use crate::stomp::{AckRef, Frame};
 use serde_json::{Value, json};
-
-const CIV_IN: &str = "/queue/bridge.civitas";
-const VOX_IN: &str = "/queue/bridge.vox";
-const PF_IN: &str = "/queue/bridge.penguiflow";
-
-fn pipeline_with(edit: impl FnOnce(&mut Config)) -> Pipeline {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/bridge.toml");
-    let mut config = Config::load(&path).unwrap();
-    edit(&mut config);
-    let d = &config.delivery;
-    let table = CorrelationTable::new(d.correlation_capacity, Duration::from_millis(d.correlation_ttl_ms));
-    Pipeline::new(
-        codecs(&config),
-        Router::new(&config),
-        5,
-        table,
-        StreamAssembler::new(1 << 20, Duration::from_secs(60)),
-    )
-    .with_conversations(Conversations::of(&config))
-}
-
-fn pipeline() -> Pipeline {
-    pipeline_with(|_| {})
-}
-
-fn msg(destination: &str, body: impl Into<Vec<u8>>) -> Message {
-    let frame = Frame::new(Command::Message).with("destination", destination).with_body(body.into());
-    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let ack = AckRef { epoch: 0, subscription: "1".into(), message_id: format!("m{n}"), ack_id: None };
-    Message { ack, destination: destination.into(), frame }
-}
-
-fn wa(fields: &[(&str, &str)]) -> Vec<u8> {
-    let get = |k: &str| fields.iter().find(|(key, _)| *key == k).map(|(_, v)| (*v).to_owned());
-    WiseMessage {
-        message: get("_message").unwrap_or_default(),
-        message_type: get("_message_type").and_then(|t| Intent::from_name(&t)),
-        sender: get("_sender"),
-        tool_id: get("_tool_id"),
-        route_response_to: get("_route_response_to"),
-        context_name: get("_context_name"),
-        extra: vec![],
-    }
-    .to_yaml()
-    .into_bytes()
-}
-
-fn sent(p: &Pipeline, m: &Message) -> Outgoing {
-    match p.process(m).unwrap() {
-        Processed::Send(out) => out,
-        other => panic!("nothing sent: {other:?}"),
-    }
-}
-
-fn json_of(out: &Outgoing) -> Value {
-    serde_json::from_slice(&out.frame.body).unwrap()
-}
-
-fn wa_of(out: &Outgoing) -> WiseMessage {
-    WiseMessage::parse(&out.frame.body).unwrap()
-}
-
-fn civitas_ask(id: &str, cid: &str, reply_to: Option<&str>, text: &str) -> Vec<u8> {
-    civitas_ask_from("WeatherAgent", id, cid, reply_to, text)
-}
-
-fn civitas_ask_from(sender: &str, id: &str, cid: &str, reply_to: Option<&str>, text: &str) -> Vec<u8> {
-    json!({"schema_version": 1, "id": id, "type": "message", "sender": sender, "recipient": "Assistant",
-        "correlation_id": cid, "reply_to": reply_to, "payload": {"message": text}, "timestamp": 1.0,
-        "trace_id": "", "span_id": "", "parent_span_id": null, "attempt": 0, "priority": 0})
-    .to_string()
-    .into_bytes()
-}
-
-/// A plain Wise Agents answer (core.py's default path): a new message, nothing echoed.
-fn plain_answer(from: &str, to: &str, text: &str, context: &str) -> Message {
-    msg(
-        &format!("/queue/response/{to}"),
-        wa(&[("_message", text), ("_sender", from), ("_context_name", context)]),
-    )
-}
 
 #[test]
 fn rule1_concurrent_asks_get_their_own_answers_in_order_and_a_stray_answer_is_not_attached() {
-    let p = pipeline();
+    let mut p = pipeline();
     for (id, cid) in [("m1", "c1"), ("m2", "c2")] {
-        let out = sent(&p, &msg(CIV_IN, civitas_ask(id, cid, None, id)));
+        let out = sent(&mut p, &msg(CIV_IN, civitas_ask(id, cid, None, id)));
         assert_eq!(out.frame.header("destination"), Some("/queue/request/Assistant"));
     }
     assert_eq!(p.pending_asks(), 2);
     for cid in ["c1", "c2"] {
-        let out = sent(&p, &plain_answer("Assistant", "WeatherAgent", "answer", "default"));
+        let out = sent(&mut p, &plain_answer("Assistant", "WeatherAgent", "answer", "default"));
         let reply = json_of(&out);
         assert!(out.correlated);
         assert_eq!((reply["type"].as_str(), reply["correlation_id"].as_str()), (Some("reply"), Some(cid)));
         assert_eq!(reply["recipient"], "WeatherAgent");
     }
-    let stray = sent(&p, &plain_answer("Assistant", "WeatherAgent", "again", "default"));
+    let stray = sent(&mut p, &plain_answer("Assistant", "WeatherAgent", "again", "default"));
     assert!(!stray.correlated && stray.unmatched_reply, "matches nothing, counted");
     assert_eq!(json_of(&stray)["correlation_id"], Value::Null, "never another ask's correlation");
 }
 
 #[test]
 fn rule1_an_answer_echoing_the_token_matches_its_own_ask_out_of_order() {
-    let p = pipeline();
+    let mut p = pipeline();
     let mut tools = Vec::new();
     for (id, cid) in [("m1", "c1"), ("m2", "c2")] {
-        tools.push(wa_of(&sent(&p, &msg(CIV_IN, civitas_ask(id, cid, None, id)))).tool_id.unwrap());
+        tools.push(wa_of(&sent(&mut p, &msg(CIV_IN, civitas_ask(id, cid, None, id)))).tool_id.unwrap());
     }
     // A tool agent that echoes _tool_id, answering the second ask first.
     let echo = |tool: &str| {
@@ -124,16 +42,16 @@ fn rule1_an_answer_echoing_the_token_matches_its_own_ask_out_of_order() {
             wa(&[("_message", "x"), ("_sender", "Assistant"), ("_tool_id", tool)]),
         )
     };
-    assert_eq!(json_of(&sent(&p, &echo(&tools[1])))["correlation_id"], "c2");
-    assert_eq!(json_of(&sent(&p, &echo(&tools[0])))["correlation_id"], "c1");
+    assert_eq!(json_of(&sent(&mut p, &echo(&tools[1])))["correlation_id"], "c2");
+    assert_eq!(json_of(&sent(&mut p, &echo(&tools[0])))["correlation_id"], "c1");
 }
 
 #[test]
 fn rule2_an_answer_to_a_civitas_reply_address_reaches_the_askers_inbox() {
-    let p = pipeline();
+    let mut p = pipeline();
     let reply_to = "_reply.0193a1b2-0000-7000-8000-00000000abcd";
-    sent(&p, &msg(CIV_IN, civitas_ask("m1", "c1", Some(reply_to), "q")));
-    let out = sent(&p, &plain_answer("Assistant", "WeatherAgent", "a", "default"));
+    sent(&mut p, &msg(CIV_IN, civitas_ask("m1", "c1", Some(reply_to), "q")));
+    let out = sent(&mut p, &plain_answer("Assistant", "WeatherAgent", "a", "default"));
     assert_eq!(out.frame.header("destination"), Some("/queue/civitas.WeatherAgent"), "never a queue per ask");
     let reply = json_of(&out);
     assert_eq!((reply["recipient"].as_str(), reply["correlation_id"].as_str()), (Some(reply_to), Some("c1")));
@@ -150,21 +68,21 @@ fn rule2_the_reply_address_rule_holds_after_a_restart_for_glob_named_askers_and_
             reply_timeout_ms: None,
         })
     };
-    let asked = pipeline_with(glob);
+    let mut asked = pipeline_with(glob);
     let mut tools = Vec::new();
     for (sender, cid) in [("WeatherAgent", "c1"), ("CivScout", "c2"), ("Stranger", "c3")] {
         let ask = civitas_ask_from(sender, cid, cid, Some(&format!("_reply.{cid}")), "q");
-        tools.push(wa_of(&sent(&asked, &msg(CIV_IN, ask))).tool_id.unwrap());
+        tools.push(wa_of(&sent(&mut asked, &msg(CIV_IN, ask))).tool_id.unwrap());
     }
     // Another bridge instance (or this one restarted) knows only what the token says.
-    let p = pipeline_with(glob);
+    let mut p = pipeline_with(glob);
     for (tool, (cid, want)) in tools.iter().zip([
         ("c1", "/queue/civitas.WeatherAgent"),
         ("c2", "/queue/civitas.CivScout"),
         ("c3", "/queue/civitas._reply.c3"),
     ]) {
         let answer = msg("/queue/response/WeatherAgent", wa(&[("_message", "x"), ("_tool_id", tool)]));
-        let out = sent(&p, &answer);
+        let out = sent(&mut p, &answer);
         assert_eq!(out.frame.header("destination"), Some(want), "{cid}");
         let reply = json_of(&out);
         let wanted = format!("_reply.{cid}");
@@ -175,44 +93,30 @@ fn rule2_the_reply_address_rule_holds_after_a_restart_for_glob_named_askers_and_
     }
 }
 
-fn vox_reply(kind: &str, asked: &Value, text: &str) -> Vec<u8> {
-    json!({"message_id": new_uuid7().to_string(), "message_source": "ops", "emitted_at": "2026-11-30T10:00:00+00:00",
-        "source": asked["target"], "target": asked["source"], "type": kind, "details": {"message": text},
-        "reply_to": asked["message_id"]})
-    .to_string()
-    .into_bytes()
-}
-
-fn wa_ask(to: &str, tool: Option<&str>, context: &str) -> Message {
-    let mut fields = vec![("_message", "do it"), ("_sender", "Assistant"), ("_context_name", context)];
-    fields.extend(tool.map(|t| ("_tool_id", t)));
-    msg(&format!("/queue/request/{to}"), wa(&fields))
-}
-
 #[test]
 fn rule3_a_vox_receipt_does_not_consume_the_ask() {
-    let p = pipeline();
-    let asked = json_of(&sent(&p, &wa_ask("Ops", Some("call_1"), "default")));
+    let mut p = pipeline();
+    let asked = json_of(&sent(&mut p, &wa_ask("Ops", Some("call_1"), "default")));
     let receipt = p.process(&msg(VOX_IN, vox_reply("message_acknowledged", &asked, ""))).unwrap();
     assert!(matches!(receipt, Processed::Absorbed { why: Absorbed::Receipt { .. }, .. }), "{receipt:?}");
     assert_eq!(p.pending_asks(), 1);
-    let out = sent(&p, &msg(VOX_IN, vox_reply("command_result", &asked, "done")));
+    let out = sent(&mut p, &msg(VOX_IN, vox_reply("command_result", &asked, "done")));
     let answer = wa_of(&out);
     assert_eq!(out.frame.header("destination"), Some("/queue/response/Assistant"));
     assert_eq!((answer.message.as_str(), answer.message_type), ("done", Some(Intent::Response)));
     assert_eq!(answer.tool_id.as_deref(), Some("call_1"));
-    let error = sent(&p, &msg(VOX_IN, vox_reply("command_error", &asked, "late error")));
+    let error = sent(&mut p, &msg(VOX_IN, vox_reply("command_error", &asked, "late error")));
     assert!(!error.correlated, "the ask was answered once");
 }
 
 #[test]
 fn rule4_a_penguiflow_model_copy_answer_is_an_answer_whatever_its_payload() {
     for payload in [json!("Rome, 3 days"), json!({"plan": ["a", "b"]})] {
-        let p = pipeline();
-        let asked = json_of(&sent(&p, &wa_ask("Planner", None, "default")));
+        let mut p = pipeline();
+        let asked = json_of(&sent(&mut p, &wa_ask("Planner", None, "default")));
         let mut answer = asked.clone();
         answer["payload"] = payload.clone();
-        let out = sent(&p, &msg(PF_IN, answer.to_string()));
+        let out = sent(&mut p, &msg(PF_IN, answer.to_string()));
         assert_eq!(out.frame.header("destination"), Some("/queue/response/Assistant"), "{payload}");
         let reply = wa_of(&out);
         assert_eq!(reply.message_type, Some(Intent::Response));
@@ -223,13 +127,13 @@ fn rule4_a_penguiflow_model_copy_answer_is_an_answer_whatever_its_payload() {
 
 #[test]
 fn rule5_a_penguiflow_ask_answered_by_wise_agents_keeps_trace_tenant_deadline_and_meta() {
-    let p = pipeline();
+    let mut p = pipeline();
     let ask = json!({"payload": "plan a trip", "headers": {"tenant": "acme", "topic": "trips", "priority": 3},
         "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736", "ts": 1.0, "deadline_s": 4102444800.0,
         "meta": {"message_id": "pf-1", "sender": "Planner", "recipient": "Assistant",
             "message_type": "QUERY", "session": "s-9"}});
-    sent(&p, &msg(PF_IN, ask.to_string()));
-    let out = sent(&p, &plain_answer("Assistant", "Planner", "Rome", "default"));
+    sent(&mut p, &msg(PF_IN, ask.to_string()));
+    let out = sent(&mut p, &plain_answer("Assistant", "Planner", "Rome", "default"));
     let reply = json_of(&out);
     assert_eq!(reply["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
     assert_eq!(reply["headers"]["tenant"], "acme");
@@ -242,11 +146,11 @@ fn rule5_a_penguiflow_ask_answered_by_wise_agents_keeps_trace_tenant_deadline_an
 
 #[test]
 fn rule6_a_civitas_reply_with_a_type_in_its_payload_is_an_answer() {
-    let p = pipeline();
-    let asked = json_of(&sent(&p, &wa_ask("WeatherAgent", Some("call_7"), "Weather")));
+    let mut p = pipeline();
+    let asked = json_of(&sent(&mut p, &wa_ask("WeatherAgent", Some("call_7"), "Weather")));
     let reply = json!({"type": "weather_report", "sender": "WeatherAgent", "recipient": asked["reply_to"],
         "correlation_id": asked["correlation_id"], "payload": {"type": "weather_report", "message": "sunny"}});
-    let out = sent(&p, &msg(CIV_IN, reply.to_string()));
+    let out = sent(&mut p, &msg(CIV_IN, reply.to_string()));
     assert_eq!(out.frame.header("destination"), Some("/queue/response/Assistant"));
     let answer = wa_of(&out);
     assert_eq!((answer.message_type, answer.tool_id.as_deref()), (Some(Intent::Response), Some("call_7")));
@@ -254,18 +158,18 @@ fn rule6_a_civitas_reply_with_a_type_in_its_payload_is_an_answer() {
 
 #[test]
 fn rule7_contexts_are_never_invented() {
-    let p = pipeline_with(|c| {
+    let mut p = pipeline_with(|c| {
         c.wiseagents.contexts = vec!["Books".into(), "Trips.*".into()];
         c.wiseagents.ack_contexts = vec!["Coordinator.*".into()];
     });
     // A PenguiFlow topic is not a context.
     let ask = json!({"payload": "q", "headers": {"tenant": "acme", "topic": "news"},
         "meta": {"sender": "Planner", "recipient": "Assistant"}});
-    assert_eq!(wa_of(&sent(&p, &msg(PF_IN, ask.to_string()))).context_name.as_deref(), Some("default"));
-    let ctx = |c: &str| {
+    assert_eq!(wa_of(&sent(&mut p, &msg(PF_IN, ask.to_string()))).context_name.as_deref(), Some("default"));
+    let mut ctx = |c: &str| {
         let body = json!({"sender": "WeatherAgent", "recipient": "Assistant",
             "payload": {"message": "q", "context_name": c}});
-        sent(&p, &msg(CIV_IN, body.to_string()))
+        sent(&mut p, &msg(CIV_IN, body.to_string()))
     };
     assert_eq!(wa_of(&ctx("Books")).context_name.as_deref(), Some("Books"), "configured");
     assert_eq!(wa_of(&ctx("Trips.42")).context_name.as_deref(), Some("Trips.42"), "configured glob");
@@ -274,48 +178,50 @@ fn rule7_contexts_are_never_invented() {
     assert_eq!(wa_of(&unknown).context_name.as_deref(), Some("default"));
     assert_eq!(unknown.frame.header(ORIGINAL_CONTEXT), Some("Invented"), "the original travels in a header");
     // The Wise Agents side's own context comes back on its answer, whatever the answer says.
-    let asked = json_of(&sent(&p, &wa_ask("WeatherAgent", None, "Coordinator.1f2e")));
+    let asked = json_of(&sent(&mut p, &wa_ask("WeatherAgent", None, "Coordinator.1f2e")));
     let reply = json!({"type": "reply", "sender": "WeatherAgent", "recipient": asked["reply_to"],
         "correlation_id": asked["correlation_id"], "payload": {"message": "a", "context_name": "Other"}});
     assert_eq!(
-        wa_of(&sent(&p, &msg(CIV_IN, reply.to_string()))).context_name.as_deref(),
+        wa_of(&sent(&mut p, &msg(CIV_IN, reply.to_string()))).context_name.as_deref(),
         Some("Coordinator.1f2e")
     );
 }
 
 #[test]
 fn rule8_answers_in_phased_contexts_are_ack_and_errors_are_cannot_answer() {
-    let p = pipeline_with(|c| c.wiseagents.ack_contexts = vec!["Coordinator.*".into()]);
+    let mut p = pipeline_with(|c| c.wiseagents.ack_contexts = vec!["Coordinator.*".into()]);
     let civitas_answer = |asked: &Value, payload: Value| {
         json!({"type": "reply", "sender": "WeatherAgent", "recipient": asked["reply_to"],
             "correlation_id": asked["correlation_id"], "payload": payload})
         .to_string()
     };
-    let asked = json_of(&sent(&p, &wa_ask("WeatherAgent", None, "Coordinator.1f2e")));
-    let ack = wa_of(&sent(&p, &msg(CIV_IN, civitas_answer(&asked, json!({"message": "sunny"})))));
+    let asked = json_of(&sent(&mut p, &wa_ask("WeatherAgent", None, "Coordinator.1f2e")));
+    let ack = wa_of(&sent(&mut p, &msg(CIV_IN, civitas_answer(&asked, json!({"message": "sunny"})))));
     assert_eq!(
         (ack.message_type, ack.message.as_str()),
         (Some(Intent::Ack), "sunny"),
         "the ACK carries the answer"
     );
-    let asked = json_of(&sent(&p, &wa_ask("WeatherAgent", None, "default")));
+    let asked = json_of(&sent(&mut p, &wa_ask("WeatherAgent", None, "default")));
     let error = civitas_answer(&asked, json!({"status": "error", "error": "agent was terminated"}));
-    let failed = wa_of(&sent(&p, &msg(CIV_IN, error)));
+    let failed = wa_of(&sent(&mut p, &msg(CIV_IN, error)));
     assert_eq!(
         (failed.message_type, failed.message.as_str()),
         (Some(Intent::CannotAnswer), "agent was terminated")
     );
     // PenguiFlow's budget answers.
-    let asked = json_of(&sent(&p, &wa_ask("Planner", None, "default")));
+    let asked = json_of(&sent(&mut p, &wa_ask("Planner", None, "default")));
     let mut budget = asked.clone();
     budget["payload"] = json!({"text": "Hop budget exhausted", "citations": []});
-    assert_eq!(wa_of(&sent(&p, &msg(PF_IN, budget.to_string()))).message_type, Some(Intent::CannotAnswer));
+    assert_eq!(
+        wa_of(&sent(&mut p, &msg(PF_IN, budget.to_string()))).message_type,
+        Some(Intent::CannotAnswer)
+    );
 }
 
-#[test]
-fn rule11_an_unanswered_ask_gets_an_error_answer_in_the_askers_format_and_a_late_answer_is_dropped() {
-    let p = pipeline_with(|c| c.delivery.reply_timeout_ms = 1000);
-    let now = Instant::now();
+#[tokio::test(start_paused = true)]
+async fn rule11_an_unanswered_ask_gets_an_error_answer_in_the_askers_format_and_a_late_answer_is_dropped() {
+    let mut p = pipeline_with(|c| c.delivery.reply_timeout_ms = 1000);
     let tool_call = wa(&[
         ("_message", "{}"),
         ("_sender", "Assistant"),
@@ -323,18 +229,19 @@ fn rule11_an_unanswered_ask_gets_an_error_answer_in_the_askers_format_and_a_late
         ("_route_response_to", "User"),
         ("_context_name", "Weather"),
     ]);
-    sent(&p, &msg("/queue/request/WeatherAgent", tool_call));
-    sent(&p, &msg(CIV_IN, civitas_ask("m1", "c1", Some("_reply.x"), "q")));
+    sent(&mut p, &msg("/queue/request/WeatherAgent", tool_call));
+    sent(&mut p, &msg(CIV_IN, civitas_ask("m1", "c1", Some("_reply.x"), "q")));
     let vox_id = new_uuid7().to_string();
     let vox_ask = json!({"message_id": vox_id, "message_source": "ops", "emitted_at": "2026-11-30T10:00:00Z",
         "source": "6a1e1b0e-2f55-4c51-8f5e-0a8c6a0f2b11", "target": "00000000-0000-0000-0000-000000000000",
         "type": "command_request", "details": {"message": "restart", "recipient": "Assistant"}, "reply_to": null});
-    sent(&p, &msg(VOX_IN, vox_ask.to_string()));
+    sent(&mut p, &msg(VOX_IN, vox_ask.to_string()));
     let pf_ask = json!({"payload": "q", "headers": {"tenant": "acme"}, "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
         "meta": {"sender": "Planner", "recipient": "Assistant"}});
-    sent(&p, &msg(PF_IN, pf_ask.to_string()));
-    assert!(p.expire_asks(now).is_empty());
-    let outs = p.expire_asks(now + Duration::from_secs(2));
+    sent(&mut p, &msg(PF_IN, pf_ask.to_string()));
+    assert!(p.expire_asks().is_empty());
+    tokio::time::advance(Duration::from_secs(2)).await;
+    let outs = p.expire_asks();
     assert_eq!(outs.len(), 4);
     assert_eq!(p.pending_asks(), 0);
     let by_dest = |d: &str| outs.iter().find(|o| o.frame.header("destination") == Some(d)).unwrap();
@@ -364,8 +271,8 @@ fn rule11_an_unanswered_ask_gets_an_error_answer_in_the_askers_format_and_a_late
 
 #[test]
 fn rule9_a_message_expired_on_arrival_is_refused_as_expired() {
-    let p = pipeline();
-    let past = crate::envelope::now_unix() - 5.0;
+    let mut p = pipeline();
+    let past = p.unix - 5.0;
     let pf = json!({"payload": "q", "headers": {"tenant": "acme"}, "deadline_s": past,
         "meta": {"sender": "Planner", "recipient": "Assistant"}});
     let err = p.process(&msg(PF_IN, pf.to_string())).unwrap_err();
@@ -380,8 +287,8 @@ fn rule9_a_message_expired_on_arrival_is_refused_as_expired() {
 
 #[test]
 fn rule10_a_civitas_stream_reply_is_reassembled_into_one_answer() {
-    let p = pipeline();
-    let asked = json_of(&sent(&p, &wa_ask("WeatherAgent", Some("call_s"), "default")));
+    let mut p = pipeline();
+    let asked = json_of(&sent(&mut p, &wa_ask("WeatherAgent", Some("call_s"), "default")));
     let frame = |kind: &str, seq: i64, payload: Value| {
         let body = json!({"type": kind, "sender": "WeatherAgent", "recipient": asked["reply_to"],
             "correlation_id": asked["correlation_id"], "payload": payload, "seq": seq});
@@ -395,13 +302,13 @@ fn rule10_a_civitas_stream_reply_is_reassembled_into_one_answer() {
         p.process(&frame("civitas.stream.chunk", 0, json!({"token": "sunny, "}))).unwrap(),
         Processed::Chunk
     ));
-    let out = sent(&p, &frame("civitas.stream.end", 2, json!({})));
+    let out = sent(&mut p, &frame("civitas.stream.end", 2, json!({})));
     let answer = wa_of(&out);
     assert_eq!((answer.message.as_str(), answer.message_type), ("sunny, 21 C", Some(Intent::Response)));
     assert_eq!(answer.tool_id.as_deref(), Some("call_s"));
     assert!(out.stream.is_some(), "the stream is settled with the message that completed it");
     // A stream that fails: its error is the answer.
-    let asked = json_of(&sent(&p, &wa_ask("WeatherAgent", None, "default")));
+    let asked = json_of(&sent(&mut p, &wa_ask("WeatherAgent", None, "default")));
     let frame = |kind: &str, seq: i64, payload: Value| {
         let body = json!({"type": kind, "sender": "WeatherAgent", "recipient": asked["reply_to"],
             "correlation_id": asked["correlation_id"], "payload": payload, "seq": seq});
@@ -411,29 +318,30 @@ fn rule10_a_civitas_stream_reply_is_reassembled_into_one_answer() {
         p.process(&frame("civitas.stream.chunk", 0, json!({"token": "sun"}))).unwrap(),
         Processed::Chunk
     ));
-    let failed = wa_of(&sent(&p, &frame("civitas.stream.error", 1, json!({"error": "model crashed"}))));
+    let failed = wa_of(&sent(&mut p, &frame("civitas.stream.error", 1, json!({"error": "model crashed"}))));
     assert_eq!((failed.message.as_str(), failed.message_type), ("model crashed", Some(Intent::CannotAnswer)));
 }
 
 #[test]
 fn an_ask_whose_frame_was_never_published_is_taken_back() {
-    let p = pipeline();
-    let first = sent(&p, &msg(CIV_IN, civitas_ask("m1", "c1", None, "q1")));
-    sent(&p, &msg(CIV_IN, civitas_ask("m2", "c2", None, "q2")));
+    let mut p = pipeline();
+    let first = sent(&mut p, &msg(CIV_IN, civitas_ask("m1", "c1", None, "q1")));
+    sent(&mut p, &msg(CIV_IN, civitas_ask("m2", "c2", None, "q2")));
     // The batch with the first ask was rolled back; the broker redelivers it.
     p.forget_ask(first.ask.as_deref().unwrap());
-    sent(&p, &msg(CIV_IN, civitas_ask("m1", "c1", None, "q1")));
+    sent(&mut p, &msg(CIV_IN, civitas_ask("m1", "c1", None, "q1")));
     // The agent got q2 first, then q1 again: its answers come in that order.
-    let a = json_of(&sent(&p, &plain_answer("Assistant", "WeatherAgent", "a2", "default")));
-    let b = json_of(&sent(&p, &plain_answer("Assistant", "WeatherAgent", "a1", "default")));
+    let a = json_of(&sent(&mut p, &plain_answer("Assistant", "WeatherAgent", "a2", "default")));
+    let b = json_of(&sent(&mut p, &plain_answer("Assistant", "WeatherAgent", "a1", "default")));
     assert_eq!((a["correlation_id"].as_str(), b["correlation_id"].as_str()), (Some("c2"), Some("c1")));
 }
 
-#[test]
-fn a_late_streamed_answer_is_dropped_with_its_chunks() {
-    let p = pipeline_with(|c| c.delivery.reply_timeout_ms = 1000);
-    let asked = json_of(&sent(&p, &wa_ask("WeatherAgent", None, "default")));
-    assert_eq!(p.expire_asks(Instant::now() + Duration::from_secs(2)).len(), 1);
+#[tokio::test(start_paused = true)]
+async fn a_late_streamed_answer_is_dropped_with_its_chunks() {
+    let mut p = pipeline_with(|c| c.delivery.reply_timeout_ms = 1000);
+    let asked = json_of(&sent(&mut p, &wa_ask("WeatherAgent", None, "default")));
+    tokio::time::advance(Duration::from_secs(2)).await;
+    assert_eq!(p.expire_asks().len(), 1);
     let frame = |kind: &str, seq: i64| {
         let body = json!({"type": kind, "sender": "WeatherAgent", "recipient": asked["reply_to"],
             "correlation_id": asked["correlation_id"], "payload": {"token": "x"}, "seq": seq});
@@ -446,23 +354,24 @@ fn a_late_streamed_answer_is_dropped_with_its_chunks() {
     }
 }
 
-#[test]
-fn rule11_an_agent_overrides_the_reply_timeout() {
-    let p = pipeline_with(|c| {
+#[tokio::test(start_paused = true)]
+async fn rule11_an_agent_overrides_the_reply_timeout() {
+    let mut p = pipeline_with(|c| {
         c.delivery.reply_timeout_ms = 1000;
         let ops = c.agents.iter_mut().find(|a| a.name == "Ops").unwrap();
         ops.reply_timeout_ms = Some(0);
         let planner = c.agents.iter_mut().find(|a| a.name == "Planner").unwrap();
         planner.reply_timeout_ms = Some(5000);
     });
-    let now = Instant::now();
-    sent(&p, &wa_ask("Ops", None, "default"));
-    sent(&p, &wa_ask("Planner", None, "default"));
-    sent(&p, &wa_ask("WeatherAgent", None, "default"));
-    let after = |s| p.expire_asks(now + Duration::from_secs(s)).len();
-    assert_eq!(after(2), 1, "the global timeout: WeatherAgent only");
-    assert_eq!(after(6), 1, "Planner's own");
-    assert_eq!(after(3600), 0, "Ops has none");
+    sent(&mut p, &wa_ask("Ops", None, "default"));
+    sent(&mut p, &wa_ask("Planner", None, "default"));
+    sent(&mut p, &wa_ask("WeatherAgent", None, "default"));
+    tokio::time::advance(Duration::from_secs(2)).await;
+    assert_eq!(p.expire_asks().len(), 1, "the global timeout: WeatherAgent only");
+    tokio::time::advance(Duration::from_secs(4)).await;
+    assert_eq!(p.expire_asks().len(), 1, "Planner's own");
+    tokio::time::advance(Duration::from_secs(3594)).await;
+    assert_eq!(p.expire_asks().len(), 0, "Ops has none");
     assert_eq!(p.pending_asks(), 1);
 }
 
@@ -485,13 +394,13 @@ fn vox_glob(c: &mut Config) {
 
 #[test]
 fn a_vox_agent_named_by_a_glob_resolves_back_to_its_name_and_the_glob_is_no_agent() {
-    let p = pipeline_with(vox_glob);
-    let asked = json_of(&sent(&p, &wa_ask("VoxScout", None, "default")));
+    let mut p = pipeline_with(vox_glob);
+    let asked = json_of(&sent(&mut p, &wa_ask("VoxScout", None, "default")));
     // VoxScout now speaks first, naming itself only by its UUID.
     let own = json!({"message_id": new_uuid7().to_string(), "message_source": "ops",
         "emitted_at": "2026-11-30T10:00:00+00:00", "source": asked["target"], "target": asked["source"],
         "type": "command_request", "details": {"message": "hello"}, "reply_to": null});
-    let out = sent(&p, &msg(VOX_IN, own.to_string()));
+    let out = sent(&mut p, &msg(VOX_IN, own.to_string()));
     assert_eq!(out.frame.header("destination"), Some("/queue/request/Assistant"));
     assert_eq!(wa_of(&out).sender.as_deref(), Some("VoxScout"));
     // The glob itself is not an agent: its UUIDv5 names no one.
@@ -506,21 +415,21 @@ fn a_vox_agent_named_by_a_glob_resolves_back_to_its_name_and_the_glob_is_no_agen
 fn a_discovered_vox_queue_makes_its_agent_known_before_any_message_to_it() {
     let p = pipeline_with(vox_glob);
     let uuid = vox_uuid("VoxLate");
-    assert_eq!(p.codecs.vox.registry.name_of(&uuid), None, "not met yet");
+    assert_eq!(p.settings.codecs.vox.registry.name_of(&uuid), None, "not met yet");
     p.meet("/queue/request/VoxLate");
-    assert_eq!(p.codecs.vox.registry.name_of(&uuid).as_deref(), Some("VoxLate"));
+    assert_eq!(p.settings.codecs.vox.registry.name_of(&uuid).as_deref(), Some("VoxLate"));
 }
 
 #[test]
 fn a_civitas_runtime_ask_is_written_as_the_bridge_and_its_answer_reaches_the_asker() {
-    let p = pipeline();
+    let mut p = pipeline();
     let reply_to = "_reply.0193a1b2-0000-7000-8000-00000000abcd";
-    let ask = sent(&p, &msg(CIV_IN, civitas_ask_from("_runtime", "m1", "c1", Some(reply_to), "q")));
+    let ask = sent(&mut p, &msg(CIV_IN, civitas_ask_from("_runtime", "m1", "c1", Some(reply_to), "q")));
     let written = wa_of(&ask);
     assert_eq!(written.sender.as_deref(), Some(REPLY_AGENT), "a name whose response queue is consumed");
     assert_eq!(written.route_response_to.as_deref(), Some(REPLY_AGENT));
-    assert!(p.router.classify("/queue/response/_bridge").is_some(), "the bridge consumes it");
-    let out = sent(&p, &plain_answer("Assistant", REPLY_AGENT, "a", "default"));
+    assert!(p.router().classify("/queue/response/_bridge").is_some(), "the bridge consumes it");
+    let out = sent(&mut p, &plain_answer("Assistant", REPLY_AGENT, "a", "default"));
     assert!(out.correlated);
     let reply = json_of(&out);
     assert_eq!((reply["recipient"].as_str(), reply["correlation_id"].as_str()), (Some(reply_to), Some("c1")));
@@ -528,36 +437,36 @@ fn a_civitas_runtime_ask_is_written_as_the_bridge_and_its_answer_reaches_the_ask
 
 #[test]
 fn an_answer_to_the_bridges_own_name_that_no_ask_awaits_is_dead_lettered() {
-    let p = pipeline();
+    let mut p = pipeline();
     let err = p.process(&plain_answer("Assistant", REPLY_AGENT, "a", "default")).unwrap_err();
     assert_eq!(err.kind(), "no_recipient");
 }
 
 #[test]
 fn a_civitas_ask_in_an_unknown_context_is_answered_in_its_own_context() {
-    let p = pipeline();
+    let mut p = pipeline();
     let body = json!({"sender": "WeatherAgent", "recipient": "Assistant", "correlation_id": "c1",
         "payload": {"message": "q", "context_name": "Books"}});
-    let ask = sent(&p, &msg(CIV_IN, body.to_string()));
+    let ask = sent(&mut p, &msg(CIV_IN, body.to_string()));
     assert_eq!(
         wa_of(&ask).context_name.as_deref(),
         Some("default"),
         "never invented on the Wise Agents side"
     );
-    let reply = json_of(&sent(&p, &plain_answer("Assistant", "WeatherAgent", "a", "default")));
+    let reply = json_of(&sent(&mut p, &plain_answer("Assistant", "WeatherAgent", "a", "default")));
     assert_eq!(reply["payload"]["context_name"], "Books", "the asker's own context comes back");
 }
 
 #[test]
 fn with_the_registry_ack_contexts_name_contexts_but_do_not_turn_answers_into_ack() {
-    let p = pipeline_with(|c| {
+    let mut p = pipeline_with(|c| {
         c.wiseagents.ack_contexts = vec!["*_PhasedCoordinator.*".into()];
         c.wiseagents.registry = Some(toml_registry());
     });
-    let asked = json_of(&sent(&p, &wa_ask("WeatherAgent", None, "CLI.1_PhasedCoordinator.9")));
+    let asked = json_of(&sent(&mut p, &wa_ask("WeatherAgent", None, "CLI.1_PhasedCoordinator.9")));
     let reply = json!({"type": "reply", "sender": "WeatherAgent", "recipient": asked["reply_to"],
         "correlation_id": asked["correlation_id"], "payload": {"message": "a"}});
-    let answer = wa_of(&sent(&p, &msg(CIV_IN, reply.to_string())));
+    let answer = wa_of(&sent(&mut p, &msg(CIV_IN, reply.to_string())));
     assert_eq!(
         answer.message_type,
         Some(Intent::Response),
@@ -568,4 +477,22 @@ fn with_the_registry_ack_contexts_name_contexts_but_do_not_turn_answers_into_ack
 
 fn toml_registry() -> crate::wise_registry::config::RegistryConfig {
     toml::from_str("port = 6379").unwrap()
+}
+
+#[test]
+fn an_ask_gets_the_id_it_is_handed_and_its_reply_deadline_runs_from_the_time_it_is_handed() {
+    let mut p = pipeline_with(|c| c.delivery.reply_timeout_ms = 1000);
+    let id = uuid::Uuid::from_u128(0x0193_a1b2_0000_7000_8000_0000_0000_0001);
+    let mut ids = move || id;
+    let at = Instant::now();
+    let mut now = Now { at, unix: p.unix, ids: &mut ids };
+    let Processed::Send(out) =
+        p.pipeline.process(Consumed::of(&wa_ask("Ops", None, "default")), &mut now).unwrap()
+    else {
+        panic!("nothing sent")
+    };
+    assert_eq!(json_of(&out)["message_id"], id.to_string(), "the VOX request's id is the ask's");
+    assert_eq!(out.ask, Some(id.to_string()));
+    assert!(p.pipeline.expire_asks(at + Duration::from_millis(999)).is_empty());
+    assert_eq!(p.pipeline.expire_asks(at + Duration::from_millis(1001)).len(), 1);
 }

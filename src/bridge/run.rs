@@ -94,7 +94,7 @@ async fn proxy(
              transaction at once): settling in confirm mode, with duplicate ids"
         );
     }
-    let consuming = Consuming::of(&config, pipeline.router.subscriptions().len(), split);
+    let consuming = Consuming::of(&config, pipeline.router().subscriptions().len(), split);
     let receipt_timeout = Duration::from_millis(config.delivery.receipt_timeout_ms);
     let settler = Settler::new(publisher.clone(), client.clone(), metrics.clone(), mode, receipt_timeout);
     let budget = split.then_some(config.delivery.in_flight);
@@ -331,7 +331,7 @@ impl Discover for Discovering {
         let added = info["operationType"].as_i64() == Some(0);
         let physical =
             info["destination"]["string"].as_str().or_else(|| info["destination"]["physicalName"].as_str());
-        let Some(destination) = physical.and_then(|p| pipeline.router.discover(p)).filter(|_| added) else {
+        let Some(destination) = physical.and_then(|p| pipeline.router().discover(p)).filter(|_| added) else {
             return;
         };
         if !self.known.insert(destination.clone()) {

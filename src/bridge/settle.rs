@@ -370,10 +370,21 @@ impl Batch {
 /// How often each message made the broker refuse what it caused, so that one poison message
 /// is isolated and then dead-lettered instead of failing its batch forever. Keyed by the
 /// message's source and body, which survive a redelivery (RabbitMQ's `message-id` does not).
+/// One table: each entry carries its place in the order of first refusal, by which the
+/// oldest is forgotten.
 #[derive(Debug, Default)]
 pub struct Attempts {
-    seen: HashMap<u64, (u32, String)>,
-    order: VecDeque<u64>,
+    seen: HashMap<u64, Refusals>,
+    /// The place the next newly refused message gets.
+    next: u64,
+}
+
+/// What [`Attempts`] remembers of one message.
+#[derive(Debug)]
+struct Refusals {
+    count: (u32, String),
+    /// When it was first refused, in [`Attempts::next`] order.
+    first: u64,
 }
 
 /// Messages remembered by [`Attempts`]; past this the oldest are forgotten.
@@ -389,7 +400,7 @@ impl Attempts {
 
     /// Refusals so far, and the broker's last reason.
     pub fn get(&self, key: u64) -> Option<&(u32, String)> {
-        self.seen.get(&key)
+        self.seen.get(&key).map(|r| &r.count)
     }
 
     pub fn is_suspect(&self, key: u64) -> bool {
@@ -397,15 +408,18 @@ impl Attempts {
     }
 
     pub fn refused(&mut self, key: u64, reason: String) {
-        let entry = self.seen.entry(key).or_insert_with(|| {
-            self.order.push_back(key);
-            (0, String::new())
-        });
-        entry.0 = entry.0.saturating_add(1);
-        entry.1 = reason;
-        while self.order.len() > ATTEMPTS_REMEMBERED {
-            if let Some(old) = self.order.pop_front() {
-                self.seen.remove(&old);
+        let first = self.next;
+        let entry = self.seen.entry(key).or_insert_with(|| Refusals { count: (0, String::new()), first });
+        if entry.first == first {
+            self.next += 1;
+        }
+        entry.count.0 = entry.count.0.saturating_add(1);
+        entry.count.1 = reason;
+        if self.seen.len() > ATTEMPTS_REMEMBERED {
+            // Rare (over 10,000 distinct refused messages): a scan for the oldest is fine.
+            let oldest = self.seen.iter().min_by_key(|(_, r)| r.first).map(|(k, _)| *k);
+            if let Some(oldest) = oldest {
+                self.seen.remove(&oldest);
             }
         }
     }
@@ -424,9 +438,7 @@ impl Attempts {
     }
 
     pub fn settled(&mut self, key: u64) {
-        if !self.seen.is_empty() && self.seen.remove(&key).is_some() {
-            self.order.retain(|k| *k != key);
-        }
+        self.seen.remove(&key);
     }
 }
 

@@ -62,16 +62,17 @@ fn a_reply_echoing_the_token_comes_back_with_the_requests_route() {
         payload: serde_json::from_value(serde_json::json!({"message": "sunny"})).unwrap(),
         ..CivitasMessage::decode(b"{}", Encoding::Json).unwrap()
     };
-    let mut env = to_envelope(reply).unwrap();
+    let env = to_envelope(reply).unwrap();
     assert_eq!(env.direction, Direction::Response);
     assert_eq!(env.intent, Some(Intent::Response));
-    // The pipeline fills the route in (from its pending ask, else the token).
-    crate::envelope::correlation::apply_token(&mut env);
-    assert_eq!(env.recipient.as_deref(), Some("User"));
-    assert_eq!(env.context.as_deref(), Some("Weather"));
-    assert_eq!(env.tool_id.as_deref(), Some("call_9f2c"));
-    assert_eq!(env.route_response_to.as_deref(), Some("Boss"));
-    assert_eq!(env.in_reply_to.as_deref(), Some("r-1"));
+    // The reply carries the request's route, which the pipeline fills it in from (from its
+    // pending ask, else the token: `ReplyBase::apply_to`).
+    let route = env.correlation_id.as_deref().and_then(ReplyRoute::from_token).expect("the token comes back");
+    assert_eq!(route.requester.as_deref(), Some("User"));
+    assert_eq!(route.context.as_deref(), Some("Weather"));
+    assert_eq!(route.tool_id.as_deref(), Some("call_9f2c"));
+    assert_eq!(route.route_response_to.as_deref(), Some("Boss"));
+    assert_eq!(route.request_id.as_deref(), Some("r-1"));
 }
 
 #[test]

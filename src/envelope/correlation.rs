@@ -2,7 +2,8 @@
 //! route_response_to, the request's id and correlation id), carried out inside the request
 //! as an opaque token that the other framework echoes verbatim (Civitas `correlation_id`,
 //! PenguiFlow `meta.correlation_id`). State travels in the messages, so replies stay
-//! routable after a bridge restart and across several bridge instances.
+//! routable after a bridge restart and across several bridge instances. An answer is filled in
+//! from its token by the one rule of `routing::reply_base::ReplyBase::apply_to`.
 
 use super::Envelope;
 use serde::{Deserialize, Serialize};
@@ -59,19 +60,6 @@ impl ReplyRoute {
     pub fn from_token(token: &str) -> Option<Self> {
         serde_json::from_str(token.strip_prefix(PREFIX)?).ok()
     }
-
-    /// Fills in what a reply does not say itself from the route of its request.
-    pub fn apply_to(self, reply: &mut Envelope) {
-        fill(&mut reply.recipient, self.requester);
-        fill(&mut reply.context, self.context);
-        fill(&mut reply.tool_id, self.tool_id);
-        fill(&mut reply.route_response_to, self.route_response_to);
-        fill(&mut reply.in_reply_to, self.request_id);
-        if self.correlation_id.is_some() {
-            reply.correlation_id = self.correlation_id;
-        }
-        fill(&mut reply.reply_via, self.asker);
-    }
 }
 
 /// For a request whose `reply_to` is not its `sender`: the sender, whose inbox an answer to
@@ -80,19 +68,6 @@ pub fn reply_via(request: &Envelope) -> Option<String> {
     let sender = request.sender.as_deref().filter(|s| !s.is_empty())?;
     let reply_to = request.reply_to.as_deref().filter(|r| !r.is_empty())?;
     (reply_to != sender).then(|| sender.to_owned())
-}
-
-fn fill(slot: &mut Option<String>, value: Option<String>) {
-    if slot.as_deref().is_none_or(str::is_empty) {
-        *slot = value.or(slot.take());
-    }
-}
-
-/// If `env.correlation_id` is a bridge token, fills the reply from it.
-pub fn apply_token(env: &mut Envelope) {
-    if let Some(route) = env.correlation_id.as_deref().and_then(ReplyRoute::from_token) {
-        route.apply_to(env);
-    }
 }
 
 #[cfg(test)]

@@ -64,6 +64,33 @@ impl ReplyBase {
             ask.span_id.as_deref(),
             ask.tenant.as_deref(),
         ];
+        ReplyBase::pack(fields, ask.deadline, extra)
+    }
+
+    /// The reply base a reply-route token carries, for an answer whose ask is no longer
+    /// pending (a restart, another bridge instance): what names the conversation, without
+    /// the trace, tenant and deadline that only the table keeps.
+    pub fn of_route(route: &ReplyRoute) -> ReplyBase {
+        let fields: [Option<&str>; FIELDS] = [
+            route.requester.as_deref(),
+            route.asker.as_deref(),
+            route.route_response_to.as_deref(),
+            route.context.as_deref(),
+            route.tool_id.as_deref(),
+            route.correlation_id.as_deref(),
+            route.request_id.as_deref(),
+            None,
+            None,
+            None,
+        ];
+        ReplyBase::pack(fields, None, BTreeMap::new())
+    }
+
+    fn pack(
+        fields: [Option<&str>; FIELDS],
+        deadline: Option<f64>,
+        extra: BTreeMap<String, Value>,
+    ) -> ReplyBase {
         let mut text = String::with_capacity(fields.iter().flatten().map(|f| f.len()).sum());
         let mut ends = [0u32; FIELDS];
         let mut set = 0u16;
@@ -75,7 +102,7 @@ impl ReplyBase {
             // A body is bounded by delivery.max_body_bytes (at most 4 GiB), and so is the text.
             ends[i] = u32::try_from(text.len()).unwrap_or(u32::MAX);
         }
-        ReplyBase { text: text.into_boxed_str(), ends, set, deadline: ask.deadline, extra }
+        ReplyBase { text: text.into_boxed_str(), ends, set, deadline, extra }
     }
 
     fn get(&self, field: Field) -> Option<&str> {
@@ -101,10 +128,14 @@ impl ReplyBase {
         self.get(Field::Context)
     }
 
-    /// An answer takes from its ask's reply base what names the conversation (the base wins:
-    /// the asker, its tool id, correlation id and message id; its context,
-    /// route_response_to, trace, tenant and deadline when it has them) and keeps its own
-    /// content and type.
+    /// The one rule by which an answer is filled in from its ask, whether the ask was found
+    /// pending or only its token came back (docs/MAPPING.md, "Conversations"): **the ask
+    /// wins** for what names the conversation. Always the ask's: the tool id, correlation id
+    /// and message id (`in_reply_to`), and the asker's inbox (`reply_via`), each cleared when
+    /// the ask had none; the ask's recipient, context, route_response_to, trace, tenant,
+    /// parent span and deadline when it has them, the answer's own otherwise; PenguiFlow `meta`
+    /// keys fill in what the answer lacks. The answer keeps its own content and type (a
+    /// RESPONSE when it has none).
     pub fn apply_to(self, env: &mut Envelope) {
         env.direction = Direction::Response;
         env.recipient = self.owned(Field::Recipient).or(env.recipient.take());

@@ -89,3 +89,57 @@ fn a_reply_base_is_a_fraction_of_an_envelope() {
     assert!(std::mem::size_of::<ReplyBase>() <= 128, "{}", std::mem::size_of::<ReplyBase>());
     assert!(std::mem::size_of::<Envelope>() >= 4 * std::mem::size_of::<ReplyBase>());
 }
+
+#[test]
+fn a_token_fills_a_bare_reply_after_a_restart() {
+    let route = ReplyRoute::of_request(&ask(), "pf-1");
+    let mut reply = Envelope::default();
+    ReplyBase::of_route(&route).apply_to(&mut reply);
+    assert_eq!(reply.direction, Direction::Response);
+    assert_eq!(reply.recipient.as_deref(), Some("_reply.Planner.7"));
+    assert_eq!(reply.reply_via.as_deref(), Some("Planner"));
+    assert_eq!(reply.context.as_deref(), Some("Trips.é"));
+    assert_eq!(reply.tool_id.as_deref(), Some("call_1"));
+    assert_eq!(reply.route_response_to.as_deref(), Some("Caller"));
+    assert_eq!(reply.in_reply_to.as_deref(), Some("pf-1"));
+    assert_eq!(reply.intent, Some(Intent::Response));
+    assert_eq!(
+        (reply.trace_id, reply.tenant, reply.deadline),
+        (None, None, None),
+        "only the table keeps those"
+    );
+}
+
+/// The rule the daemon follows (the pipeline, tests/conversations.rs: "its own sub-context
+/// comes back"): the ask wins over what the reply says for what names the conversation,
+/// whether its ask was pending or only its token came back. (A test here once asserted the
+/// opposite, "the reply wins", for a function the daemon never called.)
+#[test]
+fn the_token_wins_over_the_reply_for_what_names_the_conversation_and_the_reply_keeps_its_content() {
+    let route = ReplyRoute {
+        context: Some("old".into()),
+        tool_id: Some("call_1".into()),
+        correlation_id: Some("c-1".into()),
+        ..Default::default()
+    };
+    let mut reply = Envelope {
+        context: Some("new".into()),
+        tool_id: Some("forged".into()),
+        recipient: Some("Someone".into()),
+        correlation_id: Some(route.to_token()),
+        content: crate::envelope::Content::Text("Rome".into()),
+        intent: Some(Intent::CannotAnswer),
+        ..Default::default()
+    };
+    ReplyBase::of_route(&route).apply_to(&mut reply);
+    assert_eq!(reply.context.as_deref(), Some("old"));
+    assert_eq!(reply.tool_id.as_deref(), Some("call_1"));
+    assert_eq!(reply.correlation_id.as_deref(), Some("c-1"), "the asker's own, not the token");
+    assert_eq!(
+        reply.recipient.as_deref(),
+        Some("Someone"),
+        "the token names no requester: the reply's stays"
+    );
+    assert_eq!(reply.content, crate::envelope::Content::Text("Rome".into()));
+    assert_eq!(reply.intent, Some(Intent::CannotAnswer), "the reply's own type");
+}
