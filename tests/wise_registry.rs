@@ -321,7 +321,14 @@ async fn a_message_that_cannot_be_checked_against_the_registry_is_dead_lettered_
     let native = names.agent("Native");
     let proxy = common::Proxy::start(redis_port()).await;
     let port = free_port();
-    let mut toml = config_toml(Broker::ActiveMq, &names, &[(&civ, "civitas", "")], port);
+    // The context this bridge creates names the proxy's port in its `_config`, which Wise Agents
+    // reconnects to on loading it: a context of its own, removed at the end, so that no later
+    // test (adapters/wiseagents, which runs after this suite on the same Redis) loads a
+    // `default` pointing at a closed port (seen: upstream's agent failed with ConnectionError).
+    let context = format!("Ctx{}", names.uid);
+    let mut toml = config_toml(Broker::ActiveMq, &names, &[(&civ, "civitas", "")], port)
+        .replace("default_context = \"default\"", &format!("default_context = \"{context}\""));
+    assert!(toml.contains(&context));
     toml.push_str(&format!(
         "\n[wiseagents.registry]\nport = {}\ninstance = \"test-{}\"\n",
         proxy.port, names.uid
@@ -343,6 +350,9 @@ async fn a_message_that_cannot_be_checked_against_the_registry_is_dead_lettered_
     send(&civ_client, &names.dest("civitas.ingress"), ask("after")).await;
     let (_, m) = next_wise(&mut requests).await;
     assert_eq!(m.message, "after", "a new connection to Redis");
+    assert_eq!(m.context_name.as_deref(), Some(context.as_str()));
     proxy.cut();
     assert!(bridge.terminate(20).success());
+    let mut r = redis().await;
+    cmd(&mut r, &[b"HDEL", b"contexts", context.as_bytes()]).await;
 }
