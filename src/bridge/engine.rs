@@ -64,6 +64,8 @@ pub struct Engine {
     down: u8,
     /// The Wise Agents registry, when configured (`[wiseagents.registry]`).
     registry: Option<Arc<WiseRegistry>>,
+    /// Configuration reloads to follow (`engine_reload.rs`).
+    reloads: Option<super::reload::Reloads>,
 }
 
 /// The consuming and the publishing connection, as bits of [`Engine::down`].
@@ -102,6 +104,7 @@ impl Engine {
             budget,
             down: 0,
             registry: None,
+            reloads: None,
         }
     }
 
@@ -147,6 +150,7 @@ impl Engine {
                     }
                 }
                 Some(ack) = self.dropped.recv() => self.unsettled(&ack, client).await,
+                Some(reload) = next_reload(&mut self.reloads) => self.reconfigure(reload, client).await,
                 event = events.recv(), if room => match event {
                     Some(Event::Message(m)) if discovery.is_advisory(&m) => {
                         discovery.discover(client, &self.pipeline, &m).await;
@@ -199,6 +203,9 @@ impl Engine {
 
     /// One message from the broker: through the pipeline, then ready to settle.
     async fn take(&mut self, message: Message) {
+        if self.retired(&message) {
+            return;
+        }
         if message.ack.epoch > self.epoch {
             self.new_epoch(message.ack.epoch);
         }
@@ -459,6 +466,14 @@ async fn next_event(events: &mut Option<Events>) -> Option<Event> {
     }
 }
 
+/// The next configuration reload, if the engine follows them (never, otherwise).
+async fn next_reload(reloads: &mut Option<super::reload::Reloads>) -> Option<super::reload::Reload> {
+    match reloads {
+        Some(reloads) => reloads.requests.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
 /// The log line and metrics of a settled message.
 fn report(work: &Work, metrics: &Metrics) {
     let m = &work.source.message;
@@ -497,3 +512,6 @@ fn source_label(pipeline: &Pipeline, destination: &str) -> &'static str {
         None => "unknown",
     }
 }
+
+#[path = "engine_reload.rs"]
+mod reload;

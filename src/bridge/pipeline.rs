@@ -189,6 +189,19 @@ impl Pipeline {
             .with_max_body(d.max_body_bytes)
     }
 
+    /// A configuration reload: the rules `config` describes (codecs, router, conversations,
+    /// limits) replace the old ones for the messages processed from now on; the state
+    /// (pending asks, streams being joined, names met) is kept.
+    pub fn reconfigure(&mut self, config: &crate::config::Config) {
+        let mut fresh = Pipeline::of(config);
+        fresh.codecs.vox.registry.keep_met(&self.codecs.vox.registry);
+        self.codecs = fresh.codecs;
+        self.router = fresh.router;
+        self.max_hops = fresh.max_hops;
+        self.max_body = fresh.max_body;
+        self.conversations = fresh.conversations;
+    }
+
     /// With contexts and reply timeouts (by default: none known but the default context,
     /// no ACK contexts, no timeout).
     pub fn with_conversations(mut self, conversations: Conversations) -> Self {
