@@ -127,3 +127,7 @@ impl ConfigReloaded<'_> {
         *metrics.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(last);
     }
 }
+
+#[cfg(test)]
+#[path = "reload_tests.rs"]
+mod tests;
