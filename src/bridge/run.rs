@@ -276,7 +276,7 @@ const ARTEMIS_WINDOW_PER_MESSAGE: usize = 2048;
 /// bounds what is read, else an equal share of it; and ActiveMQ's exclusive consumer when
 /// asked.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Consuming {
+struct Consuming {
     prefetch: usize,
     exclusive: bool,
 }

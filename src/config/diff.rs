@@ -181,12 +181,14 @@ fn agents(old: &Config, new: &Config, d: &mut Diff) {
         added.iter().chain(&removed).chain(&changed).copied().filter(|n| is_glob(n)).collect();
     if !globs.is_empty() {
         let why = format!(
-            "{globs:?}: agents named by a glob cannot change without a restart (their queues are discovered from the start)"
+            "{globs:?}: agents named by a glob cannot change without a restart \
+             (their queues are discovered from the start)"
         );
         d.refused.push(Refusal { key: "agents".into(), why });
     }
     if old.wiseagents.registry.is_some() {
-        let why = "cannot change without a restart while [wiseagents.registry] is set (proxied agents are registered at start)";
+        let why = "cannot change without a restart while [wiseagents.registry] is set \
+                   (proxied agents are registered at start)";
         d.refused.push(Refusal { key: "agents".into(), why: why.into() });
     }
     d.live.push(describe(&added, &removed, &changed));
