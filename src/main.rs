@@ -197,7 +197,12 @@ async fn serve(config: Config, path: &Path, set_level: SetLevel) -> ExitCode {
     tokio::spawn(on_signal(shutdown.clone()));
     let (reloads, requests) = tokio::sync::mpsc::channel(1);
     let reloader = Reloader::new(path.to_owned(), config.clone(), reloads, metrics.clone(), set_level);
-    tokio::spawn(on_hangup(reloader, shutdown.clone()));
+    match on_hangup(reloader, shutdown.clone()) {
+        Ok(reloading) => drop(tokio::spawn(reloading)),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot listen for SIGHUP: the configuration cannot be reloaded")
+        }
+    }
     match stomp_agent_bridge::bridge::run_with_reloads(config, metrics, shutdown.clone(), Some(requests))
         .await
     {

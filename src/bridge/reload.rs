@@ -108,17 +108,23 @@ impl Reloader {
     }
 }
 
-/// Reloads on every `SIGHUP` until shutdown.
-pub async fn on_hangup(mut reloader: Reloader, shutdown: CancellationToken) {
+/// Reloads on every `SIGHUP` until shutdown. The handler is installed before this returns
+/// (from then on a `SIGHUP` no longer ends the process, its default), the loop is the future.
+pub fn on_hangup(
+    mut reloader: Reloader,
+    shutdown: CancellationToken,
+) -> std::io::Result<impl Future<Output = ()> + Send> {
     use tokio::signal::unix::{SignalKind, signal};
-    let Ok(mut hangup) = signal(SignalKind::hangup()) else { return };
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => return,
-            Some(()) = hangup.recv() => {
-                info!("SIGHUP: reloading the configuration");
-                reloader.reload().await;
+    let mut hangup = signal(SignalKind::hangup())?;
+    Ok(async move {
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                Some(()) = hangup.recv() => {
+                    info!("SIGHUP: reloading the configuration");
+                    reloader.reload().await;
+                }
             }
         }
-    }
+    })
 }
