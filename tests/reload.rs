@@ -206,16 +206,19 @@ async fn a_change_that_cannot_be_live_is_refused_and_named(broker: Broker) {
     bridge.wait_reloads("applied", 1);
 }
 
+/// The broker goes away (for this bridge), a reload adds B and removes C meanwhile, the broker
+/// comes back: B's waiting messages are delivered, A is served, and C's message, sent while
+/// the broker was away, is left in its queue.
 async fn a_reload_while_the_broker_is_away_applies_once_it_is_back(broker: Broker) {
     const K: usize = 20;
     let names = Names::new(broker);
-    let (a, b) = (names.agent("Weather"), names.agent("News"));
+    let (a, b, c) = (names.agent("Weather"), names.agent("News"), names.agent("Gone"));
     let proxy = Proxy::start(broker.port()).await;
     let port = free_port();
     let (direct, through) =
         (format!("stomp://127.0.0.1:{}\"", broker.port()), format!("stomp://127.0.0.1:{}\"", proxy.port));
     let config = |agents: &[&str]| config(broker, &names, agents, port).replace(&direct, &through);
-    let mut bridge = BridgeProcess::start(&config(&[&a]), port, &names.uid);
+    let mut bridge = BridgeProcess::start(&config(&[&a, &c]), port, &names.uid);
     let (producer, _) = broker.connect().await;
     let (_ca, mut inbox_a) = consume_on(broker, &inbox(&names, &a)).await;
     let (_cb, mut inbox_b) = consume_on(broker, &inbox(&names, &b)).await;
@@ -228,20 +231,26 @@ async fn a_reload_while_the_broker_is_away_applies_once_it_is_back(broker: Broke
     for i in 0..K {
         send(&producer, &names.request(&b), &format!("news {i}")).await;
     }
-    send(&producer, &names.request(&a), "for a").await;
+    send(&producer, &names.request(&c), "for the removed one").await;
     proxy.come_back();
+    // Sent once both connections are back: a message taken while the publishing connection is
+    // still down fails its batch and resets the consuming connection, and Artemis 2.37 may keep
+    // such a message "delivering" to a consumer that no longer exists (docs/OPERATING.md, the
+    // Artemis table's open problem): a message to A sent while away did not arrive in one run
+    // of three on Artemis, after such a reset (not a reload's doing, most likely that problem).
+    bridge.wait_metric(|l| l == "bridge_ready 1", 30);
+    send(&producer, &names.request(&a), "for a").await;
     // B's messages arriving show its SUBSCRIBE made (written after the reconnect, or, when
     // the consuming connection was still draining when the reload came, restored by it).
-    let news: Vec<String> = {
-        let mut news = Vec::new();
-        for _ in 0..K {
-            news.push(text_of(&next_message(&mut inbox_b, 30).await));
-        }
-        news
-    };
+    let mut news = Vec::new();
+    for _ in 0..K {
+        news.push(text_of(&next_message(&mut inbox_b, 30).await));
+    }
     assert_eq!(news, (0..K).map(|i| format!("news {i}")).collect::<Vec<_>>());
     assert_eq!(text_of(&next_message(&mut inbox_a, 30).await), "for a");
-    bridge.wait_metric(|l| l == "bridge_ready 1", 30);
+    let (_cq, mut queue) = consume_on(broker, &names.request(&c)).await;
+    assert_eq!(text_of(&next_message(&mut queue, 30).await), "for the removed one", "left for C");
+    assert!(!bridge.http_get("/metrics").1.contains("bridge_dead_letters_total{"), "nothing dead-lettered");
 }
 
 /// What the engine gives back rests on this: a subscription's unacknowledged messages go back
