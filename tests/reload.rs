@@ -253,6 +253,38 @@ async fn a_reload_while_the_broker_is_away_applies_once_it_is_back(broker: Broke
     assert!(!bridge.http_get("/metrics").1.contains("bridge_dead_letters_total{"), "nothing dead-lettered");
 }
 
+/// `log.level` changes live: a delivered message is logged at `debug` only after the reload
+/// (unless `RUST_LOG` is set, which keeps precedence, and the reload says so).
+async fn the_log_level_changes_live(broker: Broker) {
+    let names = Names::new(broker);
+    let a = names.agent("Weather");
+    let port = free_port();
+    let toml = config(broker, &names, &[&a], port);
+    let mut bridge = BridgeProcess::start(&toml, port, &names.uid);
+    let (producer, _) = broker.connect().await;
+    let (_ca, mut inbox_a) = consume_on(broker, &inbox(&names, &a)).await;
+    let delivered = |n: u32| {
+        move |l: &str| {
+            l == format!("bridge_messages_total{{route=\"wiseagents->civitas\",outcome=\"delivered\"}} {n}")
+        }
+    };
+    send(&producer, &names.request(&a), "at info").await;
+    next_message(&mut inbox_a, 30).await;
+    bridge.wait_metric(delivered(1), 30);
+    assert_eq!(bridge.logged("\"message delivered\""), Vec::<String>::new(), "not logged at info");
+    bridge.reload_with(&toml.replace("[log]\n", "[log]\nlevel = \"debug\"\n"));
+    bridge.wait_reloads("applied", 1);
+    send(&producer, &names.request(&a), "at debug").await;
+    next_message(&mut inbox_a, 30).await;
+    if std::env::var_os("RUST_LOG").is_some() {
+        let (_, status) = bridge.http_get("/config");
+        assert!(status.contains("log.level not applied"), "{status}");
+        return;
+    }
+    let line = bridge.wait_log("\"message delivered\"", 30);
+    assert!(line.contains("\"level\":\"DEBUG\""), "{line}");
+}
+
 /// What the engine gives back rests on this: a subscription's unacknowledged messages go back
 /// to the queue (10 prefetched, 1 acknowledged, then UNSUBSCRIBE). ActiveMQ and Artemis put
 /// them back at the UNSUBSCRIBE; RabbitMQ may keep them on the connection until it closes (and
@@ -288,6 +320,7 @@ async fn an_unsubscribed_consumers_unacknowledged_messages_go_back_to_the_queue(
 
 mod activemq {
     on!(ActiveMq:
+        the_log_level_changes_live,
         an_unsubscribed_consumers_unacknowledged_messages_go_back_to_the_queue,
         an_agent_added_under_load_gets_its_messages_and_the_existing_one_loses_none,
         an_agent_removed_under_load_loses_nothing_and_dead_letters_nothing,
@@ -299,6 +332,7 @@ mod activemq {
 
 mod rabbitmq {
     on!(RabbitMq:
+        the_log_level_changes_live,
         an_unsubscribed_consumers_unacknowledged_messages_go_back_to_the_queue,
         an_agent_added_under_load_gets_its_messages_and_the_existing_one_loses_none,
         an_agent_removed_under_load_loses_nothing_and_dead_letters_nothing,
@@ -310,6 +344,7 @@ mod rabbitmq {
 
 mod artemis {
     on!(Artemis:
+        the_log_level_changes_live,
         an_unsubscribed_consumers_unacknowledged_messages_go_back_to_the_queue,
         an_agent_added_under_load_gets_its_messages_and_the_existing_one_loses_none,
         an_agent_removed_under_load_loses_nothing_and_dead_letters_nothing,
