@@ -189,9 +189,8 @@ impl Pipeline {
             .with_max_body(d.max_body_bytes)
     }
 
-    /// A configuration reload: the rules `config` describes (codecs, router, conversations,
-    /// limits) replace the old ones for the messages processed from now on; the state
-    /// (pending asks, streams being joined, names met) is kept.
+    /// A reload: `config`'s rules (codecs, router, conversations, limits) replace the old ones
+    /// from the next message on; the state (pending asks, streams, names met) is kept.
     pub fn reconfigure(&mut self, config: &crate::config::Config) {
         let mut fresh = Pipeline::of(config);
         fresh.codecs.vox.registry.keep_met(&self.codecs.vox.registry);
