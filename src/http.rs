@@ -1,7 +1,8 @@
 //! The operator's HTTP endpoint: `/metrics` (Prometheus text), `/healthz` (the process is
-//! alive) and `/readyz` (connected, subscribed, and the broker confirming what is published,
-//! else 503 with the reason). A few lines of HTTP/1.1 on tokio rather than a web framework:
-//! three GET routes, one small response each, connection closed after.
+//! alive), `/readyz` (connected, subscribed, and the broker confirming what is published,
+//! else 503 with the reason) and `/config` (the last configuration reload, JSON). A few lines
+//! of HTTP/1.1 on tokio rather than a web framework: four GET routes, one small response
+//! each, connection closed after.
 
 use crate::telemetry::Metrics;
 use std::sync::Arc;
@@ -68,7 +69,8 @@ fn respond(is_get: bool, path: &str, metrics: &Metrics) -> (&'static str, &'stat
             Ok(()) => ("200 OK", TEXT, "ready\n".into()),
             Err(why) => ("503 Service Unavailable", TEXT, format!("not ready: {why}\n")),
         },
-        (true, _) => ("404 Not Found", TEXT, "try /metrics, /healthz or /readyz\n".into()),
+        (true, "/config") => ("200 OK", "application/json", metrics.reload.status()),
+        (true, _) => ("404 Not Found", TEXT, "try /metrics, /healthz, /readyz or /config\n".into()),
     }
 }
 

@@ -48,3 +48,11 @@ fn readyz_tells_why_it_is_not_ready() {
     drop(stall);
     assert_eq!(respond(true, "/readyz", &m).0, "200 OK");
 }
+
+#[test]
+fn the_config_route_says_how_the_last_reload_ended() {
+    let m = Metrics::default();
+    let (status, content_type, body) = respond(true, "/config", &m);
+    assert_eq!((status, content_type), ("200 OK", "application/json"));
+    assert!(body.contains("\"last_reload\":null"), "{body}");
+}

@@ -5,6 +5,7 @@ use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use stomp_agent_bridge::bridge::reload::{Reloader, SetLevel, on_hangup};
 use stomp_agent_bridge::config::Config;
 use stomp_agent_bridge::deadletter::command::Action;
 use stomp_agent_bridge::envelope::Direction;
@@ -168,7 +169,7 @@ fn run(path: &Path, log_format: Option<String>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    init_logs(log_format.as_deref().unwrap_or(&config.log.format), &config.log.level);
+    let set_level = init_logs(log_format.as_deref().unwrap_or(&config.log.format), &config.log.level);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -176,10 +177,10 @@ fn run(path: &Path, log_format: Option<String>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(serve(config))
+    runtime.block_on(serve(config, path, set_level))
 }
 
-async fn serve(config: Config) -> ExitCode {
+async fn serve(config: Config, path: &Path, set_level: SetLevel) -> ExitCode {
     let metrics = Arc::new(Metrics::default());
     let shutdown = CancellationToken::new();
     if !config.http.listen.is_empty() {
@@ -194,7 +195,17 @@ async fn serve(config: Config) -> ExitCode {
         }
     }
     tokio::spawn(on_signal(shutdown.clone()));
-    match stomp_agent_bridge::bridge::run(config, metrics, shutdown.clone()).await {
+    let (reloads, requests) = tokio::sync::mpsc::channel(1);
+    let reloader = Reloader::new(path.to_owned(), config.clone(), reloads, metrics.clone(), set_level);
+    match on_hangup(reloader, shutdown.clone()) {
+        Ok(reloading) => drop(tokio::spawn(reloading)),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot listen for SIGHUP: the configuration cannot be reloaded")
+        }
+    }
+    match stomp_agent_bridge::bridge::run_with_reloads(config, metrics, shutdown.clone(), Some(requests))
+        .await
+    {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!(error = %e, "the bridge stopped");
@@ -217,9 +228,13 @@ async fn on_signal(shutdown: CancellationToken) {
     shutdown.cancel();
 }
 
-fn init_logs(format: &str, level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+/// Starts the logs; the returned function sets the level again (a reload of `log.level`),
+/// unless `RUST_LOG` set it, which stays in force.
+fn init_logs(format: &str, level: &str) -> SetLevel {
+    use tracing_subscriber::EnvFilter;
+    let from_env = EnvFilter::try_from_default_env().ok();
+    let overridden = from_env.is_some();
+    let filter = from_env.unwrap_or_else(|| EnvFilter::new(level));
     let json = match format {
         "json" => true,
         "text" => false,
@@ -229,11 +244,23 @@ fn init_logs(format: &str, level: &str) {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal());
-    if json {
-        builder.json().flatten_event(true).with_current_span(false).init();
-    } else {
+    let set: Box<dyn Fn(EnvFilter) -> Result<(), String> + Send + Sync> = if json {
+        let builder = builder.json().flatten_event(true).with_current_span(false).with_filter_reloading();
+        let handle = builder.reload_handle();
         builder.init();
-    }
+        Box::new(move |f| handle.reload(f).map_err(|e| e.to_string()))
+    } else {
+        let builder = builder.with_filter_reloading();
+        let handle = builder.reload_handle();
+        builder.init();
+        Box::new(move |f| handle.reload(f).map_err(|e| e.to_string()))
+    };
+    Box::new(move |level: &str| {
+        if overridden {
+            return Err("RUST_LOG is set, and it overrides log.level".into());
+        }
+        set(EnvFilter::try_new(level).map_err(|e| format!("{level:?}: {e}"))?)
+    })
 }
 
 fn translate(

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use tracing::{debug, info, warn};
 
 pub mod heap;
+pub mod reload;
 
 /// The outcomes a message can have, each a counter per route.
 const OUTCOMES: [&str; 7] =
@@ -48,6 +49,8 @@ pub struct Metrics {
     pending_asks: AtomicI64,
     /// Mirror mode's counters.
     pub mirror: crate::mirror::telemetry::MirrorMetrics,
+    /// Configuration reloads (`SIGHUP`).
+    pub reload: reload::ReloadMetrics,
 }
 
 /// The stalls open now: an id each, and since when its batch has waited for the broker.
@@ -122,6 +125,11 @@ impl Metrics {
 
     pub fn set_subscribed(&self, subscribed: bool) {
         self.subscribed.store(subscribed, Ordering::SeqCst);
+    }
+
+    /// Whether every configured subscription was made (a reload waits for it).
+    pub fn is_subscribed(&self) -> bool {
+        self.subscribed.load(Ordering::SeqCst)
     }
 
     /// Asks waiting for their answer now.
@@ -305,6 +313,7 @@ impl Metrics {
         let sum = self.latency_sum_micros.load(Ordering::Relaxed) as f64 / 1e6;
         let _ = write!(out, "bridge_latency_seconds_sum {sum}\nbridge_latency_seconds_count {count}\n");
         self.mirror.render(&mut out);
+        self.reload.render(&mut out);
         out
     }
 }

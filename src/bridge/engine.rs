@@ -68,6 +68,8 @@ pub struct Engine {
     tally: Tally,
     /// The ids of the asks the pipeline makes.
     ids: Ids,
+    /// Configuration reloads to follow (`engine_reload.rs`).
+    reloads: Option<super::reload::Reloads>,
 }
 
 /// Where the engine takes the ids the pipeline gives new asks.
@@ -117,6 +119,7 @@ impl Engine {
             registry: None,
             tally: Tally::default(),
             ids: Box::new(crate::envelope::new_uuid7),
+            reloads: None,
         }
     }
 
@@ -162,6 +165,7 @@ impl Engine {
                     }
                 }
                 Some(ack) = self.dropped.recv() => self.unsettled(&ack, client).await,
+                Some(reload) = next_reload(&mut self.reloads) => self.reconfigure(reload, client).await,
                 event = events.recv(), if room => match event {
                     Some(Event::Message(m)) if discovery.is_advisory(&m) => {
                         discovery.discover(client, &self.pipeline, &m).await;
@@ -216,6 +220,9 @@ impl Engine {
 
     /// One message from the broker: through the pipeline, then ready to settle.
     async fn take(&mut self, message: Message) {
+        if self.retired(&message) {
+            return;
+        }
         if message.ack.epoch > self.epoch {
             self.new_epoch(message.ack.epoch);
         }
@@ -478,6 +485,14 @@ async fn next_event(events: &mut Option<Events>) -> Option<Event> {
     }
 }
 
+/// The next configuration reload, if the engine follows them (never, otherwise).
+async fn next_reload(reloads: &mut Option<super::reload::Reloads>) -> Option<super::reload::Reload> {
+    match reloads {
+        Some(reloads) => reloads.requests.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
 /// The log line and metrics of a settled message.
 fn report(work: &Work, metrics: &Metrics) {
     let m = &work.source.message;
@@ -516,3 +531,6 @@ fn source_label(pipeline: &Pipeline, destination: &str) -> &'static str {
         None => "unknown",
     }
 }
+
+#[path = "engine_reload.rs"]
+mod reload;

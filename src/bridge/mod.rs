@@ -6,11 +6,13 @@ mod dedup;
 pub mod delivery;
 mod engine;
 pub mod pipeline;
+pub mod reload;
 mod run;
 pub mod settle;
+mod subscriptions;
 
 pub(crate) use run::connect;
-pub use run::{client_config, run};
+pub use run::{client_config, run, run_with_reloads};
 
 use crate::envelope::EnvelopeError;
 use crate::routing::RouteError;

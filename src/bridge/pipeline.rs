@@ -172,6 +172,15 @@ impl Pipeline {
         &self.settings.router
     }
 
+    /// A reload: `config`'s rules (codecs, router, conversations, limits) replace the old ones
+    /// from the next message on; the state (pending asks, streams) is kept, and so are the VOX
+    /// names met so far.
+    pub fn reconfigure(&mut self, config: &crate::config::Config) {
+        let mut fresh = Settings::of(config);
+        fresh.codecs.vox.registry.keep_met(&self.settings.codecs.vox.registry);
+        self.settings = fresh;
+    }
+
     /// Decides what to publish for `msg`.
     pub fn process(&mut self, msg: Consumed, now: &mut Now) -> Result<Processed, BridgeError> {
         let hops = hops(msg);

@@ -4,7 +4,9 @@
 use super::BridgeError;
 use super::engine::{Discover, Engine};
 use super::pipeline::Pipeline;
+use super::reload::{Reload, Reloads};
 use super::settle::{Mode, Settler};
+use super::subscriptions::{MakeSubscription, Subscriptions};
 use crate::config::{Config, Discovery};
 use crate::stomp::{
     AckMode, Backoff, Client, ClientConfig, ConnectOptions, Events, Message, SessionError, Subscription,
@@ -25,8 +27,18 @@ pub async fn run(
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
 ) -> Result<(), BridgeError> {
+    run_with_reloads(config, metrics, shutdown, None).await
+}
+
+/// [`run`], following the configuration reloads sent on `reloads` (`bridge::reload`).
+pub async fn run_with_reloads(
+    config: Config,
+    metrics: Arc<Metrics>,
+    shutdown: CancellationToken,
+    reloads: Option<mpsc::Receiver<Reload>>,
+) -> Result<(), BridgeError> {
     let mirror = spawn_mirror(&config, &metrics, &shutdown);
-    let proxied = proxy(config, metrics, shutdown.clone()).await;
+    let proxied = proxy(config, metrics, shutdown.clone(), reloads).await;
     if let Some(mirror) = mirror {
         if proxied.is_err() {
             shutdown.cancel();
@@ -66,6 +78,7 @@ async fn proxy(
     config: Config,
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
+    reloads: Option<mpsc::Receiver<Reload>>,
 ) -> Result<(), BridgeError> {
     let pipeline = Pipeline::of(&config);
     let registry = crate::wise_registry::member::start(&config, &shutdown).await?;
@@ -98,9 +111,16 @@ async fn proxy(
     let receipt_timeout = Duration::from_millis(config.delivery.receipt_timeout_ms);
     let settler = Settler::new(publisher.clone(), client.clone(), metrics.clone(), mode, receipt_timeout);
     let budget = split.then_some(config.delivery.in_flight);
+    let make: MakeSubscription = Arc::new(move |d: &str| consuming.subscription(d));
+    let held = Subscriptions::new(client.clone(), make, shutdown.clone());
     let mut engine =
         Engine::new(settler, pipeline, metrics.clone(), &config.delivery, publisher.clone(), budget)
             .with_registry(registry.clone());
+    if let Some(requests) = reloads {
+        let settle_within = Duration::from_millis(config.delivery.shutdown_timeout_ms);
+        let (subscriptions, retired) = (held.clone(), Default::default());
+        engine = engine.with_reloads(Reloads { requests, subscriptions, retired, settle_within });
+    }
     let discovering =
         engine.router().has_patterns() && config.wiseagents.discovery == Discovery::ActivemqAdvisory;
     // Subscribed while the engine serves: with a backlog on every queue, the SUBSCRIBE receipts
@@ -108,9 +128,9 @@ async fn proxy(
     // that fails stops the engine as shutdown does.
     let serving = shutdown.child_token();
     let (destinations, failed) = (engine.router().subscriptions(), serving.clone());
-    let (sub_client, sub_metrics) = (client.clone(), metrics.clone());
+    let (sub_held, sub_metrics) = (held.clone(), metrics.clone());
     let subscribing = tokio::spawn(async move {
-        let made = subscribe_all(sub_client, destinations, consuming, discovering, sub_metrics, mode).await;
+        let made = subscribe_all(sub_held, destinations, consuming, discovering, sub_metrics, mode).await;
         if made.is_err() {
             failed.cancel();
         }
@@ -124,7 +144,8 @@ async fn proxy(
     }
     let subscribed =
         subscribing.await.unwrap_or_else(|e| Err(BridgeError::Config(format!("subscribing: {e}"))));
-    let mut subscriptions = subscribed.as_ref().map_or_else(|_| Vec::new(), Clone::clone);
+    // The subscriptions held now: those made at start, less and plus what reloads changed.
+    let mut subscriptions = held.ids();
     subscriptions.extend(discovery.subscriptions().await);
     stop(&client, &metrics, &subscriptions).await;
     if split {
@@ -136,17 +157,23 @@ async fn proxy(
 /// Subscribes to every configured destination (and the advisory topic when discovering),
 /// then says the bridge is ready.
 async fn subscribe_all(
-    client: Client,
+    held: Subscriptions,
     destinations: Vec<String>,
     consuming: Consuming,
     discovering: bool,
     metrics: Arc<Metrics>,
     mode: Mode,
 ) -> Result<Vec<String>, BridgeError> {
-    let mut subscriptions = subscribe(&client, &destinations, consuming).await?;
+    let client = held.client();
+    let mut subscriptions = subscribe(client, &destinations, consuming).await?;
+    for (destination, id) in destinations.iter().zip(&subscriptions) {
+        held.record(destination, id);
+    }
     if discovering {
         let advisory = Subscription::new(ADVISORY, AckMode::Auto).with("transformation", "jms-advisory-json");
-        subscriptions.push(client.subscribe(advisory).await?);
+        let id = client.subscribe(advisory).await?;
+        held.record(ADVISORY, &id);
+        subscriptions.push(id);
         info!(topic = ADVISORY, "discovering the queues of agents named by a glob");
     }
     metrics.set_subscribed(true);

@@ -3,6 +3,7 @@
 //! every problem of a file reported at once with its key, line and column.
 
 mod decode;
+pub mod diff;
 mod report;
 mod rules;
 mod source;
@@ -17,7 +18,7 @@ use std::path::{Path, PathBuf};
 use uuid::Uuid;
 
 /// The whole configuration file.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     pub broker: BrokerConfig,
@@ -40,7 +41,7 @@ pub struct Config {
 }
 
 /// How to reach the broker.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BrokerConfig {
     /// `stomp://host:port`, or `stomp+ssl://host:port` for TLS.
@@ -75,7 +76,7 @@ pub struct BrokerConfig {
 }
 
 /// Wise Agents' naming, and the native agents.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WiseAgentsConfig {
     /// Request queue of agent A: this prefix + A. On RabbitMQ use `/queue/request.`.
@@ -137,7 +138,7 @@ pub enum DeliveryMode {
 }
 
 /// The frameworks' destinations and options; a framework is usable when its table exists.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Protocols {
     pub civitas: Option<CivitasConfig>,
@@ -145,7 +146,7 @@ pub struct Protocols {
     pub penguiflow: Option<PenguiFlowConfig>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CivitasConfig {
     /// Where the bridge delivers to a Civitas agent; `{agent}` is its name.
@@ -157,7 +158,7 @@ pub struct CivitasConfig {
     pub encoding: Encoding,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VoxConfig {
     pub inbox: String,
@@ -169,7 +170,7 @@ pub struct VoxConfig {
     pub message_source: String,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PenguiFlowConfig {
     pub inbox: String,
@@ -189,7 +190,7 @@ pub struct PenguiFlowConfig {
 }
 
 /// One proxied agent.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentConfig {
     pub name: String,
@@ -225,7 +226,7 @@ impl Protocol {
 }
 
 /// Delivery guarantees and their bounds.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeliveryConfig {
     /// Where messages that cannot be parsed, translated or routed go, with the reason.
@@ -275,7 +276,7 @@ pub struct DeliveryConfig {
 }
 
 /// The HTTP endpoint for `/metrics`, `/healthz` and `/readyz`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HttpConfig {
     /// `host:port`; an empty string turns the endpoint off.
@@ -284,7 +285,7 @@ pub struct HttpConfig {
 }
 
 /// Log output.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LogConfig {
     /// `auto` (human-readable on a terminal, JSON lines otherwise), `json` or `text`.

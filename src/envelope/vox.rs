@@ -95,6 +95,14 @@ impl Registry {
         uuid
     }
 
+    /// Keeps the names `old` met (agents a glob matches, found by discovery) when this
+    /// registry replaces it with the same namespace (a configuration reload).
+    pub fn keep_met(&mut self, old: &Registry) {
+        if self.namespace == old.namespace {
+            self.met = old.met.clone();
+        }
+    }
+
     /// Remembers a name some glob matches.
     fn meet(&self, name: &str, uuid: Uuid) {
         if !is_agent_name(name) || !self.globs.iter().any(|g| glob_matches(g, name)) {

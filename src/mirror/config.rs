@@ -12,7 +12,7 @@ pub const PROBE_AGENT: &str = "bridge-mirror-probe";
 /// Mirror mode: every message on the Wise Agents request and response queues, read from a
 /// copy the broker makes (the queues themselves are never consumed), published again in
 /// each format on per-protocol topics.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MirrorConfig {
     /// How the broker makes the copy: `activemq` (a composite queue forwarding to
@@ -56,7 +56,7 @@ pub enum TapKind {
 }
 
 /// One destination pattern per format.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MirrorTopics {
     #[serde(default = "default_civitas")]

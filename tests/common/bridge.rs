@@ -251,6 +251,21 @@ impl BridgeProcess {
         }
     }
 
+    /// Writes `toml` over the configuration file and sends SIGHUP (a reload).
+    #[allow(dead_code)]
+    pub fn reload_with(&self, toml: &str) {
+        std::fs::write(&self.config, toml).unwrap();
+        let pid = self.pid().to_string();
+        assert!(Command::new("kill").args(["-HUP", &pid]).status().unwrap().success(), "kill -HUP");
+    }
+
+    /// Waits until `bridge_config_reloads_total{outcome}` is `n`.
+    #[allow(dead_code)]
+    pub fn wait_reloads(&self, outcome: &str, n: u64) {
+        let line = format!("bridge_config_reloads_total{{outcome=\"{outcome}\"}} {n}");
+        self.wait_metric(|l| l == line, 60);
+    }
+
     /// The process id (for `/proc/<pid>/status`).
     pub fn pid(&self) -> u32 {
         self.child.as_ref().expect("running").id()

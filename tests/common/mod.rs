@@ -118,6 +118,8 @@ pub struct Proxy {
     generation: Arc<AtomicU64>,
     frozen_upto: Arc<AtomicU64>,
     cut: Arc<tokio::sync::watch::Sender<u64>>,
+    /// While set, a new connection is closed at once, as by a broker that is down.
+    refusing: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Proxy {
@@ -137,9 +139,14 @@ impl Proxy {
         let generation = Arc::new(AtomicU64::new(0));
         let frozen_upto = Arc::new(AtomicU64::new(0));
         let cut = Arc::new(tokio::sync::watch::channel(0).0);
-        let (g, f, c) = (generation.clone(), frozen_upto.clone(), cut.clone());
+        let refusing = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (g, f, c, r) = (generation.clone(), frozen_upto.clone(), cut.clone(), refusing.clone());
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
+                if r.load(Ordering::SeqCst) {
+                    drop(client);
+                    continue;
+                }
                 let gen_of_conn = g.fetch_add(1, Ordering::SeqCst) + 1;
                 let Ok(server) = TcpStream::connect(("127.0.0.1", target)).await else { continue };
                 let (cr, cw) = client.into_split();
@@ -150,7 +157,20 @@ impl Proxy {
                 tokio::spawn(pump(sr, cw, Path { drop_acks: false, ..path }));
             }
         });
-        Proxy { port, generation, frozen_upto, cut }
+        Proxy { port, generation, frozen_upto, cut, refusing }
+    }
+
+    /// The broker goes away for the client: open connections are closed and new ones refused,
+    /// until [`Proxy::come_back`]. A broker restart, for this client only.
+    pub fn go_down(&self) {
+        self.refusing.store(true, Ordering::SeqCst);
+        self.freeze();
+        self.cut();
+    }
+
+    /// New connections work again.
+    pub fn come_back(&self) {
+        self.refusing.store(false, Ordering::SeqCst);
     }
 
     /// Closes the frozen connections, as a network finally does with a dead path.

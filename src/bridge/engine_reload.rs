@@ -1,0 +1,90 @@
+//! A configuration reload inside the engine, between two messages: the pipeline's rules are
+//! replaced (its state kept), new destinations subscribed, and removed ones unsubscribed only
+//! after every message taken from them settled (the engine quiesces first). What the broker
+//! dispatched on a removed subscription and the engine had not taken is given back, never
+//! processed by the new rules (docs/OPERATING.md, "Reloading the configuration").
+
+use super::Engine;
+use crate::bridge::reload::{Reload, Reloads};
+use crate::routing::Router;
+use crate::stomp::{Client, Message};
+use futures_util::StreamExt;
+use std::time::Duration;
+use tracing::{debug, info};
+
+impl Engine {
+    /// Follows the configuration reloads of `reloads` (by default: none).
+    pub fn with_reloads(mut self, reloads: Reloads) -> Self {
+        self.reloads = Some(reloads);
+        self
+    }
+
+    /// Runs on `reload`'s configuration from the next message on, or says why not (nothing
+    /// changed then).
+    pub(super) async fn reconfigure(&mut self, reload: Reload, client: &Client) {
+        let Reload { config, done } = reload;
+        let settle_within = self.reloads.as_ref().map_or(Duration::ZERO, |r| r.settle_within);
+        let old = self.pipeline.router().subscriptions();
+        let new = Router::new(&config).subscriptions();
+        let removed: Vec<String> = old.iter().filter(|d| !new.contains(d)).cloned().collect();
+        let added: Vec<String> = new.iter().filter(|d| !old.contains(d)).cloned().collect();
+        if !removed.is_empty() {
+            if let Err(why) = self.quiesce(client, settle_within).await {
+                let _ = done.send(Err(why));
+                return;
+            }
+        }
+        let Some(reloads) = self.reloads.as_mut() else { return };
+        let ended = reloads.subscriptions.remove(&removed);
+        reloads.retired.extend(ended);
+        self.pipeline.reconfigure(&config);
+        let d = &config.delivery;
+        (self.dead_letter, self.batch_max, self.window, self.max_attempts) =
+            (d.dead_letter.clone(), d.batch_max, d.batches_in_flight, d.max_attempts);
+        reloads.subscriptions.add(&added);
+        info!(subscribed = ?added, unsubscribed = ?removed, "the engine runs on the reloaded configuration");
+        let _ = done.send(Ok(format!("subscribed {added:?}, unsubscribed {removed:?}")));
+    }
+
+    /// Stops taking messages until every message taken is settled (its batch confirmed), at
+    /// most `wait`; the subscriptions are untouched if it cannot.
+    async fn quiesce(&mut self, client: &Client, wait: Duration) -> Result<(), String> {
+        let deadline = tokio::time::Instant::now() + wait;
+        while !self.ready.is_empty() || !self.batches.is_empty() {
+            self.start_batches().await;
+            match tokio::time::timeout_at(deadline, self.batches.next()).await {
+                Ok(Some(done)) => {
+                    if self.finished(done) {
+                        client.reset("a batch failed on the publishing connection").await;
+                    }
+                }
+                Ok(None) => {}
+                Err(_) => {
+                    return Err(format!(
+                        "the messages in flight did not settle within {} ms (is publishing stalled?): \
+                         nothing changed; send SIGHUP again",
+                        wait.as_millis()
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A message of a subscription a reload ended, dispatched before its UNSUBSCRIBE: given
+    /// back unprocessed (it stays unacknowledged, and the broker delivers it again to whoever
+    /// consumes the queue next). True when `message` was one.
+    pub(super) fn retired(&self, message: &Message) -> bool {
+        let Some(reloads) = &self.reloads else { return false };
+        if !reloads.retired.contains(&message.ack.subscription) {
+            return false;
+        }
+        debug!(
+            destination = %message.destination,
+            message_id = %message.ack.message_id,
+            "a message of a subscription the reload ended: given back to the broker"
+        );
+        self.metrics.reload.released();
+        true
+    }
+}

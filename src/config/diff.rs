@@ -1,0 +1,211 @@
+//! What a reload changes: the keys of a new configuration that differ from the running one,
+//! each either applied live or refused (it cannot change without a restart). Pure: two
+//! configurations in, a verdict out (docs/OPERATING.md, "Reloading the configuration").
+
+use super::{Config, is_glob};
+use std::collections::BTreeSet;
+
+/// The verdict on a new configuration.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Diff {
+    /// Keys that changed and cannot change live, each with why; one of them refuses the reload.
+    pub refused: Vec<Refusal>,
+    /// Keys that changed and are applied live (`agents` names the agents added, removed or
+    /// changed).
+    pub live: Vec<String>,
+}
+
+/// A key that cannot change without a restart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub key: String,
+    pub why: String,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.key, self.why)
+    }
+}
+
+impl Diff {
+    /// Nothing changed at all.
+    pub fn is_empty(&self) -> bool {
+        self.refused.is_empty() && self.live.is_empty()
+    }
+
+    /// Every refusal, in one sentence for a log line or the HTTP status.
+    pub fn refusals(&self) -> String {
+        self.refused.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+    }
+}
+
+const RESTART: &str = "cannot change without a restart";
+const STREAMS: &str = "cannot change without a restart (streams being joined keep their bounds)";
+
+/// The stream assemblers' bounds (bytes, ms), which apply whether PenguiFlow is set or not.
+fn stream_bounds(c: &Config) -> (usize, u64) {
+    c.protocols.penguiflow.as_ref().map_or((4 << 20, 60_000), |p| (p.stream_max_bytes, p.stream_max_wait_ms))
+}
+
+/// Compares `new` to the running `old`.
+pub fn diff(old: &Config, new: &Config) -> Diff {
+    let mut d = Diff::default();
+    refused_keys(old, new, &mut d);
+    live_keys(old, new, &mut d);
+    agents(old, new, &mut d);
+    d
+}
+
+/// Keys fixed at start: the connections, the settlement, the registry, the HTTP listener,
+/// the mirror's own task.
+fn refused_keys(old: &Config, new: &Config, d: &mut Diff) {
+    let (b, nb) = (&old.broker, &new.broker);
+    let (w, nw) = (&old.wiseagents, &new.wiseagents);
+    let (o, n) = (&old.delivery, &new.delivery);
+    let (bounds, new_bounds) = (stream_bounds(old), stream_bounds(new));
+    let checks = [
+        ("broker.url", b.url != nb.url, RESTART),
+        ("broker.login", b.login != nb.login, RESTART),
+        ("broker.passcode", b.passcode != nb.passcode, RESTART),
+        ("broker.passcode_file", b.passcode_file != nb.passcode_file, RESTART),
+        ("broker.vhost", b.vhost != nb.vhost, RESTART),
+        ("broker.heartbeat_ms", b.heartbeat_ms != nb.heartbeat_ms, RESTART),
+        ("broker.ca_file", b.ca_file != nb.ca_file, RESTART),
+        ("broker.cert_file", b.cert_file != nb.cert_file, RESTART),
+        ("broker.key_file", b.key_file != nb.key_file, RESTART),
+        ("broker.reconnect_max_ms", b.reconnect_max_ms != nb.reconnect_max_ms, RESTART),
+        (
+            "wiseagents.request_prefix",
+            w.request_prefix != nw.request_prefix,
+            "cannot change without a restart (it renames every queue consumed)",
+        ),
+        (
+            "wiseagents.response_prefix",
+            w.response_prefix != nw.response_prefix,
+            "cannot change without a restart (it renames every queue consumed)",
+        ),
+        (
+            "wiseagents.reply_agent",
+            w.reply_agent != nw.reply_agent,
+            "cannot change without a restart (pending asks await answers under the old name)",
+        ),
+        ("wiseagents.discovery", w.discovery != nw.discovery, RESTART),
+        (
+            "wiseagents.registry",
+            w.registry != nw.registry,
+            "cannot change without a restart (the registrations are made at start)",
+        ),
+        ("delivery.mode", o.mode != n.mode, RESTART),
+        (
+            "delivery.in_flight",
+            o.in_flight != n.in_flight,
+            "cannot change without a restart (the subscriptions' prefetch is set at SUBSCRIBE)",
+        ),
+        ("delivery.exclusive", o.exclusive != n.exclusive, RESTART),
+        ("delivery.receipt_timeout_ms", o.receipt_timeout_ms != n.receipt_timeout_ms, RESTART),
+        ("delivery.shutdown_timeout_ms", o.shutdown_timeout_ms != n.shutdown_timeout_ms, RESTART),
+        (
+            "delivery.correlation_capacity",
+            o.correlation_capacity != n.correlation_capacity,
+            "cannot change without a restart (the pending asks' table keeps its bounds)",
+        ),
+        (
+            "delivery.correlation_ttl_ms",
+            o.correlation_ttl_ms != n.correlation_ttl_ms,
+            "cannot change without a restart (the pending asks' table keeps its bounds)",
+        ),
+        ("protocols.penguiflow.stream_max_bytes", bounds.0 != new_bounds.0, STREAMS),
+        ("protocols.penguiflow.stream_max_wait_ms", bounds.1 != new_bounds.1, STREAMS),
+        ("http.listen", old.http.listen != new.http.listen, RESTART),
+        ("log.format", old.log.format != new.log.format, RESTART),
+    ];
+    for (key, changed, why) in checks {
+        if changed {
+            d.refused.push(Refusal { key: key.into(), why: why.into() });
+        }
+    }
+    if old.mirror != new.mirror {
+        let why = "cannot change without a restart (the mirror runs on its own connection)";
+        d.refused.push(Refusal { key: "mirror".into(), why: why.into() });
+    }
+}
+
+/// Keys read for each new message: they take effect for the messages taken after the reload.
+fn live_keys(old: &Config, new: &Config, d: &mut Diff) {
+    let (w, nw) = (&old.wiseagents, &new.wiseagents);
+    let (o, n) = (&old.delivery, &new.delivery);
+    let (p, np) = (&old.protocols, &new.protocols);
+    let keys = [
+        ("wiseagents.default_context", w.default_context != nw.default_context),
+        ("wiseagents.agents", w.agents != nw.agents),
+        ("wiseagents.contexts", w.contexts != nw.contexts),
+        ("wiseagents.ack_contexts", w.ack_contexts != nw.ack_contexts),
+        ("protocols.civitas", p.civitas != np.civitas),
+        ("protocols.vox", p.vox != np.vox),
+        ("protocols.penguiflow", without_bounds(p) != without_bounds(np)),
+        ("delivery.dead_letter", o.dead_letter != n.dead_letter),
+        ("delivery.batch_max", o.batch_max != n.batch_max),
+        ("delivery.batches_in_flight", o.batches_in_flight != n.batches_in_flight),
+        ("delivery.max_attempts", o.max_attempts != n.max_attempts),
+        ("delivery.max_hops", o.max_hops != n.max_hops),
+        ("delivery.reply_timeout_ms", o.reply_timeout_ms != n.reply_timeout_ms),
+        ("delivery.max_body_bytes", o.max_body_bytes != n.max_body_bytes),
+        ("log.level", old.log.level != new.log.level),
+    ];
+    d.live.extend(keys.iter().filter(|(_, changed)| *changed).map(|(k, _)| (*k).to_owned()));
+}
+
+/// PenguiFlow's table without the stream bounds (judged apart: they are refused).
+fn without_bounds(p: &super::Protocols) -> Option<(String, String, String, bool)> {
+    p.penguiflow
+        .as_ref()
+        .map(|p| (p.inbox.clone(), p.ingress.clone(), p.tenant.clone(), p.response_as_final_answer))
+}
+
+/// `[[agents]]`: agents named exactly are added, removed and changed live; a glob is found by
+/// discovery, which starts with the bridge, and with the Wise Agents registry the proxied
+/// agents are registered at start: those are refused.
+fn agents(old: &Config, new: &Config, d: &mut Diff) {
+    let names = |c: &Config| c.agents.iter().map(|a| a.name.clone()).collect::<BTreeSet<_>>();
+    let (before, after) = (names(old), names(new));
+    let find = |c: &'_ Config, name: &str| c.agents.iter().find(|a| a.name == name).cloned();
+    let added: Vec<&String> = after.difference(&before).collect();
+    let removed: Vec<&String> = before.difference(&after).collect();
+    let changed: Vec<&String> =
+        before.intersection(&after).filter(|n| find(old, n) != find(new, n)).collect();
+    if added.is_empty() && removed.is_empty() && changed.is_empty() {
+        return;
+    }
+    let globs: Vec<&String> =
+        added.iter().chain(&removed).chain(&changed).copied().filter(|n| is_glob(n)).collect();
+    if !globs.is_empty() {
+        let why = format!(
+            "{globs:?}: agents named by a glob cannot change without a restart \
+             (their queues are discovered from the start)"
+        );
+        d.refused.push(Refusal { key: "agents".into(), why });
+    }
+    if old.wiseagents.registry.is_some() {
+        let why = "cannot change without a restart while [wiseagents.registry] is set \
+                   (proxied agents are registered at start)";
+        d.refused.push(Refusal { key: "agents".into(), why: why.into() });
+    }
+    d.live.push(describe(&added, &removed, &changed));
+}
+
+/// `agents (added A, B; removed C; changed D)`.
+fn describe(added: &[&String], removed: &[&String], changed: &[&String]) -> String {
+    let parts: Vec<String> = [("added", added), ("removed", removed), ("changed", changed)]
+        .iter()
+        .filter(|(_, names)| !names.is_empty())
+        .map(|(what, names)| {
+            format!("{what} {}", names.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(", "))
+        })
+        .collect();
+    format!("agents ({})", parts.join("; "))
+}
+
+#[cfg(test)]
+#[path = "diff_tests.rs"]
+mod tests;

@@ -1,0 +1,119 @@
+use super::*;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+const BASE: &str = include_str!("../../config/bridge.toml");
+
+/// `config/bridge.toml` with each `(from, to)` replaced, typed in memory.
+fn config(edits: &[(&str, &str)]) -> Config {
+    let mut text = BASE.to_owned();
+    for (from, to) in edits {
+        assert!(text.contains(from), "{from:?} is in the example");
+        text = text.replacen(from, to, 1);
+    }
+    let (config, problems) = Config::read(&text, &BTreeMap::new(), Path::new("bridge.toml"));
+    assert!(problems.is_empty(), "{problems:?}");
+    config.unwrap()
+}
+
+fn keys(refused: &[Refusal]) -> Vec<&str> {
+    refused.iter().map(|r| r.key.as_str()).collect()
+}
+
+#[test]
+fn the_same_configuration_changes_nothing() {
+    assert!(diff(&config(&[]), &config(&[])).is_empty());
+}
+
+#[test]
+fn an_agent_added_removed_and_changed_is_live_and_named() {
+    let old = config(&[]);
+    let new = config(&[
+        ("name = \"WeatherAgent\"", "name = \"NewsAgent\""),
+        ("encoding = \"msgpack\"                   # per-agent", "encoding = \"json\" # per-agent"),
+    ]);
+    let d = diff(&old, &new);
+    assert_eq!(d.refused, []);
+    assert_eq!(d.live, ["agents (added NewsAgent; removed WeatherAgent; changed Indexer)"]);
+}
+
+#[test]
+fn queue_mappings_contexts_timeouts_and_the_log_level_are_live() {
+    let old = config(&[]);
+    let new = config(&[
+        ("inbox = \"/queue/civitas.{agent}\"", "inbox = \"/queue/civ2.{agent}\""),
+        ("ingress = \"/queue/bridge.vox\"", "ingress = \"/queue/bridge.vox2\""),
+        ("contexts = []", "contexts = [\"Trips.*\"]"),
+        ("reply_timeout_ms = 0", "reply_timeout_ms = 30000"),
+        ("[http]", "[log]\nlevel = \"debug\"\n\n[http]"),
+    ]);
+    let d = diff(&old, &new);
+    assert_eq!(d.refused, []);
+    assert_eq!(
+        d.live,
+        [
+            "wiseagents.contexts",
+            "protocols.civitas",
+            "protocols.vox",
+            "delivery.reply_timeout_ms",
+            "log.level"
+        ]
+    );
+}
+
+#[test]
+fn the_broker_url_and_the_settlement_are_refused_each_by_name() {
+    let old = config(&[]);
+    let new = config(&[
+        ("url = \"stomp://127.0.0.1:61613\"", "url = \"stomp://127.0.0.1:61623\""),
+        ("in_flight = 1024", "in_flight = 64"),
+        ("[delivery]", "[delivery]\nmode = \"transaction\""),
+        ("contexts = []", "contexts = [\"Books\"]"),
+    ]);
+    let d = diff(&old, &new);
+    assert_eq!(keys(&d.refused), ["broker.url", "delivery.mode", "delivery.in_flight"]);
+    assert_eq!(d.refused[0].to_string(), "broker.url cannot change without a restart");
+    assert!(d.refusals().contains("delivery.in_flight cannot change without a restart (the subscriptions'"));
+    assert_eq!(d.live, ["wiseagents.contexts"], "live keys are still reported");
+}
+
+#[test]
+fn a_passcode_change_is_refused_without_showing_it() {
+    let d = diff(&config(&[]), &config(&[("passcode = \"admin\"", "passcode = \"s3cret\"")]));
+    assert_eq!(keys(&d.refused), ["broker.passcode"]);
+    assert!(!d.refusals().contains("s3cret") && !d.refusals().contains("admin"));
+}
+
+#[test]
+fn an_agent_named_by_a_glob_is_refused() {
+    let d = diff(&config(&[]), &config(&[("name = \"Planner\"", "name = \"Plan*\"")]));
+    assert_eq!(keys(&d.refused), ["agents"]);
+    assert!(d.refused[0].why.contains("\"Plan*\"") && d.refused[0].why.contains("glob"), "{:?}", d.refused);
+}
+
+#[test]
+fn agents_are_refused_while_the_wise_agents_registry_registers_them() {
+    let with_registry = |extra: &str| {
+        let registry = format!("[wiseagents.registry]\nhost = \"127.0.0.1\"\n\n[protocols.civitas]{extra}");
+        config(&[("[protocols.civitas]", &registry)])
+    };
+    let old = with_registry("");
+    let mut new = with_registry("");
+    new.agents.pop();
+    let d = diff(&old, &new);
+    assert_eq!(keys(&d.refused), ["agents"]);
+    assert!(d.refused[0].why.contains("[wiseagents.registry]"), "{:?}", d.refused);
+}
+
+#[test]
+fn stream_bounds_the_mirror_and_the_listener_are_refused() {
+    let old = config(&[]);
+    let new = config(&[
+        ("tenant = \"default\"", "tenant = \"acme\"\nstream_max_bytes = 1024"),
+        ("listen = \"127.0.0.1:9464\"", "listen = \"127.0.0.1:9465\""),
+        ("[http]", "[mirror]\ntap = \"activemq\"\n\n[http]"),
+    ]);
+    let d = diff(&old, &new);
+    assert_eq!(keys(&d.refused), ["protocols.penguiflow.stream_max_bytes", "http.listen", "mirror"]);
+    assert_eq!(d.live, ["protocols.penguiflow"], "the tenant alone is live");
+}
