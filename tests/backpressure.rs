@@ -276,24 +276,18 @@ fn wise_text(body: &[u8]) -> String {
 }
 
 /// Requests sent into an Artemis address with FAIL (64 KiB: 29 of the bridge's Civitas messages
-/// were taken in CI). Each refused one costs `max_attempts` resets of both of the bridge's
-/// connections (the publishing one is closed by the broker, the consuming one is reset so that
-/// its messages are redelivered), about 3.5 s on the 2-core machine: 60 requests did not settle
-/// within 120 s after publishing got its own connection, so 40 leave about a dozen to refuse.
+/// fit). Each refusal closes the publishing connection; the bridge publishes the refused
+/// message again on the next one, from the frames it kept, and dead-letters it after
+/// `max_attempts`.
 const FAIL_N: usize = 40;
 
 /// Artemis's FAIL refuses a SEND to a full address with an ERROR and closes the connection:
-/// the bridge reconnects, tries the refused message alone, and after `max_attempts` dead-letters
-/// it with the broker's reason (kind `broker`). Nothing is lost: each request is in the inbox
-/// or in the dead-letter queue, once.
-///
-/// Ignored for now (issues 18 and 19): with publishing on its own connection, each refusal also
-/// resets the consuming connection, and after about eight such resets in three seconds Artemis
-/// 2.37 kept the last 3 requests "delivering" to a consumer that no longer existed (`artemis
-/// queue stat`: 0 consumers, 3 delivering, after the bridge had exited), so they never came
-/// back and the test waited out its deadline. Run it with `--run-ignored only`.
+/// the bridge reconnects, publishes the refused message again, and after `max_attempts`
+/// dead-letters it with the broker's reason (kind `broker`). Nothing is lost: each request is in
+/// the inbox or in the dead-letter queue, once. The consuming connection is never reset for
+/// this: when it was (each refusal made the broker redeliver), Artemis 2.37 kept the last 3 of
+/// 40 requests "delivering" to a consumer that no longer existed, and the test timed out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "Artemis strands redeliveries after rapid consuming resets (issues 18, 19)"]
 async fn on_artemis_an_address_at_max_size_with_fail_dead_letters_the_refused_with_the_brokers_reason() {
     let broker = Broker::Artemis;
     let (bridge, inbox) = bridge_into(broker, "backpressure.fail", FAIL_N).await;

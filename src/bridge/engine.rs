@@ -70,6 +70,8 @@ pub struct Engine {
     ids: Ids,
     /// Configuration reloads to follow (`engine_reload.rs`).
     reloads: Option<super::reload::Reloads>,
+    /// Shutting down: a failed batch is given back to the broker, not published again.
+    stopping: bool,
 }
 
 /// Where the engine takes the ids the pipeline gives new asks.
@@ -120,6 +122,7 @@ impl Engine {
             tally: Tally::default(),
             ids: Box::new(crate::envelope::new_uuid7),
             reloads: None,
+            stopping: false,
         }
     }
 
@@ -158,14 +161,9 @@ impl Engine {
                 // Before the batches: a steady flow of confirmations must not hold back the
                 // publishing connection's return, which readiness waits for.
                 Some(event) = next_event(&mut publishing) => self.on_publishing_event(event),
-                Some(done) = self.batches.next(), if !self.batches.is_empty() => {
-                    if self.finished(done) {
-                        // Its messages are still unacknowledged on a live consuming connection.
-                        client.reset("a batch failed on the publishing connection").await;
-                    }
-                }
+                Some(done) = self.batches.next(), if !self.batches.is_empty() => self.finished(done),
                 Some(ack) = self.dropped.recv() => self.unsettled(&ack, client).await,
-                Some(reload) = next_reload(&mut self.reloads) => self.reconfigure(reload, client).await,
+                Some(reload) = next_reload(&mut self.reloads) => self.reconfigure(reload).await,
                 event = events.recv(), if room => match event {
                     Some(Event::Message(m)) if discovery.is_advisory(&m) => {
                         discovery.discover(client, &self.pipeline, &m).await;
@@ -192,9 +190,13 @@ impl Engine {
             batches = self.batches.len(),
             "shutting down: settling messages in flight"
         );
+        self.stopping = true;
         let settle = async {
             while !self.ready.is_empty() || !self.batches.is_empty() {
                 self.start_batches().await;
+                if self.batches.is_empty() {
+                    break; // the publishing connection is down: what is ready is released
+                }
                 if let Some(done) = self.batches.next().await {
                     // A failed batch is given back by the DISCONNECT that follows.
                     self.finished(done);
@@ -210,6 +212,11 @@ impl Engine {
     }
 
     async fn start_batches(&mut self) {
+        // Nothing is published while the publishing connection is known to be down: work given
+        // back to `ready` by a failed batch waits for it, rather than failing again at once.
+        if self.budget.is_some() && self.down & PUBLISHING != 0 {
+            return;
+        }
         while self.batches.len() < self.window && !self.ready.is_empty() {
             let batch = next_batch(&mut self.ready, &self.attempts, self.batch_max);
             self.metrics.in_flight(batch.len() as i64);
@@ -345,10 +352,9 @@ impl Engine {
         });
     }
 
-    /// A batch's outcome: settled and reported, or left to the broker to redeliver. True when
-    /// it failed while its messages' consuming connection may still be up (publishing on a
-    /// connection of its own): only a reset of that connection gives them back.
-    fn finished(&mut self, done: Finished) -> bool {
+    /// A batch's outcome: settled and reported, published again, or left to the broker to
+    /// redeliver (see [`Engine::failed`]).
+    fn finished(&mut self, done: Finished) {
         let Finished { works, result, acked } = done;
         self.metrics.in_flight(-(works.len() as i64));
         let mut works = works.into_iter();
@@ -360,23 +366,21 @@ impl Engine {
             }
             work.source.settle(Settled::Acked, &mut self.tally);
         }
-        let give_back = match result {
-            Ok(()) => false,
-            Err(failure) => self.failed(works.collect(), acked, &failure),
-        };
+        if let Err(failure) = result {
+            self.failed(works.collect(), acked, &failure);
+        }
         self.metrics.set_pending_asks(self.pipeline.pending_asks());
-        give_back
     }
 
     /// The works of a batch that were not acknowledged (`first` is the first one's place in
-    /// the batch), given back to the broker. True when the consuming connection must be reset
-    /// for that (see [`Engine::finished`]).
-    fn failed(&mut self, works: Vec<Work>, first: usize, failure: &Failure) -> bool {
+    /// the batch): published again while their consuming connection holds them, else given
+    /// back to the broker.
+    fn failed(&mut self, works: Vec<Work>, first: usize, failure: &Failure) {
         let reason = failure.error.to_string();
         BatchFailed { messages: works.len(), mode: self.settler.mode().as_str(), reason: &reason }
             .emit(&self.metrics);
         let refused = failure.error.broker_error().map(|e| e.to_string());
-        let mut give_back = false;
+        let mut again = Vec::new();
         for (i, work) in works.into_iter().enumerate() {
             if self.settler.mode() == Mode::Transaction {
                 // Rolled back: the request was not published; its redelivery asks again.
@@ -388,12 +392,31 @@ impl Engine {
             }
             self.metrics.count_retried(route_of(&work.outcome));
             // Every failure ends a connection (an ERROR, a loss, or a reset after a missing
-            // receipt). If it was the publishing one, the consuming one is reset too: the
-            // broker redelivers, and nothing is acknowledged blind.
-            give_back |= self.budget.is_some() && work.source.ack_ref().epoch >= self.epoch;
-            self.release(work);
+            // receipt). With publishing on a connection of its own, a message still held on
+            // the live consuming connection is published again from its own frames once the
+            // publishing connection is back (a repeat at most, which Artemis drops by its
+            // duplicate id); resetting the consuming connection to have it redelivered made
+            // Artemis strand messages "delivering" to consumers that no longer existed after
+            // a run of FAIL refusals (tests/backpressure.rs). Otherwise the broker redelivers.
+            let held = work.source.ack_ref().epoch >= self.epoch && self.down & CONSUMING == 0;
+            if self.budget.is_some() && !failure.acking && held && !self.stopping {
+                again.push(work);
+            } else {
+                self.release(work);
+            }
         }
-        give_back
+        for work in again.into_iter().rev() {
+            self.ready_again(work);
+        }
+    }
+
+    /// Work whose batch failed on the publishing connection, first in line again (or its dead
+    /// letter, once the broker refused its output `max_attempts` times).
+    fn ready_again(&mut self, work: Work) {
+        self.ready_up(work);
+        if let Some(work) = self.ready.pop_back() {
+            self.ready.push_front(work);
+        }
     }
 
     /// A handle dropped without settlement: if its connection is still the current one, the

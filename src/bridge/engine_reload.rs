@@ -7,7 +7,7 @@
 use super::Engine;
 use crate::bridge::reload::{Reload, Reloads};
 use crate::routing::Router;
-use crate::stomp::{Client, Message};
+use crate::stomp::Message;
 use futures_util::StreamExt;
 use std::time::Duration;
 use tracing::{debug, info};
@@ -21,7 +21,7 @@ impl Engine {
 
     /// Runs on `reload`'s configuration from the next message on, or says why not (nothing
     /// changed then).
-    pub(super) async fn reconfigure(&mut self, reload: Reload, client: &Client) {
+    pub(super) async fn reconfigure(&mut self, reload: Reload) {
         let Reload { config, done } = reload;
         let settle_within = self.reloads.as_ref().map_or(Duration::ZERO, |r| r.settle_within);
         let old = self.pipeline.router().subscriptions();
@@ -29,7 +29,7 @@ impl Engine {
         let removed: Vec<String> = old.iter().filter(|d| !new.contains(d)).cloned().collect();
         let added: Vec<String> = new.iter().filter(|d| !old.contains(d)).cloned().collect();
         if !removed.is_empty() {
-            if let Err(why) = self.quiesce(client, settle_within).await {
+            if let Err(why) = self.quiesce(settle_within).await {
                 let _ = done.send(Err(why));
                 return;
             }
@@ -48,16 +48,17 @@ impl Engine {
 
     /// Stops taking messages until every message taken is settled (its batch confirmed), at
     /// most `wait`; the subscriptions are untouched if it cannot.
-    async fn quiesce(&mut self, client: &Client, wait: Duration) -> Result<(), String> {
+    async fn quiesce(&mut self, wait: Duration) -> Result<(), String> {
         let deadline = tokio::time::Instant::now() + wait;
         while !self.ready.is_empty() || !self.batches.is_empty() {
             self.start_batches().await;
+            if self.batches.is_empty() {
+                return Err("the publishing connection is down, so the messages in flight cannot settle: \
+                            nothing changed; send SIGHUP again once the bridge is ready"
+                    .into());
+            }
             match tokio::time::timeout_at(deadline, self.batches.next()).await {
-                Ok(Some(done)) => {
-                    if self.finished(done) {
-                        client.reset("a batch failed on the publishing connection").await;
-                    }
-                }
+                Ok(Some(done)) => self.finished(done),
                 Ok(None) => {}
                 Err(_) => {
                     return Err(format!(

@@ -84,6 +84,9 @@ pub struct Failure {
     pub error: SessionError,
     /// The work whose SEND the broker refused by name (its ERROR carried that receipt).
     pub culprit: Option<usize>,
+    /// Whether writing the acknowledgements failed (the consuming connection), rather than
+    /// publishing: such messages are the broker's to redeliver, never published again.
+    pub acking: bool,
 }
 
 /// A batch once its outcome is known.
@@ -151,7 +154,7 @@ impl Settler {
             let mut acked = 0;
             let result = match submitted {
                 Ok(submitted) => batch.finish(&works, submitted, turn, done, &mut acked).await,
-                Err(error) => Err(Failure { error, culprit: None }),
+                Err(error) => Err(Failure { error, culprit: None, acking: false }),
             };
             if result.is_ok() {
                 acked = works.len();
@@ -161,8 +164,10 @@ impl Settler {
     }
 }
 
-/// The frames before the acknowledgements (moved out of the works: no copy per SEND), and for
-/// each SEND receipt the work it belongs to.
+/// The frames before the acknowledgements, and for each SEND receipt the work it belongs to.
+/// The works keep their own frames (a copy of the headers per SEND; the body is shared): a
+/// batch that fails on a publishing connection of its own is published again from them,
+/// without giving the messages back to the broker (see `Engine::failed`).
 fn first_half(mode: Mode, tx: &str, works: &mut [Work]) -> (Vec<Item>, Vec<usize>) {
     let mut items = Vec::with_capacity(works.len() + 1);
     let mut owners = Vec::with_capacity(works.len());
@@ -170,7 +175,7 @@ fn first_half(mode: Mode, tx: &str, works: &mut [Work]) -> (Vec<Item>, Vec<usize
         items.push(Item::Frame { frame: Frame::new(Command::Begin).with("transaction", tx), receipt: false });
     }
     for (i, work) in works.iter_mut().enumerate() {
-        for (j, mut frame) in std::mem::take(&mut work.publish).into_iter().enumerate() {
+        for (j, mut frame) in work.publish.iter().cloned().enumerate() {
             frame.headers.push((DUPLICATE_ID.into(), duplicate_id(&work.source.message, j)));
             if mode == Mode::Transaction {
                 frame.headers.push(("transaction".into(), tx.to_owned()));
@@ -216,8 +221,8 @@ impl Batch {
     ) -> Result<(), Failure> {
         let receipts = match submitted.await {
             Ok(Ok(receipts)) => receipts,
-            Ok(Err(error)) => return Err(Failure { error, culprit: None }),
-            Err(_) => return Err(Failure { error: SessionError::Shutdown, culprit: None }),
+            Ok(Err(error)) => return Err(Failure { error, culprit: None, acking: false }),
+            Err(_) => return Err(Failure { error: SessionError::Shutdown, culprit: None, acking: false }),
         };
         if self.mode == Mode::Confirm {
             // Outside a transaction the order of ACKs does not matter: no turn to wait for.
@@ -237,10 +242,10 @@ impl Batch {
         let receipts = match receipts {
             Ok(submitted) => match submitted.await {
                 Ok(Ok(receipts)) => receipts,
-                Ok(Err(error)) => return Err(Failure { error, culprit: None }),
-                Err(_) => return Err(Failure { error: SessionError::Shutdown, culprit: None }),
+                Ok(Err(error)) => return Err(Failure { error, culprit: None, acking: true }),
+                Err(_) => return Err(Failure { error: SessionError::Shutdown, culprit: None, acking: true }),
             },
-            Err(error) => return Err(Failure { error, culprit: None }),
+            Err(error) => return Err(Failure { error, culprit: None, acking: true }),
         };
         self.confirmed(receipts, works.len()).await?;
         tracing::debug!(
@@ -302,7 +307,7 @@ impl Batch {
             Ok(submitted) => submitted.await.unwrap_or(Err(SessionError::Shutdown)).map(|_| ()),
             Err(error) => Err(error),
         };
-        written.map_err(|error| Failure { error, culprit: None })?;
+        written.map_err(|error| Failure { error, culprit: None, acking: true })?;
         *acked += count;
         Ok(())
     }
@@ -312,7 +317,7 @@ impl Batch {
     fn failure(&self, i: usize, error: SessionError) -> Failure {
         let culprit =
             matches!(error, SessionError::Rejected(_)).then(|| self.owners.get(i).copied()).flatten();
-        Failure { error, culprit }
+        Failure { error, culprit, acking: false }
     }
 
     /// The acknowledgements, and in transaction mode the COMMIT with a receipt.
@@ -360,7 +365,7 @@ impl Batch {
             Err(_) => {
                 let error = SessionError::ReceiptTimeout(self.receipt_timeout);
                 self.publisher.reset(error.to_string()).await;
-                return Err(Failure { error, culprit: None });
+                return Err(Failure { error, culprit: None, acking: false });
             }
         };
         result.map_err(|error| self.failure(i, error))
