@@ -11,6 +11,7 @@ pub mod deadletter;
 pub mod envelope;
 pub mod http;
 pub mod mirror;
+pub mod names;
 pub mod routing;
 pub mod stomp;
 pub mod telemetry;

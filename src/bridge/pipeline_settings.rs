@@ -2,7 +2,7 @@
 //! kept apart from what it remembers between messages, so that new settings can replace
 //! these while pending asks and streams being joined stay.
 
-use crate::config::{glob_matches, is_glob};
+use crate::names::{glob_matches, is_glob};
 use crate::envelope::codecs::Codecs;
 use crate::envelope::penguiflow::PenguiOptions;
 use crate::envelope::vox::{Registry, VoxOptions};

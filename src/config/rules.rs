@@ -2,8 +2,9 @@
 //! destinations, agents with their framework's table, bounds that are at least 1.
 
 use super::report::{At, ConfigError, Problem};
-use super::{Config, Discovery, Protocol, glob_matches, is_glob};
+use super::{Config, Discovery, Protocol};
 use crate::mirror::config::PROBE_AGENT;
+use crate::names::{glob_matches, is_glob};
 
 impl Config {
     /// Checks what types alone cannot; every problem is reported, not just the first.

@@ -4,10 +4,11 @@
 pub mod reply_base;
 pub mod table;
 
-use crate::config::{Config, glob_matches, is_glob};
+use crate::config::Config;
 use crate::envelope::civitas::Encoding;
 use crate::envelope::codecs::Framework;
 use crate::envelope::{Direction, Envelope};
+use crate::names::{glob_matches, is_agent_name, is_glob};
 use std::collections::HashMap;
 
 /// Why a message cannot be routed (it is dead-lettered).
@@ -225,13 +226,6 @@ fn strip_prefix_either<'a>(destination: &'a str, prefix: &str) -> Option<&'a str
         let dotted = prefix.strip_suffix('/').map(|p| format!("{p}."))?;
         destination.strip_prefix(dotted.as_str())
     })
-}
-
-/// A name that can be put into a destination: no separators, spaces or control characters.
-pub fn is_agent_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 200
-        && !name.chars().any(|c| c == '/' || c.is_whitespace() || c.is_control())
 }
 
 #[cfg(test)]

@@ -6,7 +6,8 @@
 use super::config::RegistryConfig;
 use super::resp::RedisError;
 use super::store::{Collaboration, Member, RegistryError, Store};
-use crate::config::{Config, is_glob};
+use crate::config::Config;
+use crate::names::is_glob;
 use crate::envelope::Intent;
 use crate::envelope::wiseagents::WiseMessage;
 use crate::stomp::Frame;
