@@ -2,10 +2,10 @@
 //! kept apart from what it remembers between messages, so that new settings can replace
 //! these while pending asks and streams being joined stay.
 
-use crate::names::{glob_matches, is_glob};
 use crate::envelope::codecs::Codecs;
 use crate::envelope::penguiflow::PenguiOptions;
 use crate::envelope::vox::{Registry, VoxOptions};
+use crate::names::{glob_matches, is_glob};
 use crate::routing::Router;
 use std::time::Duration;
 

@@ -4,6 +4,8 @@
 
 mod decode;
 pub mod diff;
+pub mod mirror;
+pub mod registry;
 mod report;
 mod rules;
 mod source;
@@ -37,7 +39,7 @@ pub struct Config {
     pub log: LogConfig,
     /// Mirror mode (off unless the table is present): docs/OPERATING.md, "Mirror mode".
     #[serde(default)]
-    pub mirror: Option<crate::mirror::config::MirrorConfig>,
+    pub mirror: Option<mirror::MirrorConfig>,
 }
 
 /// How to reach the broker.
@@ -107,7 +109,7 @@ pub struct WiseAgentsConfig {
     pub ack_contexts: Vec<String>,
     /// The Wise Agents registry in Redis (`[wiseagents.registry]`, docs/MAPPING.md).
     #[serde(default)]
-    pub registry: Option<crate::wise_registry::config::RegistryConfig>,
+    pub registry: Option<registry::RegistryConfig>,
     /// The name the bridge asks Wise Agents agents as when the asker has no response queue the
     /// bridge consumes (Civitas's `Runtime.ask()` asks as `_runtime`): answers come to its
     /// response queue. Bridges that are not one active/standby pair each need their own name,
@@ -311,11 +313,19 @@ fn default_request_prefix() -> String {
 fn default_response_prefix() -> String {
     "/queue/response/".into()
 }
+/// The default `_sender` the bridge writes on an ask to a Wise Agents agent when the asker is
+/// not an agent whose response queue the bridge consumes (Civitas's `Runtime.ask()` asks as
+/// `_runtime`; `wiseagents.reply_agent` names another): the agent answers to
+/// `<response_prefix>_bridge`, which the bridge consumes
+/// whenever some framework can ask (an ingress is configured), and the answer finds its asker
+/// through the pending ask.
+pub const REPLY_AGENT: &str = "_bridge";
+
 fn default_context() -> String {
     "default".into()
 }
 fn default_reply_agent() -> String {
-    crate::routing::REPLY_AGENT.into()
+    REPLY_AGENT.into()
 }
 const fn default_discovery() -> Discovery {
     Discovery::ActivemqAdvisory

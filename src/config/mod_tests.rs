@@ -116,12 +116,12 @@ fn a_proxied_glob_that_would_take_the_mirror_probe_is_refused() {
     let mut config = Config::load(&example()).unwrap();
     config.agents[0].name = "bridge-*".into();
     assert!(config.validate("x.toml").is_ok(), "no mirror, no probe");
-    let mirror: crate::mirror::config::MirrorConfig = toml::from_str("tap = \"activemq\"").unwrap();
+    let mirror: super::mirror::MirrorConfig = toml::from_str("tap = \"activemq\"").unwrap();
     config.mirror = Some(mirror.clone());
     let err = config.validate("x.toml").unwrap_err();
     assert_eq!(err.problems.len(), 1, "{err}");
     assert_eq!(err.problems[0].key, "agents[0].name");
     assert!(err.problems[0].message.contains("probe_timeout_ms = 0"), "{err}");
-    config.mirror = Some(crate::mirror::config::MirrorConfig { probe_timeout_ms: 0, ..mirror });
+    config.mirror = Some(super::mirror::MirrorConfig { probe_timeout_ms: 0, ..mirror });
     assert!(config.validate("x.toml").is_ok(), "the probe turned off");
 }

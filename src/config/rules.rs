@@ -1,9 +1,9 @@
 //! The rules of the configuration that types alone cannot say: destinations that are
 //! destinations, agents with their framework's table, bounds that are at least 1.
 
+use super::mirror::PROBE_AGENT;
 use super::report::{At, ConfigError, Problem};
 use super::{Config, Discovery, Protocol};
-use crate::mirror::config::PROBE_AGENT;
 use crate::names::{glob_matches, is_glob};
 
 impl Config {

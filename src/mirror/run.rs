@@ -4,7 +4,6 @@
 //! nothing (their queues are never read here, and the broker's copy is bounded too).
 
 use super::MirrorError;
-use super::config::MirrorConfig;
 use super::probe::{self, PROBE_AGENT, Probe, Signal};
 use super::tap::{Tap, Tapped};
 use super::telemetry::{self, Copied, Dropped, MirrorMetrics, TapState, Undecodable};
@@ -12,6 +11,7 @@ use super::translate::Translator;
 use crate::bridge::pipeline::codecs;
 use crate::bridge::{client_config, connect};
 use crate::config::Config;
+use crate::config::mirror::MirrorConfig;
 use crate::stomp::{Client, Event, Events, Item};
 use crate::telemetry::Metrics;
 use bytes::Bytes;

@@ -1,7 +1,7 @@
 //! Where the broker's copy of the Wise Agents queues is read, and which queue a copied
 //! message was on. Pure: the subscriptions to make and the reading of one message.
 
-use super::config::{MirrorConfig, TapKind};
+use crate::config::mirror::{MirrorConfig, TapKind};
 use crate::envelope::Direction;
 use crate::stomp::{AckMode, Message, Subscription};
 

@@ -59,18 +59,10 @@ pub struct Router {
     ingress: Vec<(String, Framework)>,
     /// Civitas's inbox template, where a `_reply.*` address gets its answer.
     civitas_inbox: Option<String>,
-    /// The bridge's own name towards Wise Agents (`wiseagents.reply_agent`, [`REPLY_AGENT`] by
+    /// The bridge's own name towards Wise Agents (`wiseagents.reply_agent`, [`REPLY_AGENT`](crate::config::REPLY_AGENT) by
     /// default).
     reply_agent: String,
 }
-
-/// The default `_sender` the bridge writes on an ask to a Wise Agents agent when the asker is
-/// not an agent whose response queue the bridge consumes (Civitas's `Runtime.ask()` asks as
-/// `_runtime`; `wiseagents.reply_agent` names another): the agent answers to
-/// `<response_prefix>_bridge`, which the bridge consumes
-/// whenever some framework can ask (an ingress is configured), and the answer finds its asker
-/// through the pending ask.
-pub const REPLY_AGENT: &str = "_bridge";
 
 /// The prefix of Civitas's ephemeral reply addresses (`request()` sets `reply_to` to
 /// `_reply.<uuid7>` and waits there).

@@ -3,13 +3,13 @@
 //! in the context's collaboration. The bridge calls [`WiseRegistry::before_publish`] on
 //! every frame it is about to publish; everything here is async Redis work.
 
-use super::config::RegistryConfig;
 use super::resp::RedisError;
 use super::store::{Collaboration, Member, RegistryError, Store};
 use crate::config::Config;
-use crate::names::is_glob;
+use crate::config::registry::RegistryConfig;
 use crate::envelope::Intent;
 use crate::envelope::wiseagents::WiseMessage;
+use crate::names::is_glob;
 use crate::stomp::Frame;
 use std::sync::Arc;
 use tokio::sync::Mutex;
