@@ -6,6 +6,7 @@
 //! loop that does the I/O, with reconnect, heart-beats and receipts).
 
 pub mod bridge;
+pub mod broker;
 pub mod config;
 pub mod deadletter;
 pub mod envelope;

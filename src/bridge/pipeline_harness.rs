@@ -2,7 +2,7 @@
 //! hands them, and messages as each framework writes them.
 
 use super::*;
-use crate::config::Config;
+use crate::config::{Config, codecs};
 use crate::envelope::new_uuid7;
 use crate::envelope::wiseagents::WiseMessage;
 use crate::stomp::{AckRef, Frame};

@@ -2,9 +2,8 @@
 //! kept apart from what it remembers between messages, so that new settings can replace
 //! these while pending asks and streams being joined stay.
 
+use crate::config::codecs;
 use crate::envelope::codecs::Codecs;
-use crate::envelope::penguiflow::PenguiOptions;
-use crate::envelope::vox::{Registry, VoxOptions};
 use crate::names::{glob_matches, is_glob};
 use crate::routing::Router;
 use std::time::Duration;
@@ -84,31 +83,6 @@ impl Conversations {
 
     pub(super) fn ack_context(&self, name: &str) -> bool {
         self.ack_contexts.iter().any(|g| g == name || glob_matches(g, name))
-    }
-}
-
-/// The codecs' settings from the configuration; the VOX registry holds every configured
-/// agent, native and proxied.
-pub fn codecs(config: &crate::config::Config) -> Codecs {
-    let mut registry =
-        Registry::new(config.protocols.vox.as_ref().map_or(uuid::Uuid::nil(), |v| v.namespace));
-    for name in &config.wiseagents.agents {
-        registry.add(name, None);
-    }
-    for agent in &config.agents {
-        registry.add(&agent.name, agent.uuid);
-    }
-    let vox = config.protocols.vox.as_ref();
-    Codecs {
-        default_context: config.wiseagents.default_context.clone(),
-        civitas_encoding: config.protocols.civitas.as_ref().map(|c| c.encoding).unwrap_or_default(),
-        vox: VoxOptions {
-            registry,
-            message_source: vox.map_or("wiseagents".into(), |v| v.message_source.clone()),
-        },
-        penguiflow: config.protocols.penguiflow.as_ref().map_or_else(PenguiOptions::default, |p| {
-            PenguiOptions { tenant: p.tenant.clone(), response_as_final_answer: p.response_as_final_answer }
-        }),
     }
 }
 

@@ -2,6 +2,7 @@
 //! environment variables), typed, with unknown keys refused, validated once at start, and
 //! every problem of a file reported at once with its key, line and column.
 
+mod codecs;
 mod decode;
 pub mod diff;
 pub mod mirror;
@@ -440,6 +441,7 @@ impl Default for LogConfig {
     }
 }
 
+pub use codecs::codecs;
 pub use report::{At, ConfigError, Problem};
 
 impl Config {
