@@ -65,7 +65,7 @@ pub(super) fn pipeline_with(edit: impl FnOnce(&mut Config)) -> Tested {
     let settings = Settings {
         codecs: codecs(&config),
         router: Router::new(&config),
-        conversations: Conversations::of(&config),
+        conversations: ConversationSettings::of(&config),
         max_hops: 5,
         max_body: usize::MAX,
     };

@@ -12,7 +12,7 @@ use std::time::Duration;
 pub struct Settings {
     pub codecs: Codecs,
     pub router: Router,
-    pub conversations: Conversations,
+    pub conversations: ConversationSettings,
     /// A message that passed through bridges this many times loops (`delivery.max_hops`).
     pub max_hops: u32,
     /// The largest body published (`delivery.max_body_bytes`).
@@ -25,7 +25,7 @@ impl Settings {
         Settings {
             codecs: codecs(config),
             router: Router::new(config),
-            conversations: Conversations::of(config),
+            conversations: ConversationSettings::of(config),
             max_hops: config.delivery.max_hops,
             max_body: config.delivery.max_body_bytes,
         }
@@ -34,7 +34,7 @@ impl Settings {
 
 /// How conversations are held: contexts native agents know, reply timeouts.
 #[derive(Debug, Clone, Default)]
-pub struct Conversations {
+pub struct ConversationSettings {
     /// Context names and globs the native agents know (besides the default context).
     pub contexts: Vec<String>,
     /// Contexts (globs) of phased and chat collaborations, where answers are ACK.
@@ -45,7 +45,7 @@ pub struct Conversations {
     pub agent_timeouts: std::collections::HashMap<String, Duration>,
 }
 
-impl Conversations {
+impl ConversationSettings {
     pub fn of(config: &crate::config::Config) -> Self {
         let wa = &config.wiseagents;
         // With the registry, the context's collaboration decides what an answer is
@@ -54,7 +54,7 @@ impl Conversations {
         if wa.registry.is_some() {
             contexts.append(&mut ack_contexts);
         }
-        Conversations {
+        ConversationSettings {
             contexts,
             ack_contexts,
             reply_timeout: Duration::from_millis(config.delivery.reply_timeout_ms),

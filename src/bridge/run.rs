@@ -5,7 +5,7 @@ use super::BridgeError;
 use super::engine::{Discover, Engine};
 use super::pipeline::Pipeline;
 use super::reload::{Reload, Reloads};
-use super::settle::{Mode, Settler};
+use super::settle::{Settlement, Settler};
 use super::subscriptions::{MakeSubscription, Subscriptions};
 use crate::broker::{client_config, connect};
 use crate::config::{Config, Discovery};
@@ -80,8 +80,8 @@ async fn proxy(
 ) -> Result<(), BridgeError> {
     let pipeline = Pipeline::of(&config);
     let registry = crate::wise_registry::member::start(&config, &shutdown).await?;
-    let mode = Mode::choose(config.delivery.mode);
-    let split = mode == Mode::Confirm;
+    let mode = Settlement::choose(config.delivery.mode);
+    let split = mode == Settlement::Confirm;
     let base = client_config(&config).map_err(|e| BridgeError::Config(e.to_string()))?;
     let consuming_config = if split { consuming(base.clone()) } else { base.clone() };
     let Some((client, events)) = connect(&consuming_config, &metrics, &shutdown).await else {
@@ -97,8 +97,8 @@ async fn proxy(
     };
     // Artemis applies a STOMP ACK inside a transaction at once: transaction mode is not atomic
     // there, so it settles in confirm mode (with duplicate ids) on its one connection.
-    let mode = Mode::choose_on(config.delivery.mode, client.server());
-    if !split && mode == Mode::Confirm {
+    let mode = Settlement::choose_on(config.delivery.mode, client.server());
+    if !split && mode == Settlement::Confirm {
         warn!(
             server = client.server(),
             "delivery.mode = \"transaction\" is not atomic on ActiveMQ Artemis (it applies an ACK inside a \
@@ -160,7 +160,7 @@ async fn subscribe_all(
     consuming: Consuming,
     discovering: bool,
     metrics: Arc<Metrics>,
-    mode: Mode,
+    mode: Settlement,
 ) -> Result<Vec<String>, BridgeError> {
     let client = held.client();
     let mut subscriptions = subscribe(client, &destinations, consuming).await?;

@@ -3,7 +3,7 @@
 
 use super::canonical;
 use super::conversation::Conversations;
-use super::tap::Tapped;
+use super::tap::Original;
 use crate::config::mirror::MirrorTopics;
 use crate::envelope::codecs::{Codecs, Encoded};
 use crate::envelope::wiseagents::{self, WiseMessage};
@@ -40,7 +40,7 @@ impl Translator {
 
     /// The copies of `body`, tapped from `tapped.queue`; an error when it is not a Wise
     /// Agents message at all.
-    pub fn copies(&mut self, tapped: &Tapped, body: &[u8]) -> Result<Copies, EnvelopeError> {
+    pub fn copies(&mut self, tapped: &Original, body: &[u8]) -> Result<Copies, EnvelopeError> {
         let mut env = wiseagents::to_envelope(WiseMessage::parse(body)?, tapped.direction, &tapped.agent);
         let conversation = self.conversations.key(&env);
         env.trace_id.get_or_insert_with(|| conversation.clone());
