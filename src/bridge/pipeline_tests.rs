@@ -62,7 +62,7 @@ fn rule2_the_reply_address_rule_holds_after_a_restart_for_glob_named_askers_and_
     let glob = |c: &mut Config| {
         c.agents.push(crate::config::AgentConfig {
             name: "Civ*".into(),
-            protocol: crate::config::Protocol::Civitas,
+            protocol: crate::envelope::codecs::Framework::Civitas,
             encoding: None,
             uuid: None,
             reply_timeout_ms: None,
@@ -385,7 +385,7 @@ fn vox_uuid(name: &str) -> uuid::Uuid {
 fn vox_glob(c: &mut Config) {
     c.agents.push(crate::config::AgentConfig {
         name: "Vox*".into(),
-        protocol: crate::config::Protocol::Vox,
+        protocol: crate::envelope::codecs::Framework::Vox,
         encoding: None,
         uuid: None,
         reply_timeout_ms: None,

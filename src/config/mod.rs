@@ -197,7 +197,9 @@ pub struct PenguiFlowConfig {
 #[serde(deny_unknown_fields)]
 pub struct AgentConfig {
     pub name: String,
-    pub protocol: Protocol,
+    /// The framework the agent lives in: `civitas`, `vox` or `penguiflow`.
+    #[serde(deserialize_with = "proxied_framework")]
+    pub protocol: Framework,
     /// Civitas only: `json` or `msgpack` for this agent.
     #[serde(default)]
     pub encoding: Option<Encoding>,
@@ -209,23 +211,21 @@ pub struct AgentConfig {
     pub reply_timeout_ms: Option<u64>,
 }
 
-/// The framework a proxied agent lives in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Protocol {
-    Civitas,
-    Vox,
-    Penguiflow,
-}
-
-impl Protocol {
-    pub const fn framework(self) -> Framework {
-        match self {
-            Protocol::Civitas => Framework::Civitas,
-            Protocol::Vox => Framework::Vox,
-            Protocol::Penguiflow => Framework::PenguiFlow,
-        }
+/// Decodes `protocol`: the frameworks a proxied agent can live in, spelt as the configuration
+/// spells them (never Wise Agents).
+fn proxied_framework<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Framework, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    enum Proxied {
+        Civitas,
+        Vox,
+        Penguiflow,
     }
+    Ok(match Proxied::deserialize(d)? {
+        Proxied::Civitas => Framework::Civitas,
+        Proxied::Vox => Framework::Vox,
+        Proxied::Penguiflow => Framework::PenguiFlow,
+    })
 }
 
 /// Delivery guarantees and their bounds.

@@ -79,7 +79,7 @@ impl Router {
         let template = |fw: Framework| inboxes.iter().find(|(f, _)| *f == fw).and_then(|(_, d)| d.clone());
         let (mut proxied, mut patterns) = (HashMap::new(), Vec::new());
         for a in &config.agents {
-            let fw = a.protocol.framework();
+            let fw = a.protocol;
             let Some((inbox, _)) = template(fw) else { continue };
             let agent = Proxied { framework: fw, inbox, encoding: a.encoding };
             if is_glob(&a.name) {

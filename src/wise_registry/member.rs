@@ -67,7 +67,7 @@ impl WiseRegistry {
             .filter(|a| !is_glob(&a.name))
             .map(|a| {
                 let said = registry.agent(&a.name);
-                let framework = a.protocol.framework();
+                let framework = a.protocol;
                 Member {
                     name: a.name.clone(),
                     description: said.and_then(|s| s.description.clone()).unwrap_or_else(|| {
