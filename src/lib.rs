@@ -1,17 +1,44 @@
 //! stomp-agent-bridge: a STOMP 1.2 client and the translation of agent messages between
 //! Wise Agents and other agent frameworks.
 //!
-//! Layers, bottom up: [`stomp::frame`] and [`stomp::codec`] (bytes ↔ frames, pure) →
-//! [`stomp::session`] (connection state, decided without I/O) → [`stomp::client`] (the event
-//! loop that does the I/O, with reconnect, heart-beats and receipts).
+//! Layers, bottom up; a module imports only the layers listed before it (`layers_tests.rs`
+//! reads every `crate::` path under `src/` and fails on an edge that goes up):
+//!
+//! 1. [`names`]: agent names, the `*`/`?` globs that match them; pure, imports nothing.
+//! 2. [`stomp`]: the STOMP 1.2 client: [`stomp::frame`] and [`stomp::codec`] (bytes ↔
+//!    frames, pure) → [`stomp::session`] (connection state, decided without I/O) →
+//!    [`stomp::client`] (the event loop that does the I/O, with reconnect, heart-beats and
+//!    receipts).
+//! 3. [`envelope`]: the canonical envelope and one codec per framework's message format.
+//! 4. [`config`]: the typed configuration, every section of it (the mirror's and the
+//!    registry's too), built from the plain types of the layers below.
+//! 5. [`routing`]: where messages come from and where they go; pure.
+//! 6. [`telemetry`]: the events an operator observes, each one log line and one metric.
+//!    It still names the mirror's metrics (`mirror::telemetry`), the one edge that goes up,
+//!    until those metrics move under `telemetry`.
+//! 7. [`broker`]: the connection every mode shares: client settings, connect with retries.
+//! 8. [`wise_registry`]: the Wise Agents registry in Redis, read and written as Wise Agents
+//!    does.
+//! 9. [`mirror`]: mirror mode: a broker-made copy of the Wise Agents traffic, published
+//!    again in every format.
+//! 10. [`deadletter`]: the dead-letter queue for operators: list, pick and replay.
+//! 11. [`bridge`]: the daemon: consume → decode → route → encode → publish → settle; runs
+//!     the mirror and the registry beside it.
+//! 12. [`http`]: the operator's endpoint (`/metrics`, `/healthz`, `/readyz`, `/config`).
 
 pub mod bridge;
+pub mod broker;
 pub mod config;
 pub mod deadletter;
 pub mod envelope;
 pub mod http;
 pub mod mirror;
+pub mod names;
 pub mod routing;
 pub mod stomp;
 pub mod telemetry;
 pub mod wise_registry;
+
+#[cfg(test)]
+#[path = "layers_tests.rs"]
+mod layers_tests;

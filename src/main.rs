@@ -272,7 +272,7 @@ fn translate(
     agent: &str,
 ) -> ExitCode {
     let codecs = match config.map(|p| Config::load(&p)).transpose() {
-        Ok(Some(config)) => stomp_agent_bridge::bridge::pipeline::codecs(&config),
+        Ok(Some(config)) => stomp_agent_bridge::config::codecs(&config),
         Ok(None) => Codecs::default(),
         Err(e) => {
             eprintln!("{e}");

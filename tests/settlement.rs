@@ -9,7 +9,7 @@ use common::fake::{Conn, Pair, start as start_bridge, stop, stop_pair, wait_for,
 use futures_util::StreamExt;
 use std::sync::Arc;
 use std::time::Duration;
-use stomp_agent_bridge::stomp::codec::Inbound;
+use stomp_agent_bridge::stomp::codec::Wire;
 use stomp_agent_bridge::stomp::{Command, Frame};
 use stomp_agent_bridge::telemetry::Metrics;
 use tokio::net::TcpListener;
@@ -142,7 +142,7 @@ async fn alive_but_silent(conn: &mut Conn, how_long: Duration) {
             _ = tokio::time::sleep_until(end) => return,
             _ = beat.tick() => conn.write_raw(b"\n").await,
             read = conn.0.next() => match read {
-                Some(Ok(Inbound::Heartbeat)) => {}
+                Some(Ok(Wire::Heartbeat)) => {}
                 other => panic!("the bridge gave up on a live connection: {other:?}"),
             },
         }

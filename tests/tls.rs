@@ -18,7 +18,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-use stomp_agent_bridge::stomp::codec::Inbound;
+use stomp_agent_bridge::stomp::codec::Wire;
 use stomp_agent_bridge::stomp::{
     AckMode, Client, ClientConfig, Command, Frame, Limits, StompCodec, Subscription, TlsOptions,
 };
@@ -66,7 +66,7 @@ async fn tls_broker(client_auth: bool) -> (u16, tokio::task::JoinHandle<Result<b
         let had_client_cert = tls.get_ref().1.peer_certificates().is_some();
         let mut framed = Framed::new(tls, StompCodec::new(Limits::default()));
         match framed.next().await {
-            Some(Ok(Inbound::Frame(f))) if f.command == Command::Connect => {}
+            Some(Ok(Wire::Frame(f))) if f.command == Command::Connect => {}
             other => return Err(format!("no CONNECT: {other:?}")),
         }
         let connected = Frame::new(Command::Connected).with("version", "1.2").with("heart-beat", "0,0");

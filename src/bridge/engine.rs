@@ -6,7 +6,7 @@
 use super::BridgeError;
 use super::delivery::{Delivery, Outcome, Settled, Tally, Work};
 use super::pipeline::{Absorbed, Consumed, Now, Outgoing, Pipeline, Processed, dead_letter_frame};
-use super::settle::{Attempts, Failure, Finished, Mode, Settler, next_batch, route_of, work_key};
+use super::settle::{Attempts, Failure, Finished, Settlement, Settler, next_batch, route_of, work_key};
 use crate::config::DeliveryConfig;
 use crate::stomp::{AckRef, Client, Event, Events, Message};
 use crate::telemetry::{
@@ -382,7 +382,7 @@ impl Engine {
         let refused = failure.error.broker_error().map(|e| e.to_string());
         let mut again = Vec::new();
         for (i, work) in works.into_iter().enumerate() {
-            if self.settler.mode() == Mode::Transaction {
+            if self.settler.mode() == Settlement::Transaction {
                 // Rolled back: the request was not published; its redelivery asks again.
                 self.forget_ask(&work);
             }

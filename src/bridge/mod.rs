@@ -11,8 +11,7 @@ mod run;
 pub mod settle;
 mod subscriptions;
 
-pub(crate) use run::connect;
-pub use run::{client_config, run, run_with_reloads};
+pub use run::{run, run_with_reloads};
 
 use crate::envelope::EnvelopeError;
 use crate::routing::RouteError;

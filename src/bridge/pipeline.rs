@@ -530,4 +530,4 @@ use streams::{Decoded, Whole};
 
 #[path = "pipeline_settings.rs"]
 mod settings;
-pub use settings::{Conversations, Settings, codecs, stream_bounds};
+pub use settings::{ConversationSettings, Settings, stream_bounds};

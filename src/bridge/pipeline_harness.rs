@@ -2,7 +2,7 @@
 //! hands them, and messages as each framework writes them.
 
 use super::*;
-use crate::config::Config;
+use crate::config::{Config, codecs};
 use crate::envelope::new_uuid7;
 use crate::envelope::wiseagents::WiseMessage;
 use crate::stomp::{AckRef, Frame};
@@ -65,7 +65,7 @@ pub(super) fn pipeline_with(edit: impl FnOnce(&mut Config)) -> Tested {
     let settings = Settings {
         codecs: codecs(&config),
         router: Router::new(&config),
-        conversations: Conversations::of(&config),
+        conversations: ConversationSettings::of(&config),
         max_hops: 5,
         max_body: usize::MAX,
     };

@@ -2,10 +2,9 @@
 //! kept apart from what it remembers between messages, so that new settings can replace
 //! these while pending asks and streams being joined stay.
 
-use crate::config::{glob_matches, is_glob};
+use crate::config::codecs;
 use crate::envelope::codecs::Codecs;
-use crate::envelope::penguiflow::PenguiOptions;
-use crate::envelope::vox::{Registry, VoxOptions};
+use crate::names::{glob_matches, is_glob};
 use crate::routing::Router;
 use std::time::Duration;
 
@@ -13,7 +12,7 @@ use std::time::Duration;
 pub struct Settings {
     pub codecs: Codecs,
     pub router: Router,
-    pub conversations: Conversations,
+    pub conversations: ConversationSettings,
     /// A message that passed through bridges this many times loops (`delivery.max_hops`).
     pub max_hops: u32,
     /// The largest body published (`delivery.max_body_bytes`).
@@ -26,7 +25,7 @@ impl Settings {
         Settings {
             codecs: codecs(config),
             router: Router::new(config),
-            conversations: Conversations::of(config),
+            conversations: ConversationSettings::of(config),
             max_hops: config.delivery.max_hops,
             max_body: config.delivery.max_body_bytes,
         }
@@ -35,7 +34,7 @@ impl Settings {
 
 /// How conversations are held: contexts native agents know, reply timeouts.
 #[derive(Debug, Clone, Default)]
-pub struct Conversations {
+pub struct ConversationSettings {
     /// Context names and globs the native agents know (besides the default context).
     pub contexts: Vec<String>,
     /// Contexts (globs) of phased and chat collaborations, where answers are ACK.
@@ -46,7 +45,7 @@ pub struct Conversations {
     pub agent_timeouts: std::collections::HashMap<String, Duration>,
 }
 
-impl Conversations {
+impl ConversationSettings {
     pub fn of(config: &crate::config::Config) -> Self {
         let wa = &config.wiseagents;
         // With the registry, the context's collaboration decides what an answer is
@@ -55,7 +54,7 @@ impl Conversations {
         if wa.registry.is_some() {
             contexts.append(&mut ack_contexts);
         }
-        Conversations {
+        ConversationSettings {
             contexts,
             ack_contexts,
             reply_timeout: Duration::from_millis(config.delivery.reply_timeout_ms),
@@ -84,31 +83,6 @@ impl Conversations {
 
     pub(super) fn ack_context(&self, name: &str) -> bool {
         self.ack_contexts.iter().any(|g| g == name || glob_matches(g, name))
-    }
-}
-
-/// The codecs' settings from the configuration; the VOX registry holds every configured
-/// agent, native and proxied.
-pub fn codecs(config: &crate::config::Config) -> Codecs {
-    let mut registry =
-        Registry::new(config.protocols.vox.as_ref().map_or(uuid::Uuid::nil(), |v| v.namespace));
-    for name in &config.wiseagents.agents {
-        registry.add(name, None);
-    }
-    for agent in &config.agents {
-        registry.add(&agent.name, agent.uuid);
-    }
-    let vox = config.protocols.vox.as_ref();
-    Codecs {
-        default_context: config.wiseagents.default_context.clone(),
-        civitas_encoding: config.protocols.civitas.as_ref().map(|c| c.encoding).unwrap_or_default(),
-        vox: VoxOptions {
-            registry,
-            message_source: vox.map_or("wiseagents".into(), |v| v.message_source.clone()),
-        },
-        penguiflow: config.protocols.penguiflow.as_ref().map_or_else(PenguiOptions::default, |p| {
-            PenguiOptions { tenant: p.tenant.clone(), response_as_final_answer: p.response_as_final_answer }
-        }),
     }
 }
 

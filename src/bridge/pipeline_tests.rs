@@ -4,8 +4,8 @@
 use super::harness::*;
 use super::*;
 use crate::config::Config;
+use crate::config::REPLY_AGENT;
 use crate::envelope::new_uuid7;
-use crate::routing::REPLY_AGENT;
 use serde_json::{Value, json};
 
 #[test]
@@ -62,7 +62,7 @@ fn rule2_the_reply_address_rule_holds_after_a_restart_for_glob_named_askers_and_
     let glob = |c: &mut Config| {
         c.agents.push(crate::config::AgentConfig {
             name: "Civ*".into(),
-            protocol: crate::config::Protocol::Civitas,
+            protocol: crate::envelope::codecs::Framework::Civitas,
             encoding: None,
             uuid: None,
             reply_timeout_ms: None,
@@ -385,7 +385,7 @@ fn vox_uuid(name: &str) -> uuid::Uuid {
 fn vox_glob(c: &mut Config) {
     c.agents.push(crate::config::AgentConfig {
         name: "Vox*".into(),
-        protocol: crate::config::Protocol::Vox,
+        protocol: crate::envelope::codecs::Framework::Vox,
         encoding: None,
         uuid: None,
         reply_timeout_ms: None,
@@ -475,7 +475,7 @@ fn with_the_registry_ack_contexts_name_contexts_but_do_not_turn_answers_into_ack
     assert_eq!(answer.context_name.as_deref(), Some("CLI.1_PhasedCoordinator.9"));
 }
 
-fn toml_registry() -> crate::wise_registry::config::RegistryConfig {
+fn toml_registry() -> crate::config::registry::RegistryConfig {
     toml::from_str("port = 6379").unwrap()
 }
 

@@ -5,13 +5,11 @@ use super::BridgeError;
 use super::engine::{Discover, Engine};
 use super::pipeline::Pipeline;
 use super::reload::{Reload, Reloads};
-use super::settle::{Mode, Settler};
+use super::settle::{Settlement, Settler};
 use super::subscriptions::{MakeSubscription, Subscriptions};
+use crate::broker::{client_config, connect};
 use crate::config::{Config, Discovery};
-use crate::stomp::{
-    AckMode, Backoff, Client, ClientConfig, ConnectOptions, Events, Message, SessionError, Subscription,
-    TlsOptions,
-};
+use crate::stomp::{AckMode, Client, ClientConfig, Message, SessionError, Subscription};
 use crate::telemetry::Metrics;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -82,9 +80,9 @@ async fn proxy(
 ) -> Result<(), BridgeError> {
     let pipeline = Pipeline::of(&config);
     let registry = crate::wise_registry::member::start(&config, &shutdown).await?;
-    let mode = Mode::choose(config.delivery.mode);
-    let split = mode == Mode::Confirm;
-    let base = client_config(&config)?;
+    let mode = Settlement::choose(config.delivery.mode);
+    let split = mode == Settlement::Confirm;
+    let base = client_config(&config).map_err(|e| BridgeError::Config(e.to_string()))?;
     let consuming_config = if split { consuming(base.clone()) } else { base.clone() };
     let Some((client, events)) = connect(&consuming_config, &metrics, &shutdown).await else {
         return Ok(());
@@ -99,8 +97,8 @@ async fn proxy(
     };
     // Artemis applies a STOMP ACK inside a transaction at once: transaction mode is not atomic
     // there, so it settles in confirm mode (with duplicate ids) on its one connection.
-    let mode = Mode::choose_on(config.delivery.mode, client.server());
-    if !split && mode == Mode::Confirm {
+    let mode = Settlement::choose_on(config.delivery.mode, client.server());
+    if !split && mode == Settlement::Confirm {
         warn!(
             server = client.server(),
             "delivery.mode = \"transaction\" is not atomic on ActiveMQ Artemis (it applies an ACK inside a \
@@ -162,7 +160,7 @@ async fn subscribe_all(
     consuming: Consuming,
     discovering: bool,
     metrics: Arc<Metrics>,
-    mode: Mode,
+    mode: Settlement,
 ) -> Result<Vec<String>, BridgeError> {
     let client = held.client();
     let mut subscriptions = subscribe(client, &destinations, consuming).await?;
@@ -205,58 +203,6 @@ fn publishing(mut c: ClientConfig) -> ClientConfig {
 /// Messages the consuming client holds beyond the engine's budget, in its channel and in its
 /// buffer each.
 const CONSUMING_BUFFER: usize = 32;
-
-/// The STOMP client settings for the configured broker.
-pub fn client_config(config: &Config) -> Result<ClientConfig, BridgeError> {
-    let b = &config.broker;
-    let url = b.url.parse().map_err(|e: SessionError| BridgeError::Config(e.to_string()))?;
-    let mut c = ClientConfig::new(url, b.login.clone(), b.passcode.clone());
-    c.connect = ConnectOptions {
-        login: b.login.clone(),
-        passcode: b.passcode.clone(),
-        vhost: b.vhost.clone(),
-        heartbeat: (Duration::from_millis(b.heartbeat_ms[0]), Duration::from_millis(b.heartbeat_ms[1])),
-    };
-    c.tls = TlsOptions {
-        ca_file: b.ca_file.clone(),
-        cert_file: b.cert_file.clone(),
-        key_file: b.key_file.clone(),
-    };
-    c.receipt_timeout = Duration::from_millis(config.delivery.receipt_timeout_ms);
-    c.backoff =
-        Backoff { initial: Duration::from_millis(200), max: Duration::from_millis(b.reconnect_max_ms) };
-    // Never stop reading the socket while the broker may still send what the prefetch lets
-    // it: receipts would wait behind unread messages (issue #8's start-up livelock). The
-    // margin covers queues discovered later and the advisory topic.
-    c.event_capacity = 1024;
-    c.max_buffered = config.delivery.in_flight.saturating_mul(2).saturating_add(4096);
-    Ok(c)
-}
-
-/// Connects, retrying with backoff until it works or shutdown is asked for.
-pub(crate) async fn connect(
-    client_config: &ClientConfig,
-    metrics: &Metrics,
-    shutdown: &CancellationToken,
-) -> Option<(Client, Events)> {
-    for attempt in 0u32.. {
-        match Client::connect(client_config.clone()).await {
-            Ok(connected) => {
-                metrics.set_connected(true);
-                info!(broker = %client_config.url, "connected to the broker");
-                return Some(connected);
-            }
-            Err(e) => {
-                warn!(broker = %client_config.url, attempt, error = %e, "cannot connect to the broker; retrying")
-            }
-        }
-        tokio::select! {
-            _ = shutdown.cancelled() => return None,
-            _ = tokio::time::sleep(client_config.backoff.delay(attempt)) => {}
-        }
-    }
-    None
-}
 
 /// ActiveMQ Classic's topic announcing new queues.
 const ADVISORY: &str = "/topic/ActiveMQ.Advisory.Queue";

@@ -2,18 +2,21 @@ use super::*;
 
 #[test]
 fn auto_mode_confirms_and_a_transaction_is_asked_for() {
-    assert_eq!(Mode::choose(DeliveryMode::Auto), Mode::Confirm);
-    assert_eq!(Mode::choose(DeliveryMode::Confirm), Mode::Confirm);
-    assert_eq!(Mode::choose(DeliveryMode::Transaction), Mode::Transaction);
+    assert_eq!(Settlement::choose(DeliveryMode::Auto), Settlement::Confirm);
+    assert_eq!(Settlement::choose(DeliveryMode::Confirm), Settlement::Confirm);
+    assert_eq!(Settlement::choose(DeliveryMode::Transaction), Settlement::Transaction);
 }
 
 #[test]
 fn on_artemis_a_transaction_is_asked_for_and_confirm_is_used() {
     let artemis = Some("ActiveMQ-Artemis/2.37.0 ActiveMQ Artemis Messaging Engine");
-    assert_eq!(Mode::choose_on(DeliveryMode::Transaction, artemis), Mode::Confirm);
-    assert_eq!(Mode::choose_on(DeliveryMode::Auto, artemis), Mode::Confirm);
-    assert_eq!(Mode::choose_on(DeliveryMode::Transaction, Some("ActiveMQ/5.17.2")), Mode::Transaction);
-    assert_eq!(Mode::choose_on(DeliveryMode::Transaction, None), Mode::Transaction);
+    assert_eq!(Settlement::choose_on(DeliveryMode::Transaction, artemis), Settlement::Confirm);
+    assert_eq!(Settlement::choose_on(DeliveryMode::Auto, artemis), Settlement::Confirm);
+    assert_eq!(
+        Settlement::choose_on(DeliveryMode::Transaction, Some("ActiveMQ/5.17.2")),
+        Settlement::Transaction
+    );
+    assert_eq!(Settlement::choose_on(DeliveryMode::Transaction, None), Settlement::Transaction);
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! each either applied live or refused (it cannot change without a restart). Pure: two
 //! configurations in, a verdict out (docs/OPERATING.md, "Reloading the configuration").
 
-use super::{Config, is_glob};
+use super::Config;
+use crate::names::is_glob;
 use std::collections::BTreeSet;
 
 /// The verdict on a new configuration.

@@ -2,8 +2,11 @@
 //! environment variables), typed, with unknown keys refused, validated once at start, and
 //! every problem of a file reported at once with its key, line and column.
 
+mod codecs;
 mod decode;
 pub mod diff;
+pub mod mirror;
+pub mod registry;
 mod report;
 mod rules;
 mod source;
@@ -37,7 +40,7 @@ pub struct Config {
     pub log: LogConfig,
     /// Mirror mode (off unless the table is present): docs/OPERATING.md, "Mirror mode".
     #[serde(default)]
-    pub mirror: Option<crate::mirror::config::MirrorConfig>,
+    pub mirror: Option<mirror::MirrorConfig>,
 }
 
 /// How to reach the broker.
@@ -107,7 +110,7 @@ pub struct WiseAgentsConfig {
     pub ack_contexts: Vec<String>,
     /// The Wise Agents registry in Redis (`[wiseagents.registry]`, docs/MAPPING.md).
     #[serde(default)]
-    pub registry: Option<crate::wise_registry::config::RegistryConfig>,
+    pub registry: Option<registry::RegistryConfig>,
     /// The name the bridge asks Wise Agents agents as when the asker has no response queue the
     /// bridge consumes (Civitas's `Runtime.ask()` asks as `_runtime`): answers come to its
     /// response queue. Bridges that are not one active/standby pair each need their own name,
@@ -194,7 +197,9 @@ pub struct PenguiFlowConfig {
 #[serde(deny_unknown_fields)]
 pub struct AgentConfig {
     pub name: String,
-    pub protocol: Protocol,
+    /// The framework the agent lives in: `civitas`, `vox` or `penguiflow`.
+    #[serde(deserialize_with = "proxied_framework")]
+    pub protocol: Framework,
     /// Civitas only: `json` or `msgpack` for this agent.
     #[serde(default)]
     pub encoding: Option<Encoding>,
@@ -206,23 +211,21 @@ pub struct AgentConfig {
     pub reply_timeout_ms: Option<u64>,
 }
 
-/// The framework a proxied agent lives in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Protocol {
-    Civitas,
-    Vox,
-    Penguiflow,
-}
-
-impl Protocol {
-    pub const fn framework(self) -> Framework {
-        match self {
-            Protocol::Civitas => Framework::Civitas,
-            Protocol::Vox => Framework::Vox,
-            Protocol::Penguiflow => Framework::PenguiFlow,
-        }
+/// Decodes `protocol`: the frameworks a proxied agent can live in, spelt as the configuration
+/// spells them (never Wise Agents).
+fn proxied_framework<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Framework, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    enum Proxied {
+        Civitas,
+        Vox,
+        Penguiflow,
     }
+    Ok(match Proxied::deserialize(d)? {
+        Proxied::Civitas => Framework::Civitas,
+        Proxied::Vox => Framework::Vox,
+        Proxied::Penguiflow => Framework::PenguiFlow,
+    })
 }
 
 /// Delivery guarantees and their bounds.
@@ -311,11 +314,19 @@ fn default_request_prefix() -> String {
 fn default_response_prefix() -> String {
     "/queue/response/".into()
 }
+/// The default `_sender` the bridge writes on an ask to a Wise Agents agent when the asker is
+/// not an agent whose response queue the bridge consumes (Civitas's `Runtime.ask()` asks as
+/// `_runtime`; `wiseagents.reply_agent` names another): the agent answers to
+/// `<response_prefix>_bridge`, which the bridge consumes
+/// whenever some framework can ask (an ingress is configured), and the answer finds its asker
+/// through the pending ask.
+pub const REPLY_AGENT: &str = "_bridge";
+
 fn default_context() -> String {
     "default".into()
 }
 fn default_reply_agent() -> String {
-    crate::routing::REPLY_AGENT.into()
+    REPLY_AGENT.into()
 }
 const fn default_discovery() -> Discovery {
     Discovery::ActivemqAdvisory
@@ -430,6 +441,7 @@ impl Default for LogConfig {
     }
 }
 
+pub use codecs::codecs;
 pub use report::{At, ConfigError, Problem};
 
 impl Config {
@@ -529,39 +541,6 @@ fn locate(tree: &Node, key: &str, why: &str) -> Problem {
     }
     problem.show_line = !(key.ends_with("passcode") || key == "broker.url" && with_credentials);
     problem
-}
-
-/// Whether an agent name is a glob (`*` any run of characters, `?` one character).
-pub fn is_glob(name: &str) -> bool {
-    name.contains(['*', '?'])
-}
-
-/// Matches `name` against a glob of `*` and `?`.
-pub fn glob_matches(glob: &str, name: &str) -> bool {
-    let (g, n): (Vec<char>, Vec<char>) = (glob.chars().collect(), name.chars().collect());
-    let (mut gi, mut ni, mut star, mut mark) = (0, 0, None, 0);
-    while ni < n.len() {
-        match g.get(gi) {
-            Some('*') => {
-                star = Some(gi);
-                mark = ni;
-                gi += 1;
-            }
-            Some(&c) if c == '?' || c == n[ni] => {
-                gi += 1;
-                ni += 1;
-            }
-            _ => match star {
-                Some(s) => {
-                    gi = s + 1;
-                    mark += 1;
-                    ni = mark;
-                }
-                None => return false,
-            },
-        }
-    }
-    g[gi..].iter().all(|&c| c == '*')
 }
 
 #[cfg(test)]

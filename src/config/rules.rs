@@ -1,9 +1,11 @@
 //! The rules of the configuration that types alone cannot say: destinations that are
 //! destinations, agents with their framework's table, bounds that are at least 1.
 
+use super::mirror::PROBE_AGENT;
 use super::report::{At, ConfigError, Problem};
-use super::{Config, Discovery, Protocol, glob_matches, is_glob};
-use crate::mirror::config::PROBE_AGENT;
+use super::{Config, Discovery};
+use crate::envelope::codecs::Framework;
+use crate::names::{glob_matches, is_glob};
 
 impl Config {
     /// Checks what types alone cannot; every problem is reported, not just the first.
@@ -137,18 +139,20 @@ impl Config {
                 bad(&format!("{key}.name"), format!("{:?} is listed twice", agent.name));
             }
             let configured = match agent.protocol {
-                Protocol::Civitas => self.protocols.civitas.is_some(),
-                Protocol::Vox => self.protocols.vox.is_some(),
-                Protocol::Penguiflow => self.protocols.penguiflow.is_some(),
+                Framework::Civitas => self.protocols.civitas.is_some(),
+                Framework::Vox => self.protocols.vox.is_some(),
+                Framework::PenguiFlow => self.protocols.penguiflow.is_some(),
+                // Never decoded: `protocol` names only the frameworks an agent is proxied in.
+                Framework::WiseAgents => true,
             };
             if !configured {
-                let name = agent.protocol.framework();
+                let name = agent.protocol;
                 bad(&format!("{key}.protocol"), format!("{name} is used but [protocols.{name}] is missing"));
             }
-            if agent.encoding.is_some() && agent.protocol != Protocol::Civitas {
+            if agent.encoding.is_some() && agent.protocol != Framework::Civitas {
                 bad(&format!("{key}.encoding"), "only Civitas agents have an encoding".into());
             }
-            if agent.uuid.is_some() && agent.protocol != Protocol::Vox {
+            if agent.uuid.is_some() && agent.protocol != Framework::Vox {
                 bad(&format!("{key}.uuid"), "only VOX agents have a uuid".into());
             }
             if self.wiseagents.agents.contains(&agent.name) {

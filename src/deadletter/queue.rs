@@ -69,7 +69,7 @@ impl Queue {
     /// acknowledged (replay), else browsed where the broker can.
     pub async fn open(config: &Config, destination: &str, consume: bool) -> Result<Queue, DeadLetterError> {
         let client_config =
-            crate::bridge::client_config(config).map_err(|e| DeadLetterError::Config(e.to_string()))?;
+            crate::broker::client_config(config).map_err(|e| DeadLetterError::Config(e.to_string()))?;
         let idle = client_config.receipt_timeout.saturating_mul(6);
         let (client, mut broker_events) = Client::connect(client_config).await?;
         let browse = !consume && client.server().is_some_and(|s| s.starts_with("ActiveMQ/"));

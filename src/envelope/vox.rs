@@ -4,8 +4,7 @@
 use super::{
     Direction, Envelope, EnvelopeError, Intent, now_unix, payload_map, take_content, take_intent, take_text,
 };
-use crate::config::{glob_matches, is_glob};
-use crate::routing::is_agent_name;
+use crate::names::{glob_matches, is_agent_name, is_glob};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::HashMap;

@@ -3,7 +3,6 @@
 //! on per-protocol topics in each format and as the canonical envelope.
 
 pub mod canonical;
-pub mod config;
 pub mod conversation;
 pub mod probe;
 mod run;

@@ -3,8 +3,8 @@
 //! back. Until it is seen the mirror is not ready; a tap that shows nothing is reported with
 //! its fix and probed again.
 
-use super::config::{MirrorConfig, TapKind};
 use super::telemetry::TapState;
+use crate::config::mirror::{MirrorConfig, TapKind};
 use crate::stomp::{AckMode, Client, Command, Frame, Subscription};
 use crate::telemetry::Metrics;
 use std::sync::Arc;
@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-pub use super::config::PROBE_AGENT;
+pub use crate::config::mirror::PROBE_AGENT;
 
 /// What the tap's reader tells the probe.
 #[derive(Debug)]

@@ -4,14 +4,13 @@
 //! nothing (their queues are never read here, and the broker's copy is bounded too).
 
 use super::MirrorError;
-use super::config::MirrorConfig;
 use super::probe::{self, PROBE_AGENT, Probe, Signal};
-use super::tap::{Tap, Tapped};
+use super::tap::{Original, Tap};
 use super::telemetry::{self, Copied, Dropped, MirrorMetrics, TapState, Undecodable};
 use super::translate::Translator;
-use crate::bridge::pipeline::codecs;
-use crate::bridge::{client_config, connect};
-use crate::config::Config;
+use crate::broker::{client_config, connect};
+use crate::config::mirror::MirrorConfig;
+use crate::config::{Config, codecs};
 use crate::stomp::{Client, Event, Events, Item};
 use crate::telemetry::Metrics;
 use bytes::Bytes;
@@ -86,7 +85,7 @@ async fn read(
     client: &Client,
     mut events: Events,
     tap: &Tap,
-    (tx, signals): (mpsc::Sender<(Tapped, Bytes)>, mpsc::Sender<Signal>),
+    (tx, signals): (mpsc::Sender<(Original, Bytes)>, mpsc::Sender<Signal>),
     metrics: &Metrics,
     shutdown: &CancellationToken,
 ) {
@@ -130,7 +129,12 @@ async fn read(
 
 /// Queues a copy for publishing without waiting: when the buffer is full the copy is dropped
 /// and counted. False once the publisher is gone.
-fn offer(tx: &mpsc::Sender<(Tapped, Bytes)>, tapped: Tapped, body: Bytes, metrics: &MirrorMetrics) -> bool {
+fn offer(
+    tx: &mpsc::Sender<(Original, Bytes)>,
+    tapped: Original,
+    body: Bytes,
+    metrics: &MirrorMetrics,
+) -> bool {
     match tx.try_send((tapped, body)) {
         Ok(()) => telemetry::Tapped.emit(metrics),
         Err(mpsc::error::TrySendError::Full((t, _))) => Dropped { queue: &t.queue }.emit(metrics),
@@ -147,7 +151,7 @@ const BATCH: usize = 256;
 async fn publish(
     out: Client,
     mut translator: Translator,
-    mut rx: mpsc::Receiver<(Tapped, Bytes)>,
+    mut rx: mpsc::Receiver<(Original, Bytes)>,
     metrics: Arc<Metrics>,
 ) {
     let mut ready = Vec::with_capacity(BATCH);

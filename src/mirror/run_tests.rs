@@ -1,8 +1,8 @@
 use super::*;
 use crate::envelope::Direction;
 
-fn tapped() -> Tapped {
-    Tapped { queue: "/queue/request/A".into(), direction: Direction::Request, agent: "A".into() }
+fn tapped() -> Original {
+    Original { queue: "/queue/request/A".into(), direction: Direction::Request, agent: "A".into() }
 }
 
 #[test]

@@ -1,16 +1,16 @@
 //! Where the broker's copy of the Wise Agents queues is read, and which queue a copied
 //! message was on. Pure: the subscriptions to make and the reading of one message.
 
-use super::config::{MirrorConfig, TapKind};
+use crate::config::mirror::{MirrorConfig, TapKind};
 use crate::envelope::Direction;
 use crate::stomp::{AckMode, Message, Subscription};
 
 /// RabbitMQ's firehose exchange as a STOMP destination.
 const FIREHOSE: &str = "/exchange/amq.rabbitmq.trace/";
 
-/// A tapped message's place in Wise Agents' naming.
+/// Where a tapped message was originally sent, in Wise Agents' naming.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tapped {
+pub struct Original {
     /// The Wise Agents queue it was sent to, as a STOMP destination.
     pub queue: String,
     pub direction: Direction,
@@ -63,7 +63,7 @@ impl Tap {
     }
 
     /// Which Wise Agents queue a copy was on, or `None` for anything else.
-    pub fn tapped(&self, msg: &Message) -> Option<Tapped> {
+    pub fn tapped(&self, msg: &Message) -> Option<Original> {
         let queue = match self.kind {
             TapKind::Activemq => msg.header("original-destination")?.to_owned(),
             TapKind::Artemis => format!("/queue/{}", msg.header("_AMQ_ORIG_ADDRESS")?),
@@ -77,7 +77,7 @@ impl Tap {
 
     /// A queue under the request or response prefix (ActiveMQ's path-separator plugin
     /// writes `request/A` as `request.A`; both are read).
-    fn classify(&self, queue: String) -> Option<Tapped> {
+    fn classify(&self, queue: String) -> Option<Original> {
         let dotted = |p: &str| p.strip_suffix('/').map(|p| format!("{p}."));
         let under = |prefix: &str| {
             queue
@@ -92,7 +92,7 @@ impl Tap {
             Some(agent) => (Direction::Request, agent),
             None => (Direction::Response, under(&self.response_prefix)?),
         };
-        Some(Tapped { queue, direction, agent })
+        Some(Original { queue, direction, agent })
     }
 }
 

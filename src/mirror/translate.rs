@@ -2,10 +2,10 @@
 //! without I/O. Nothing here asks: no reply token, no pending reply, no `reply-to` header.
 
 use super::canonical;
-use super::config::MirrorTopics;
 use super::conversation::Conversations;
-use super::tap::Tapped;
-use crate::envelope::codecs::{Codecs, Encoded, Framework};
+use super::tap::Original;
+use crate::config::mirror::MirrorTopics;
+use crate::envelope::codecs::{Codecs, Encoded};
 use crate::envelope::wiseagents::{self, WiseMessage};
 use crate::envelope::{Direction, EnvelopeError};
 use crate::stomp::{Command, Frame};
@@ -16,21 +16,7 @@ pub const CONVERSATION: &str = "bridge-conversation";
 /// The header naming the Wise Agents queue the original was sent to.
 pub const MIRROR_OF: &str = "bridge-mirror-of";
 
-/// A format the mirror publishes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Output {
-    Framework(Framework),
-    Canonical,
-}
-
-impl Output {
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Output::Framework(f) => f.as_str(),
-            Output::Canonical => "canonical",
-        }
-    }
-}
+pub use crate::config::mirror::Output;
 
 /// The copies of one message, and the formats it could not be written in.
 #[derive(Debug, Default)]
@@ -54,7 +40,7 @@ impl Translator {
 
     /// The copies of `body`, tapped from `tapped.queue`; an error when it is not a Wise
     /// Agents message at all.
-    pub fn copies(&mut self, tapped: &Tapped, body: &[u8]) -> Result<Copies, EnvelopeError> {
+    pub fn copies(&mut self, tapped: &Original, body: &[u8]) -> Result<Copies, EnvelopeError> {
         let mut env = wiseagents::to_envelope(WiseMessage::parse(body)?, tapped.direction, &tapped.agent);
         let conversation = self.conversations.key(&env);
         env.trace_id.get_or_insert_with(|| conversation.clone());

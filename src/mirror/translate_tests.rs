@@ -2,9 +2,9 @@ use super::*;
 use crate::envelope::Intent;
 use serde_json::Value;
 
-fn tapped(direction: Direction, agent: &str) -> Tapped {
+fn tapped(direction: Direction, agent: &str) -> Original {
     let kind = if direction == Direction::Request { "request" } else { "response" };
-    Tapped { queue: format!("/queue/{kind}/{agent}"), direction, agent: agent.into() }
+    Original { queue: format!("/queue/{kind}/{agent}"), direction, agent: agent.into() }
 }
 
 fn body(sender: &str, rrt: Option<&str>, tool: Option<&str>, intent: Intent) -> Vec<u8> {

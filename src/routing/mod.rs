@@ -4,10 +4,11 @@
 pub mod reply_base;
 pub mod table;
 
-use crate::config::{Config, glob_matches, is_glob};
+use crate::config::Config;
 use crate::envelope::civitas::Encoding;
 use crate::envelope::codecs::Framework;
 use crate::envelope::{Direction, Envelope};
+use crate::names::{glob_matches, is_agent_name, is_glob};
 use std::collections::HashMap;
 
 /// Why a message cannot be routed (it is dead-lettered).
@@ -58,18 +59,10 @@ pub struct Router {
     ingress: Vec<(String, Framework)>,
     /// Civitas's inbox template, where a `_reply.*` address gets its answer.
     civitas_inbox: Option<String>,
-    /// The bridge's own name towards Wise Agents (`wiseagents.reply_agent`, [`REPLY_AGENT`] by
+    /// The bridge's own name towards Wise Agents (`wiseagents.reply_agent`, [`REPLY_AGENT`](crate::config::REPLY_AGENT) by
     /// default).
     reply_agent: String,
 }
-
-/// The default `_sender` the bridge writes on an ask to a Wise Agents agent when the asker is
-/// not an agent whose response queue the bridge consumes (Civitas's `Runtime.ask()` asks as
-/// `_runtime`; `wiseagents.reply_agent` names another): the agent answers to
-/// `<response_prefix>_bridge`, which the bridge consumes
-/// whenever some framework can ask (an ingress is configured), and the answer finds its asker
-/// through the pending ask.
-pub const REPLY_AGENT: &str = "_bridge";
 
 /// The prefix of Civitas's ephemeral reply addresses (`request()` sets `reply_to` to
 /// `_reply.<uuid7>` and waits there).
@@ -86,7 +79,7 @@ impl Router {
         let template = |fw: Framework| inboxes.iter().find(|(f, _)| *f == fw).and_then(|(_, d)| d.clone());
         let (mut proxied, mut patterns) = (HashMap::new(), Vec::new());
         for a in &config.agents {
-            let fw = a.protocol.framework();
+            let fw = a.protocol;
             let Some((inbox, _)) = template(fw) else { continue };
             let agent = Proxied { framework: fw, inbox, encoding: a.encoding };
             if is_glob(&a.name) {
@@ -225,13 +218,6 @@ fn strip_prefix_either<'a>(destination: &'a str, prefix: &str) -> Option<&'a str
         let dotted = prefix.strip_suffix('/').map(|p| format!("{p}."))?;
         destination.strip_prefix(dotted.as_str())
     })
-}
-
-/// A name that can be put into a destination: no separators, spaces or control characters.
-pub fn is_agent_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 200
-        && !name.chars().any(|c| c == '/' || c.is_whitespace() || c.is_control())
 }
 
 #[cfg(test)]

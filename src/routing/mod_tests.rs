@@ -55,7 +55,7 @@ fn agents_named_by_a_glob_are_routed_and_their_queues_discovered() {
     let mut config = Config::load(&path).unwrap();
     config.agents.push(crate::config::AgentConfig {
         name: "Civ*".into(),
-        protocol: crate::config::Protocol::Civitas,
+        protocol: crate::envelope::codecs::Framework::Civitas,
         encoding: None,
         uuid: None,
         reply_timeout_ms: None,

@@ -2,7 +2,7 @@
 //! connection, sends heart-beats, watches the broker's, matches receipts, and reconnects
 //! with backoff, restoring every subscription.
 
-use super::codec::{FrameError, Heartbeat, Inbound as Wire, Limits, StompCodec};
+use super::codec::{FrameError, Heartbeat, Limits, StompCodec, Wire};
 use super::frame::{Command, Frame};
 use super::secret::Secret;
 use super::session::{
@@ -126,7 +126,7 @@ impl Events {
 type Reply<T> = oneshot::Sender<Result<T, SessionError>>;
 
 /// The answer to an enqueued batch: its receipts once written.
-pub type Submitted = oneshot::Receiver<Result<Vec<Receipt>, SessionError>>;
+pub type Submitted = oneshot::Receiver<Result<Vec<AwaitedReceipt>, SessionError>>;
 
 /// One frame of a [`Client::submit`] batch.
 #[derive(Debug)]
@@ -139,14 +139,14 @@ pub enum Item {
 
 /// A receipt awaited for one frame of a submitted batch.
 #[derive(Debug)]
-pub struct Receipt {
+pub struct AwaitedReceipt {
     /// The `receipt` header the frame carried.
     pub id: String,
     /// Resolves when the broker confirms the frame or the connection ends.
     pub answer: oneshot::Receiver<Result<(), SessionError>>,
 }
 
-impl Receipt {
+impl AwaitedReceipt {
     /// Waits for the broker's answer; a connection that ended first is an error.
     pub async fn confirmed(self) -> Result<(), SessionError> {
         self.answer.await.map_err(|_| SessionError::Shutdown)?
@@ -156,7 +156,7 @@ impl Receipt {
 #[derive(Debug)]
 enum Request {
     Send { frame: Frame, confirm: bool, reply: Reply<()> },
-    Submit { items: Vec<Item>, reply: Reply<Vec<Receipt>> },
+    Submit { items: Vec<Item>, reply: Reply<Vec<AwaitedReceipt>> },
     Reset { reason: String },
     Subscribe { id: String, sub: Subscription, reply: Reply<()> },
     Unsubscribe { id: String, reply: Reply<()> },
@@ -270,7 +270,7 @@ impl Client {
     /// comes between them. Acks are checked first: if one came on an earlier connection,
     /// nothing is written and the answer is `StaleAck`. Returns the receipts to await, one
     /// per frame that asked for one, in order.
-    pub async fn submit(&self, items: Vec<Item>) -> Result<Vec<Receipt>, SessionError> {
+    pub async fn submit(&self, items: Vec<Item>) -> Result<Vec<AwaitedReceipt>, SessionError> {
         self.enqueue(items).await?.await.map_err(|_| SessionError::Shutdown)?
     }
 
@@ -541,7 +541,7 @@ impl EventLoop {
     async fn submit(
         &mut self,
         items: Vec<Item>,
-        reply: Reply<Vec<Receipt>>,
+        reply: Reply<Vec<AwaitedReceipt>>,
         conn: &mut Connection,
     ) -> Result<(), SessionError> {
         let mut frames = Vec::with_capacity(items.len());
@@ -553,7 +553,7 @@ impl EventLoop {
                     let (tx, answer) = oneshot::channel();
                     self.session.expect_receipt(&mut frame, tx);
                     let id = frame.header("receipt").unwrap_or_default().to_owned();
-                    receipts.push(Receipt { id, answer });
+                    receipts.push(AwaitedReceipt { id, answer });
                     frames.push(frame);
                 }
                 Item::Ack { msg, nack, transaction } => {

@@ -58,7 +58,7 @@ pub enum FrameError {
 
 /// What the decoder yields: a frame, or heart-beat line ends seen between frames.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Inbound {
+pub enum Wire {
     Frame(Frame),
     Heartbeat,
 }
@@ -96,14 +96,14 @@ impl Default for StompCodec {
 }
 
 impl Decoder for StompCodec {
-    type Item = Inbound;
+    type Item = Wire;
     type Error = FrameError;
 
-    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Inbound>, FrameError> {
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Wire>, FrameError> {
         loop {
             match &mut self.state {
                 State::Head { line_start: 0, lines: 0 } if skip_line_ends(src) => {
-                    return Ok(Some(Inbound::Heartbeat));
+                    return Ok(Some(Wire::Heartbeat));
                 }
                 State::Head { .. } => match self.decode_head(src)? {
                     Some(next) => self.state = next,
@@ -153,7 +153,7 @@ impl StompCodec {
         Ok(None)
     }
 
-    fn decode_body(&mut self, src: &mut BytesMut) -> Result<Option<Inbound>, FrameError> {
+    fn decode_body(&mut self, src: &mut BytesMut) -> Result<Option<Wire>, FrameError> {
         let State::Body { head_len, len, scanned, .. } = &mut self.state else { unreachable_state() };
         let max = self.limits.max_frame_bytes;
         let body_len = match *len {
@@ -179,7 +179,7 @@ impl StompCodec {
         let state = std::mem::replace(&mut self.state, State::Head { line_start: 0, lines: 0 });
         let State::Body { mut frame, .. } = state else { unreachable_state() };
         frame.body = body;
-        Ok(Some(Inbound::Frame(frame)))
+        Ok(Some(Wire::Frame(frame)))
     }
 }
 

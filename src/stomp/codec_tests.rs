@@ -2,7 +2,7 @@ use super::*;
 use bytes::Bytes;
 use proptest::prelude::*;
 
-fn decode_all(codec: &mut StompCodec, bytes: &[u8]) -> Result<Vec<Inbound>, FrameError> {
+fn decode_all(codec: &mut StompCodec, bytes: &[u8]) -> Result<Vec<Wire>, FrameError> {
     let mut buf = BytesMut::from(bytes);
     let mut out = Vec::new();
     while let Some(item) = codec.decode(&mut buf)? {
@@ -11,22 +11,22 @@ fn decode_all(codec: &mut StompCodec, bytes: &[u8]) -> Result<Vec<Inbound>, Fram
     Ok(out)
 }
 
-fn frames(items: Vec<Inbound>) -> Vec<Frame> {
+fn frames(items: Vec<Wire>) -> Vec<Frame> {
     items
         .into_iter()
         .filter_map(|i| match i {
-            Inbound::Frame(f) => Some(f),
-            Inbound::Heartbeat => None,
+            Wire::Frame(f) => Some(f),
+            Wire::Heartbeat => None,
         })
         .collect()
 }
 
 /// The frame as it was before encoding: the encoder adds `content-length`.
-fn without_content_length(item: Option<Inbound>) -> Option<Inbound> {
+fn without_content_length(item: Option<Wire>) -> Option<Wire> {
     match item {
-        Some(Inbound::Frame(mut f)) => {
+        Some(Wire::Frame(mut f)) => {
             f.headers.retain(|(n, _)| n != "content-length");
-            Some(Inbound::Frame(f))
+            Some(Wire::Frame(f))
         }
         other => other,
     }
@@ -59,7 +59,7 @@ fn content_length_lets_a_body_carry_nul_bytes() {
 fn crlf_line_ends_and_heartbeats_between_frames_are_accepted() {
     let wire = b"\r\n\nRECEIPT\r\nreceipt-id:7\r\n\r\n\0\n\nRECEIPT\nreceipt-id:8\n\n\0";
     let items = decode_all(&mut StompCodec::default(), wire).unwrap();
-    assert!(items.contains(&Inbound::Heartbeat));
+    assert!(items.contains(&Wire::Heartbeat));
     let got = frames(items);
     assert_eq!(got.iter().map(|f| f.header("receipt-id").unwrap()).collect::<Vec<_>>(), ["7", "8"]);
 }
@@ -101,7 +101,7 @@ fn a_frame_split_across_reads_decodes_once_complete() {
         assert_eq!(codec.decode(&mut buf).unwrap(), None, "cut at {cut}");
         buf.extend_from_slice(&wire[cut..]);
         let got = codec.decode(&mut buf).unwrap();
-        assert!(matches!(got, Some(Inbound::Frame(ref f)) if &f.body[..] == b"0123456789"), "cut at {cut}");
+        assert!(matches!(got, Some(Wire::Frame(ref f)) if &f.body[..] == b"0123456789"), "cut at {cut}");
     }
 }
 
@@ -204,7 +204,7 @@ proptest! {
         } else {
             buf.extend_from_slice(&wire[cut..]);
         }
-        prop_assert_eq!(without_content_length(got), Some(Inbound::Frame(frame)));
+        prop_assert_eq!(without_content_length(got), Some(Wire::Frame(frame)));
         prop_assert!(buf.is_empty());
     }
 
@@ -218,10 +218,10 @@ proptest! {
         let got: Vec<_> = decode_all(&mut StompCodec::default(), &wire)
             .unwrap()
             .into_iter()
-            .filter(|i| *i != Inbound::Heartbeat)
+            .filter(|i| *i != Wire::Heartbeat)
             .map(|i| without_content_length(Some(i)))
             .collect();
-        let want: Vec<_> = frames_in.into_iter().map(|f| Some(Inbound::Frame(f))).collect();
+        let want: Vec<_> = frames_in.into_iter().map(|f| Some(Wire::Frame(f))).collect();
         prop_assert_eq!(got, want);
     }
 

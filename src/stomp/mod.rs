@@ -10,7 +10,7 @@ pub mod secret;
 pub mod session;
 pub mod transport;
 
-pub use client::{Backoff, Client, ClientConfig, Event, Events, Item, Receipt, Submitted};
+pub use client::{AwaitedReceipt, Backoff, Client, ClientConfig, Event, Events, Item, Submitted};
 pub use codec::{FrameError, Limits, StompCodec};
 pub use frame::{Command, Frame};
 pub use secret::Secret;

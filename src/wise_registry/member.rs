@@ -3,12 +3,13 @@
 //! in the context's collaboration. The bridge calls [`WiseRegistry::before_publish`] on
 //! every frame it is about to publish; everything here is async Redis work.
 
-use super::config::RegistryConfig;
 use super::resp::RedisError;
 use super::store::{Collaboration, Member, RegistryError, Store};
-use crate::config::{Config, is_glob};
+use crate::config::Config;
+use crate::config::registry::RegistryConfig;
 use crate::envelope::Intent;
 use crate::envelope::wiseagents::WiseMessage;
+use crate::names::is_glob;
 use crate::stomp::Frame;
 use std::sync::Arc;
 use tokio::sync::Mutex;
@@ -66,7 +67,7 @@ impl WiseRegistry {
             .filter(|a| !is_glob(&a.name))
             .map(|a| {
                 let said = registry.agent(&a.name);
-                let framework = a.protocol.framework();
+                let framework = a.protocol;
                 Member {
                     name: a.name.clone(),
                     description: said.and_then(|s| s.description.clone()).unwrap_or_else(|| {

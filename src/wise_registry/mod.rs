@@ -1,7 +1,6 @@
 //! The Wise Agents registry in Redis (`WiseAgentRegistry`, core.py): its pickled values read
 //! as data and written in the shapes Wise Agents writes.
 
-pub mod config;
 pub mod dumps;
 pub mod member;
 pub mod pickle;

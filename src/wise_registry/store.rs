@@ -2,10 +2,10 @@
 //! (core.py at 5d76309): the `agents`, `tools` and `contexts` hashes, and one hash per context.
 //! Reads decode pickles as data; writes use the same optimistic transactions.
 
-use super::config::RegistryConfig;
 use super::dumps::{append, dumps};
 use super::pickle::{PickleError, Value, loads};
 use super::resp::{Connection, RedisError, Reply};
+use crate::config::registry::RegistryConfig;
 
 /// The hash that marks which bridge instance registered an agent (field: agent name).
 pub const OWNERS: &str = "stomp-agent-bridge:owners";

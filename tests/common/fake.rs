@@ -5,7 +5,7 @@ use futures_util::{SinkExt, StreamExt};
 use std::sync::Arc;
 use std::time::Duration;
 use stomp_agent_bridge::config::Config;
-use stomp_agent_bridge::stomp::codec::Inbound;
+use stomp_agent_bridge::stomp::codec::Wire;
 use stomp_agent_bridge::stomp::{Command, Frame, Limits, StompCodec};
 use stomp_agent_bridge::telemetry::Metrics;
 use tokio::net::{TcpListener, TcpStream};
@@ -72,8 +72,8 @@ impl Conn {
     pub async fn next(&mut self) -> Option<Frame> {
         loop {
             match timeout(Duration::from_secs(10), self.0.next()).await.expect("the bridge went silent") {
-                Some(Ok(Inbound::Frame(f))) => return Some(f),
-                Some(Ok(Inbound::Heartbeat)) => continue,
+                Some(Ok(Wire::Frame(f))) => return Some(f),
+                Some(Ok(Wire::Heartbeat)) => continue,
                 Some(Err(_)) | None => return None,
             }
         }

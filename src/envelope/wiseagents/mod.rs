@@ -1,5 +1,5 @@
 //! Wise Agents: the YAML `!wiseagents.WiseAgentMessage` body and its mapping onto the
-//! canonical envelope. Reading is in [`read`], writing in [`write`].
+//! canonical envelope. Reading is in [`read`], writing in [`write`](mod@write).
 
 pub mod fast;
 pub mod read;

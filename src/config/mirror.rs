@@ -1,13 +1,28 @@
 //! `[mirror]`: which copy of the Wise Agents traffic the bridge reads, and where each format
 //! of it goes. Checked once at start, with the rest of the configuration.
 
-use super::translate::Output;
 use crate::envelope::codecs::Framework;
 use serde::Deserialize;
 
 /// The agent name of the tap probe's queue, `<request_prefix>bridge-mirror-probe` (its
 /// messages are never copied to the mirror's topics).
 pub const PROBE_AGENT: &str = "bridge-mirror-probe";
+
+/// A format the mirror publishes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    Framework(Framework),
+    Canonical,
+}
+
+impl Output {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Output::Framework(f) => f.as_str(),
+            Output::Canonical => "canonical",
+        }
+    }
+}
 
 /// Mirror mode: every message on the Wise Agents request and response queues, read from a
 /// copy the broker makes (the queues themselves are never consumed), published again in
@@ -171,5 +186,5 @@ impl MirrorConfig {
 }
 
 #[cfg(test)]
-#[path = "config_tests.rs"]
+#[path = "mirror_tests.rs"]
 mod tests;
