@@ -13,9 +13,8 @@
 //! 4. [`config`]: the typed configuration, every section of it (the mirror's and the
 //!    registry's too), built from the plain types of the layers below.
 //! 5. [`routing`]: where messages come from and where they go; pure.
-//! 6. [`telemetry`]: the events an operator observes, each one log line and one metric.
-//!    It still names the mirror's metrics (`mirror::telemetry`), the one edge that goes up,
-//!    until those metrics move under `telemetry`.
+//! 6. [`telemetry`]: the events an operator observes, each one log line and one metric
+//!    (the mirror's own in [`telemetry::mirror`]).
 //! 7. [`broker`]: the connection every mode shares: client settings, connect with retries.
 //! 8. [`wise_registry`]: the Wise Agents registry in Redis, read and written as Wise Agents
 //!    does.

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use tracing::{debug, info, warn};
 
 pub mod heap;
+pub mod mirror;
 pub mod reload;
 
 /// The outcomes a message can have, each a counter per route.
@@ -48,7 +49,7 @@ pub struct Metrics {
     reply_timeouts: AtomicU64,
     pending_asks: AtomicI64,
     /// Mirror mode's counters.
-    pub mirror: crate::mirror::telemetry::MirrorMetrics,
+    pub mirror: mirror::MirrorMetrics,
     /// Configuration reloads (`SIGHUP`).
     pub reload: reload::ReloadMetrics,
 }

@@ -7,7 +7,7 @@ pub mod conversation;
 pub mod probe;
 mod run;
 pub mod tap;
-pub mod telemetry;
+
 pub mod translate;
 
 pub use run::run;

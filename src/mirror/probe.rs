@@ -3,10 +3,10 @@
 //! back. Until it is seen the mirror is not ready; a tap that shows nothing is reported with
 //! its fix and probed again.
 
-use super::telemetry::TapState;
 use crate::config::mirror::{MirrorConfig, TapKind};
 use crate::stomp::{AckMode, Client, Command, Frame, Subscription};
 use crate::telemetry::Metrics;
+use crate::telemetry::mirror::TapState;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;

@@ -6,13 +6,13 @@
 use super::MirrorError;
 use super::probe::{self, PROBE_AGENT, Probe, Signal};
 use super::tap::{Original, Tap};
-use super::telemetry::{self, Copied, Dropped, MirrorMetrics, TapState, Undecodable};
 use super::translate::Translator;
 use crate::broker::{client_config, connect};
 use crate::config::mirror::MirrorConfig;
 use crate::config::{Config, codecs};
 use crate::stomp::{Client, Event, Events, Item};
 use crate::telemetry::Metrics;
+use crate::telemetry::mirror::{self as telemetry, Copied, Dropped, MirrorMetrics, TapState, Undecodable};
 use bytes::Bytes;
 use std::sync::Arc;
 use std::time::Duration;

@@ -16,7 +16,7 @@ pub const CONVERSATION: &str = "bridge-conversation";
 /// The header naming the Wise Agents queue the original was sent to.
 pub const MIRROR_OF: &str = "bridge-mirror-of";
 
-pub use crate::config::mirror::Output;
+use crate::config::mirror::Output;
 
 /// The copies of one message, and the formats it could not be written in.
 #[derive(Debug, Default)]

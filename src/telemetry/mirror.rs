@@ -1,7 +1,7 @@
 //! What the mirror lets an operator observe: each event one type whose `emit` counts it and,
 //! when it is rare, logs it, so that logs and metrics never disagree.
 
-use super::translate::Output;
+use crate::config::mirror::Output;
 use crate::envelope::codecs::Framework;
 use std::fmt::Write;
 use std::sync::OnceLock;
@@ -180,5 +180,5 @@ impl Copied {
 }
 
 #[cfg(test)]
-#[path = "telemetry_tests.rs"]
+#[path = "mirror_tests.rs"]
 mod tests;
