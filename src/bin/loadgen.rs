@@ -222,6 +222,20 @@ async fn consume(events: &mut Events, n: usize, deadline: Duration) -> Received 
     Received { last: Instant::now(), latencies }
 }
 
+/// Artemis reads `activemq.prefetchSize` as a window in BYTES, so that alone it lets one
+/// message through at a time; like the bridge (src/bridge/run.rs), `consumer-window-size`
+/// gives it this many bytes per prefetched message.
+const ARTEMIS_WINDOW_PER_MESSAGE: usize = 2048;
+
+/// A consumer that acknowledges automatically, 5,000 messages ahead on every broker (on
+/// Artemis, an unbounded window: `-1`).
+fn sink_subscription(sink: &str) -> Subscription {
+    Subscription::new(sink, AckMode::Auto)
+        .with("activemq.prefetchSize", "5000")
+        .with("prefetch-count", "5000")
+        .with("consumer-window-size", "-1")
+}
+
 /// One timed run: a consumer on `sink`, `n` bodies produced into `source`.
 async fn run_path(
     broker: Broker,
@@ -232,10 +246,7 @@ async fn run_path(
     body: fn(usize) -> Bytes,
 ) -> (f64, Vec<Duration>) {
     let (consumer, mut events) = connect(broker).await;
-    let sub = Subscription::new(sink, AckMode::Auto)
-        .with("activemq.prefetchSize", "5000")
-        .with("prefetch-count", "5000");
-    consumer.subscribe(sub).await.expect("subscribe");
+    consumer.subscribe(sink_subscription(sink)).await.expect("subscribe");
     let (producer, _) = connect(broker).await;
     let start = Instant::now();
     let sending = produce(&producer, source, n, rate, body);
@@ -244,6 +255,43 @@ async fn run_path(
     let _ = consumer.disconnect().await;
     let secs = received.last.duration_since(start).as_secs_f64();
     (n as f64 / secs, received.latencies)
+}
+
+/// Artemis's core bridge of scripts/brokers/artemis.properties: from this queue to that address.
+const CORE_SOURCE: &str = "/queue/loadgen-core-source";
+const CORE_TARGET: &str = "/queue/loadgen-core-target";
+
+/// Run 2b, Artemis only: its own core bridge moving the messages between two queues inside the
+/// broker, the second two-hop limit. A probe first, which also drains what an earlier run left
+/// on the target; `None` when the probe does not come through (an instance started before the
+/// bridge was configured: `scripts/brokers.sh restart artemis`).
+async fn core_bridge(broker: Broker, n: usize) -> Option<f64> {
+    let (consumer, mut events) = connect(broker).await;
+    consumer.subscribe(sink_subscription(CORE_TARGET)).await.expect("subscribe");
+    let (producer, _) = connect(broker).await;
+    let probe = unique("core.probe");
+    let frame =
+        Frame::new(Command::Send).with("destination", CORE_SOURCE).with_body(Bytes::from(probe.clone()));
+    producer.send_confirmed(frame).await.expect("send");
+    let _ = producer.disconnect().await;
+    let until = tokio::time::Instant::now() + Duration::from_secs(10);
+    let came = loop {
+        match tokio::time::timeout_at(until, events.next_message()).await {
+            Ok(Some(m)) if m.body() == probe.as_bytes() => break true,
+            Ok(Some(_)) => continue, // left over from an earlier run
+            _ => break false,
+        }
+    };
+    let _ = consumer.disconnect().await;
+    if !came {
+        eprintln!(
+            "[loadgen] no core bridge from {CORE_SOURCE} to {CORE_TARGET} on this Artemis: run 2b skipped"
+        );
+        return None;
+    }
+    let (rate, _) = run_path(broker, CORE_SOURCE, CORE_TARGET, n, None, wise_body).await;
+    eprintln!("[loadgen] two hops (Artemis core bridge): {rate:.0} msg/s");
+    Some(rate)
 }
 
 /// The idle forwarder: the bridge's settlement engine moving bytes from `from` to `to`, with
@@ -268,9 +316,11 @@ async fn forward(
         Mode::Confirm => (connect(broker).await.0, in_flight.to_string()),
         Mode::Transaction => (client.clone(), (in_flight / 3).to_string()),
     };
+    let window = (prefetch.parse::<usize>().unwrap_or(1) * ARTEMIS_WINDOW_PER_MESSAGE).to_string();
     let sub = Subscription::new(&from, AckMode::ClientIndividual)
         .with("activemq.prefetchSize", prefetch.as_str())
-        .with("prefetch-count", prefetch.as_str());
+        .with("prefetch-count", prefetch.as_str())
+        .with("consumer-window-size", window);
     client.subscribe(sub).await.expect("subscribe");
     let _ = subscribed.send(());
     let mut settler =
@@ -533,6 +583,7 @@ async fn main() {
     let _ = stop_tx.send(());
     let _ = forwarder.await;
     eprintln!("[loadgen] two hops (idle forwarder): {two_hop:.0} msg/s");
+    let core = if b == Broker::Artemis { core_bridge(b, n).await } else { None };
 
     let agent = format!("LoadAgent{}", std::process::id());
     let inbox_pattern = format!("/queue/{}.{{agent}}", unique("civitas.in"));
@@ -570,10 +621,7 @@ async fn main() {
         produce(&producer, &format!("{req}{agent}"), args.backlog, None, wise_body).await;
         let _ = producer.disconnect().await;
         let (consumer, mut events) = connect(b).await;
-        let sub = Subscription::new(&inbox, AckMode::Auto)
-            .with("activemq.prefetchSize", "5000")
-            .with("prefetch-count", "5000");
-        consumer.subscribe(sub).await.expect("subscribe");
+        consumer.subscribe(sink_subscription(&inbox)).await.expect("subscribe");
         let start = Instant::now();
         let bridge = Bridge::start(&args.bridge, b, &agent, 0, &inbox_pattern, &ingress);
         let mut got = 0;
@@ -596,43 +644,67 @@ async fn main() {
     }
 
     let mut out = std::io::stdout().lock();
+    // On Artemis, a last column: the ratio to its core bridge (run 2b).
+    let to_core = |rate: f64| core.map_or(String::new(), |c| format!(" {:.2} |", rate / c));
     let _ = writeln!(
         out,
-        "\n| {} ({n} persistent messages) | msg/s | ratio to one hop | ratio to two hops |",
-        b.name()
+        "\n| {} ({n} persistent messages) | msg/s | ratio to one hop | ratio to two hops |{}",
+        b.name(),
+        if core.is_some() { " ratio to core bridge |" } else { "" }
     );
-    let _ = writeln!(out, "|---|---|---|---|");
-    let _ = writeln!(out, "| 1. broker pass-through, one hop | {one_hop:.0} | 1.00 | |");
-    let _ = writeln!(out, "| 2. two hops, idle forwarder | {two_hop:.0} | {:.2} | 1.00 |", two_hop / one_hop);
+    let _ = writeln!(out, "|---|---|---|---|{}", if core.is_some() { "---|" } else { "" });
     let _ = writeln!(
         out,
-        "| 3. bridge, Wise Agents → Civitas | {wa_civ:.0} | {:.2} | {:.2} |",
+        "| 1. broker pass-through, one hop | {one_hop:.0} | 1.00 | |{}",
+        if core.is_some() { " |" } else { "" }
+    );
+    let _ = writeln!(
+        out,
+        "| 2. two hops, idle forwarder | {two_hop:.0} | {:.2} | 1.00 |{}",
+        two_hop / one_hop,
+        to_core(two_hop)
+    );
+    if let Some(c) = core {
+        let _ = writeln!(
+            out,
+            "| 2b. two hops, Artemis's core bridge inside the broker | {c:.0} | {:.2} | {:.2} | 1.00 |",
+            c / one_hop,
+            c / two_hop
+        );
+    }
+    let _ = writeln!(
+        out,
+        "| 3. bridge, Wise Agents → Civitas | {wa_civ:.0} | {:.2} | {:.2} |{}",
         wa_civ / one_hop,
-        wa_civ / two_hop
+        wa_civ / two_hop,
+        to_core(wa_civ)
     );
     let _ = writeln!(
         out,
-        "| 4. bridge, Civitas → Wise Agents | {civ_wa:.0} | {:.2} | {:.2} |",
+        "| 4. bridge, Civitas → Wise Agents | {civ_wa:.0} | {:.2} | {:.2} |{}",
         civ_wa / one_hop,
-        civ_wa / two_hop
+        civ_wa / two_hop,
+        to_core(civ_wa)
     );
     if let Some(rate) = many {
         let _ = writeln!(
             out,
-            "| 5. bridge, {} agents configured, one busy, Wise Agents → Civitas | {rate:.0} | {:.2} | {:.2} (to run 3: {:.2}) |",
+            "| 5. bridge, {} agents configured, one busy, Wise Agents → Civitas | {rate:.0} | {:.2} | {:.2} (to run 3: {:.2}) |{}",
             args.agents,
             rate / one_hop,
             rate / two_hop,
-            rate / wa_civ
+            rate / wa_civ,
+            to_core(rate)
         );
     }
     if let Some((rate, _, _)) = reference {
         let _ = writeln!(
             out,
-            "| 6. reference bridge (stomp.py, confirm then ack), Wise Agents → Civitas | {rate:.0} | {:.2} | {:.2} (run 3 is {:.2}×) |",
+            "| 6. reference bridge (stomp.py, confirm then ack), Wise Agents → Civitas | {rate:.0} | {:.2} | {:.2} (run 3 is {:.2}×) |{}",
             rate / one_hop,
             rate / two_hop,
-            wa_civ / rate
+            wa_civ / rate,
+            to_core(rate)
         );
     }
     let _ = writeln!(
@@ -655,7 +727,7 @@ async fn main() {
         out,
         "{}",
         serde_json::json!({
-            "broker": b.name(), "messages": n, "one_hop": one_hop, "two_hop": two_hop,
+            "broker": b.name(), "messages": n, "one_hop": one_hop, "two_hop": two_hop, "two_hop_core_bridge": core,
             "bridge_wa_to_civitas": wa_civ, "bridge_civitas_to_wa": civ_wa,
             "latency_rate": half, "latency_one_hop_ms": lat_one, "latency_bridge_ms": lat_bridge,
             "cpu_s_per_10k": cpu_per_10k, "peak_rss_mib": peak_rss,
