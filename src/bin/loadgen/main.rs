@@ -9,6 +9,7 @@
 //! 1. one hop: producer → queue → consumer, the broker's pass-through;
 //! 2. two hops: producer → queue → an idle forwarder (the bridge's settlement engine, no
 //!    translation) → queue → consumer, what any bridge costs the broker;
+//!    2b. on Artemis, two hops through its own core bridge inside the broker (no client);
 //! 3. the bridge (the release binary as a process), Wise Agents → Civitas;
 //! 4. the bridge, Civitas replies → Wise Agents;
 //! 5. the bridge with `--agents` proxied agents configured (default 20), one of them busy,
