@@ -222,7 +222,7 @@ artemis_instance() { # the instance, created once; its broker.xml and test prope
   fi
   cp "$here/../config/artemis/etc-override/broker.xml" "$inst/etc/broker.xml"
   sed -e "s|@TLS@|$state/tls|g" -e "s|@KEYSTORE_PASSWORD@|$keystore_password|g" \
-    -e "s|@SSL_PORT@|$art_ssl_port|g" -e "s|@CLIENT_AUTH_PORT@|$art_client_auth_port|g" \
+    -e "s|@SSL_PORT@|$art_ssl_port|g" -e "s|@CLIENT_AUTH_PORT@|$art_client_auth_port|g" -e "s|@ALL_PORT@|$art_all_port|g" \
     "$here/brokers/artemis.properties" >"$inst/etc/sab-test.properties"
 }
 

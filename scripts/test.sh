@@ -35,10 +35,10 @@ status=0
 "${SAB_VENV:-.venv}/bin/python" -m pytest adapters -q -p no:cacheprovider || status=$?
 if [ "$status" -eq 5 ]; then echo "test.sh: pytest collected no adapter test" >&2; fi
 if [ "$status" -ne 0 ]; then exit "$status"; fi
-# A short smoke of the load tool (docs/PERFORMANCE.md) on both brokers: it must run through;
+# A short smoke of the load tool (docs/PERFORMANCE.md) on the three brokers: it must run through;
 # its figures are not judged here (speed is measured in benchmarks, not tests).
 cargo build --locked --bin loadgen
-for broker in activemq rabbitmq; do
+for broker in activemq rabbitmq artemis; do
   target/debug/loadgen --broker "$broker" --messages 300 --backlog 600 | tail -n 1
 done
 # The README's walkthrough, so that it cannot rot; and the same on Artemis with

@@ -97,11 +97,15 @@ class Bridge(stomp.ConnectionListener):
         self.conn.connect(os.environ.get("STOMP_USER", "admin"), os.environ.get("STOMP_PASSWORD", "admin"),
                           wait=True)
         prefetch = str(self.args.prefetch)
+        # Artemis reads the prefetch as a window in bytes (one message at a time): its own
+        # window, 2 KiB a message as the bridge gives it (src/bridge/run.rs).
+        window = str(self.args.prefetch * 2048)
         queues = [p + a for a in self.args.agents.split(",") for p in (self.args.request_prefix, self.args.response_prefix)]
         destinations = queues + [self.args.ingress]
         for i, destination in enumerate(destinations):
             self.conn.subscribe(destination, id=str(i), ack="client-individual",
-                                headers={"activemq.prefetchSize": prefetch, "prefetch-count": prefetch})
+                                headers={"activemq.prefetchSize": prefetch, "prefetch-count": prefetch,
+                                         "consumer-window-size": window})
         print("ready", flush=True)
 
 

@@ -48,11 +48,6 @@ pub enum Settlement {
     Confirm,
 }
 
-/// The old name of [`Settlement`], kept only for `src/bin/loadgen.rs` (another branch's work
-/// in progress); delete it once that file says `Settlement`.
-#[doc(hidden)]
-pub use Settlement as Mode;
-
 impl Settlement {
     /// The configured mode; `auto` is `confirm` on every broker. Measured on ActiveMQ Classic
     /// beside a producer (docs/PERFORMANCE.md), `confirm` moved 1.4–1.7× the messages of

@@ -1,8 +1,14 @@
-//! What the load tool and the soak share: the bridge as a child process, and what /proc says
-//! about it.
+//! What the load tool and the soak share: the brokers and connections to them ([`broker`]),
+//! the frameworks' bodies ([`bodies`]), the bridge as a child process, and what /proc says
+//! about a process.
 
 // Each tool uses a part of this module.
 #![allow(dead_code)]
+
+pub mod bodies;
+pub mod broker;
+
+pub use broker::{Broker, unique};
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -70,8 +76,7 @@ impl BridgeProcess {
 
     /// SIGTERM, then waits for the exit.
     pub fn stop(mut self) {
-        let _ = Process::new("kill").args(["-TERM", &self.pid().to_string()]).status();
-        let _ = self.child.wait();
+        terminate(&mut self.child);
     }
 
     /// SIGKILL: nothing is flushed, nothing is settled.
@@ -79,6 +84,19 @@ impl BridgeProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// SIGTERM to a child, then waits for its exit.
+pub fn terminate(child: &mut Child) {
+    let _ = Process::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    let _ = child.wait();
+}
+
+/// A new folder under the system's temporary one, named by [`unique`].
+pub fn temp_dir(what: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(unique(what));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
 }
 
 /// A process's CPU time, memory and open descriptors, from /proc.

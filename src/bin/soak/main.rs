@@ -22,21 +22,21 @@
 //! descriptors or the live heap grew within one process life (RSS is reported, not judged:
 //! after a burst glibc keeps freed memory).
 
+#[path = "../support/mod.rs"]
 mod support;
 
 use bytes::Bytes;
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::Command as Process;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use stomp_agent_bridge::envelope::Intent;
 use stomp_agent_bridge::envelope::wiseagents::WiseMessage;
-use stomp_agent_bridge::stomp::{
-    AckMode, Client, ClientConfig, Command, Event, Events, Frame, Message, Subscription,
-};
-use support::{BridgeProcess, ProcStats, gauges};
+use stomp_agent_bridge::stomp::{AckMode, Client, Command, Event, Events, Frame, Message, Subscription};
+use support::bodies::{self, Civitas};
+use support::{BridgeProcess, Broker};
 
 const CALLER: &str = "SoakCaller";
 const WA_AGENT: &str = "SoakWA";
@@ -45,72 +45,48 @@ const IDX: &str = "SoakIdx"; // Civitas, msgpack
 const VOX: &str = "SoakVox";
 const PF: &str = "SoakPf";
 const DEAD: &str = "/queue/soak.dead";
-const MIB: f64 = 1024.0 * 1024.0;
-/// How much the live heap's floor may rise within one process life before the run fails: a
-/// leak of 100 bytes a message at 100 msg/s passes it in under two minutes.
-const HEAP_GROWTH_MIB: f64 = 1.0;
 const INGRESS: [(&str, &str); 3] = [
     ("civitas", "/queue/soak.bridge.civitas"),
     ("vox", "/queue/soak.bridge.vox"),
     ("penguiflow", "/queue/soak.bridge.penguiflow"),
 ];
 
+/// soak: the bridge under mixed traffic, broker restarts and `kill -9`, with every message
+/// accounted for (docs/HARDENING.md).
+#[derive(clap::Parser)]
+#[command(name = "soak")]
 struct Args {
+    /// How long the traffic runs.
+    #[arg(long, default_value_t = 5.0)]
     minutes: f64,
+    /// Messages per second.
+    #[arg(long, default_value_t = 100.0)]
     rate: f64,
+    /// Seconds between two broker restarts (0: none).
+    #[arg(long, default_value_t = 300)]
     restart_every: u64,
+    /// How many times the bridge is killed with SIGKILL and started again.
+    #[arg(long, default_value_t = 2)]
     kills: u32,
+    /// The bridge binary (the one beside this tool unless given).
+    #[arg(long, default_value_os_t = support::sibling_bridge())]
     bridge: PathBuf,
 }
 
-fn args() -> Result<Args, String> {
-    let mut a =
-        Args { minutes: 5.0, rate: 100.0, restart_every: 300, kills: 2, bridge: support::sibling_bridge() };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().ok_or(format!("{flag} needs a value"));
-        let num = |v: String| v.parse::<f64>().map_err(|e| format!("{flag}: {e}"));
-        match flag.as_str() {
-            "--minutes" => a.minutes = num(value()?)?,
-            "--rate" => a.rate = num(value()?)?,
-            "--restart-every" => a.restart_every = num(value()?)? as u64,
-            "--kills" => a.kills = num(value()?)? as u32,
-            "--bridge" => a.bridge = value()?.into(),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
+fn args() -> Args {
+    let args = <Args as clap::Parser>::parse();
+    if args.rate <= 0.0 || args.minutes <= 0.0 {
+        eprintln!("soak: --rate and --minutes must be positive");
+        std::process::exit(2);
     }
-    if a.rate <= 0.0 || a.minutes <= 0.0 {
-        return Err("--rate and --minutes must be positive".into());
-    }
-    Ok(a)
+    args
 }
 
-fn port() -> u16 {
-    std::env::var("SAB_ACTIVEMQ_PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(61613)
-}
+/// The soak's broker: ActiveMQ on SAB_ACTIVEMQ_PORT.
+const BROKER: Broker = Broker::ActiveMq;
 
-/// What each message of the run became. A token is written into every body and every answer.
-#[derive(Default)]
-struct Ledger {
-    /// Confirmed by the broker: token → what it is.
-    sent: BTreeMap<String, Kind>,
-    /// Asks seen by the agent they were for.
-    delivered: HashMap<String, u32>,
-    /// Answers seen by the asker.
-    answered: HashMap<String, u32>,
-    /// Dead letters: token → the bridge's error kinds.
-    dead: HashMap<String, Vec<String>>,
-    /// Tokens met that were never sent (must stay empty).
-    strangers: Vec<String>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Kind {
-    /// A well-formed ask: must reach its agent, and its answer the asker.
-    Ask,
-    /// A malformed body: must be dead-lettered with a reason.
-    Malformed,
-}
+mod report;
+use report::{Kind, Ledger, Life, Sample, report, unaccounted};
 
 type Shared = Arc<Mutex<Ledger>>;
 
@@ -131,10 +107,7 @@ fn is_answer(body: &[u8]) -> bool {
 }
 
 async fn connect() -> (Client, Events) {
-    let url = format!("stomp://127.0.0.1:{}", port()).parse().expect("url");
-    let mut c = ClientConfig::new(url, Some("admin".into()), Some("admin".into()));
-    c.receipt_timeout = Duration::from_secs(10);
-    Client::connect(c).await.unwrap_or_else(|e| panic!("cannot reach ActiveMQ on {}: {e}", port()))
+    BROKER.connect(|c| c.receipt_timeout = Duration::from_secs(10)).await
 }
 
 /// Sends until the broker confirms; a refused or lost connection is waited out.
@@ -151,19 +124,6 @@ fn send_frame(dest: &str, body: impl Into<Bytes>) -> Frame {
     Frame::new(Command::Send).with("destination", dest).with("persistent", "true").with_body(body.into())
 }
 
-fn wa_body(message: String, sender: &str, tool: Option<String>, route_to: Option<&str>) -> String {
-    WiseMessage {
-        message,
-        message_type: Some(Intent::Query),
-        sender: Some(sender.into()),
-        tool_id: tool,
-        route_response_to: route_to.map(str::to_owned),
-        context_name: Some("default".into()),
-        extra: vec![],
-    }
-    .to_yaml()
-}
-
 /// The n-th message of the run: its token, kind, and the frame that carries it.
 fn nth(n: u64) -> (String, Kind, Frame) {
     let malformed = n % 100 == 37;
@@ -174,7 +134,8 @@ fn nth(n: u64) -> (String, Kind, Frame) {
         format!("soak-ok-{n}")
     };
     let ask_wa = |agent: &str| {
-        let body = wa_body(format!("what now? {t}"), CALLER, Some(format!("call_{n}")), Some(CALLER));
+        let body =
+            bodies::wise_ask(format!("what now? {t}"), CALLER, Some(format!("call_{n}")), Some(CALLER));
         send_frame(&format!("/queue/request/{agent}"), body)
     };
     let frame = if malformed {
@@ -198,10 +159,16 @@ fn nth(n: u64) -> (String, Kind, Frame) {
             6 | 7 => ask_wa(PF),
             8 => send_frame(
                 INGRESS[0].1,
-                json!({"schema_version": 1, "id": uuid::Uuid::now_v7().to_string(), "type": "message",
-                    "sender": CIV, "recipient": WA_AGENT, "correlation_id": format!("c-{n}"), "reply_to": null,
-                    "payload": {"message": format!("a question from Civitas {t}")}, "timestamp": 1.8e9,
-                    "trace_id": "", "span_id": "", "parent_span_id": null, "attempt": 0, "priority": 0})
+                Civitas {
+                    correlation_id: json!(format!("c-{n}")),
+                    ..Civitas::new(
+                        "message",
+                        CIV,
+                        json!(WA_AGENT),
+                        json!({"message": format!("a question from Civitas {t}")}),
+                    )
+                }
+                .to_json()
                 .to_string(),
             ),
             _ => send_frame(
@@ -291,10 +258,14 @@ fn native_answer(m: &Message, t: &str) -> Vec<Frame> {
         let me = if dest.ends_with(IDX) { IDX } else { CIV };
         let to = asked.get("reply_to").filter(|v| !v.is_null()).unwrap_or(&asked["sender"]).clone();
         let base = |kind: &str, payload: Value, seq: Option<u64>| {
-            json!({"schema_version": 1, "id": uuid::Uuid::now_v7().to_string(), "type": kind, "sender": me,
-                "recipient": to, "correlation_id": asked["correlation_id"], "reply_to": null, "payload": payload,
-                "timestamp": 1.8e9, "trace_id": asked["trace_id"], "span_id": "", "parent_span_id": asked["span_id"],
-                "attempt": 0, "priority": 0, "seq": seq})
+            Civitas {
+                correlation_id: asked["correlation_id"].clone(),
+                trace_id: asked["trace_id"].clone(),
+                parent_span_id: asked["span_id"].clone(),
+                seq,
+                ..Civitas::new(kind, me, to.clone(), payload)
+            }
+            .to_json()
         };
         let stream = t.ends_with('0') && me == CIV; // one in ten: civitas stream_reply()
         let bodies: Vec<Value> = if stream {
@@ -362,13 +333,7 @@ async fn wise_agents(ledger: Shared) {
 
 fn bridge_config(dir: &std::path::Path, http_port: u16) -> PathBuf {
     let config = format!(
-        r#"[broker]
-url = "stomp://127.0.0.1:{port}"
-login = "admin"
-passcode = "admin"
-heartbeat_ms = [5000, 5000]
-
-[wiseagents]
+        r#"{broker}[wiseagents]
 request_prefix = "/queue/request/"
 response_prefix = "/queue/response/"
 agents = ["{CALLER}", "{WA_AGENT}"]
@@ -413,7 +378,7 @@ listen = "127.0.0.1:{http_port}"
 format = "json"
 level = "info"
 "#,
-        port = port(),
+        broker = BROKER.config_section("heartbeat_ms = [5000, 5000]\n"),
         civ = INGRESS[0].1,
         vox = INGRESS[1].1,
         pf = INGRESS[2].1,
@@ -423,87 +388,9 @@ level = "info"
     path
 }
 
-/// One bridge process's life: its samples.
-struct Life {
-    pid: u32,
-    samples: Vec<Sample>,
-    end: &'static str,
-}
-
-/// What the bridge looked like at one moment of the run.
-struct Sample {
-    /// Seconds into the run.
-    at: f64,
-    proc: ProcStats,
-    /// Asks waiting for their answer in the correlation table (`bridge_pending_asks`).
-    pending: f64,
-    /// Messages received and not yet acknowledged (`bridge_unacknowledged`).
-    unacked: f64,
-    /// Bytes allocated and not freed (`bridge_heap_bytes`), MiB.
-    heap_mib: f64,
-}
-
-impl Sample {
-    fn of(bridge: &BridgeProcess, http_port: u16, at: f64) -> Sample {
-        let [pending, unacked, heap] =
-            gauges(http_port, ["bridge_pending_asks", "bridge_unacknowledged", "bridge_heap_bytes"]);
-        Sample {
-            at,
-            proc: bridge.stats(),
-            pending: pending.unwrap_or(f64::NAN),
-            unacked: unacked.unwrap_or(f64::NAN),
-            heap_mib: heap.map_or(f64::NAN, |b| b / MIB),
-        }
-    }
-}
-
-fn restart_broker() {
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/brokers.sh");
-    let out = Process::new(&script).args(["restart", "activemq"]).output();
-    match out {
-        Ok(o) if o.status.success() => {}
-        Ok(o) => eprintln!("[soak] broker restart failed: {}", String::from_utf8_lossy(&o.stderr)),
-        Err(e) => eprintln!("[soak] cannot run {}: {e}", script.display()),
-    }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() {
-    let args = args().unwrap_or_else(|e| {
-        eprintln!("soak: {e}");
-        std::process::exit(2)
-    });
-    let run_for = Duration::from_secs_f64(args.minutes * 60.0);
-    let dir = std::env::temp_dir().join(format!("sab-soak-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let http_port = support::free_port();
-    let config = bridge_config(&dir, http_port);
-    eprintln!(
-        "[soak] {} min at {} msg/s on ActiveMQ :{}; broker restart every {} s, {} kill -9",
-        args.minutes,
-        args.rate,
-        port(),
-        args.restart_every,
-        args.kills
-    );
-
-    let ledger = Shared::default();
-    let mut bridge = BridgeProcess::start(&args.bridge, &config, true).unwrap_or_else(|e| panic!("{e}"));
-    let natives = tokio::spawn(native_agents(ledger.clone()));
-    let wise = tokio::spawn(wise_agents(ledger.clone()));
-    let start = Instant::now();
-    let producing = tokio::spawn(produce(ledger.clone(), args.rate, run_for));
-
-    // Restarts at k × restart_every; kills half-way between two restarts, spread over the run.
-    let secs = run_for.as_secs_f64();
+/// The broker's restarts, at k × restart_every, and the kills, half-way between two restarts,
+/// spread over the run: seconds into the run.
+fn schedule(args: &Args, secs: f64) -> (Vec<f64>, Vec<f64>) {
     let restarts: Vec<f64> = if args.restart_every == 0 {
         vec![]
     } else {
@@ -516,6 +403,58 @@ async fn main() {
             (at / r).floor() * r + r / 2.0
         })
         .collect();
+    (restarts, kills)
+}
+
+/// `kill -9` the bridge, then a new one with the same configuration.
+fn kill_and_restart(bridge: BridgeProcess, args: &Args, config: &std::path::Path) -> BridgeProcess {
+    eprintln!("[soak] kill -9 the bridge (pid {})", bridge.pid());
+    bridge.kill9();
+    BridgeProcess::start(&args.bridge, config, true).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `scripts/brokers.sh restart activemq`, with this environment, off the runtime's threads.
+async fn restart_broker() {
+    eprintln!("[soak] restarting ActiveMQ");
+    let t0 = Instant::now();
+    tokio::task::spawn_blocking(restart_broker_now).await.expect("restart");
+    eprintln!("[soak] ActiveMQ back after {:.1} s", t0.elapsed().as_secs_f64());
+}
+
+fn restart_broker_now() {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/brokers.sh");
+    let out = Process::new(&script).args(["restart", "activemq"]).output();
+    match out {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => eprintln!("[soak] broker restart failed: {}", String::from_utf8_lossy(&o.stderr)),
+        Err(e) => eprintln!("[soak] cannot run {}: {e}", script.display()),
+    }
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let args = args();
+    let run_for = Duration::from_secs_f64(args.minutes * 60.0);
+    let dir = support::temp_dir("soak");
+    let http_port = support::free_port();
+    let config = bridge_config(&dir, http_port);
+    eprintln!(
+        "[soak] {} min at {} msg/s on ActiveMQ :{}; broker restart every {} s, {} kill -9",
+        args.minutes,
+        args.rate,
+        BROKER.port(),
+        args.restart_every,
+        args.kills
+    );
+
+    let ledger = Shared::default();
+    let mut bridge = BridgeProcess::start(&args.bridge, &config, true).unwrap_or_else(|e| panic!("{e}"));
+    let natives = tokio::spawn(native_agents(ledger.clone()));
+    let wise = tokio::spawn(wise_agents(ledger.clone()));
+    let start = Instant::now();
+    let producing = tokio::spawn(produce(ledger.clone(), args.rate, run_for));
+
+    let (restarts, kills) = schedule(&args, run_for.as_secs_f64());
     let (mut next_restart, mut next_kill) = (0, 0);
     let mut lives = vec![Life { pid: bridge.pid(), samples: vec![], end: "running" }];
     let mut tick = tokio::time::interval(Duration::from_secs(10));
@@ -525,10 +464,7 @@ async fn main() {
         tick.tick().await;
         let now = start.elapsed().as_secs_f64();
         let s = Sample::of(&bridge, http_port, now);
-        eprintln!(
-            "[soak] {now:6.0} s: bridge RSS {:.1} MiB (anonymous {:.1}, files {:.1}), live heap {:.2} MiB, fds {}, pending asks {}, unacknowledged {}",
-            s.proc.rss_mib, s.proc.anon_mib, s.proc.file_mib, s.heap_mib, s.proc.fds, s.pending, s.unacked
-        );
+        s.log(now);
         let life = lives.last_mut().expect("a life");
         life.samples.push(s);
         let (sent, open) = {
@@ -537,18 +473,13 @@ async fn main() {
         };
         eprintln!("[soak] {now:6.0} s: sent {sent}, unaccounted {open}");
         if next_kill < kills.len() && now >= kills[next_kill] {
-            eprintln!("[soak] kill -9 the bridge (pid {})", bridge.pid());
             life.end = "kill -9";
-            bridge.kill9();
-            bridge = BridgeProcess::start(&args.bridge, &config, true).unwrap_or_else(|e| panic!("{e}"));
+            bridge = kill_and_restart(bridge, &args, &config);
             lives.push(Life { pid: bridge.pid(), samples: vec![], end: "running" });
             next_kill += 1;
         }
         if next_restart < restarts.len() && now >= restarts[next_restart] {
-            eprintln!("[soak] restarting ActiveMQ");
-            let t0 = Instant::now();
-            tokio::task::spawn_blocking(restart_broker).await.expect("restart");
-            eprintln!("[soak] ActiveMQ back after {:.1} s", t0.elapsed().as_secs_f64());
+            restart_broker().await;
             next_restart += 1;
         }
         if producing.is_finished() {
@@ -572,132 +503,4 @@ async fn main() {
     let failed = report(&ledger.lock().expect("ledger"), produced, &lives, start.elapsed());
     let _ = std::fs::remove_dir_all(&dir);
     std::process::exit(i32::from(failed));
-}
-
-/// Tokens not yet accounted for: an ask without its delivery or answer, a malformed body not
-/// dead-lettered.
-fn unaccounted(l: &Ledger) -> Vec<&str> {
-    l.sent
-        .iter()
-        .filter(|(t, kind)| match kind {
-            Kind::Ask => !(l.delivered.contains_key(*t) && l.answered.contains_key(*t)),
-            Kind::Malformed => !l.dead.contains_key(*t),
-        })
-        .map(|(t, _)| t.as_str())
-        .collect()
-}
-
-/// Prints the figures; true when the run failed.
-fn report(l: &Ledger, produced: u64, lives: &[Life], took: Duration) -> bool {
-    let asks = l.sent.values().filter(|k| **k == Kind::Ask).count();
-    let malformed = l.sent.len() - asks;
-    let open = unaccounted(l);
-    let dup = |m: &HashMap<String, u32>| m.values().filter(|n| **n > 1).count();
-    let wrongly_dead: Vec<&String> =
-        l.dead.keys().filter(|t| l.sent.get(*t) == Some(&Kind::Ask) || !l.sent.contains_key(*t)).collect();
-    let no_reason = l.dead.values().filter(|kinds| kinds.iter().any(String::is_empty)).count();
-    // "wa/yaml": 45 — the malformed Wise Agents bodies were dead-lettered with kind yaml.
-    let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
-    for (t, ks) in &l.dead {
-        let source = t.strip_prefix("soak-bad-").and_then(|r| r.split('-').next()).unwrap_or("well-formed");
-        for k in ks {
-            *kinds.entry(format!("{source}/{k}")).or_default() += 1;
-        }
-    }
-    println!(
-        "\nsoak: {:.1} min, {produced} messages sent and confirmed by the broker",
-        took.as_secs_f64() / 60.0
-    );
-    println!("  asks {asks}: delivered to their agent {}, answered {}", l.delivered.len(), l.answered.len());
-    println!(
-        "  duplicates: {} asks delivered more than once, {} answers",
-        dup(&l.delivered),
-        dup(&l.answered)
-    );
-    println!(
-        "  malformed {malformed}: dead-lettered {} (kinds {kinds:?})",
-        l.dead.len() - wrongly_dead.len()
-    );
-    println!("  unaccounted for: {} {:?}", open.len(), open.iter().take(10).collect::<Vec<_>>());
-    println!(
-        "  well-formed or unknown messages dead-lettered: {} {:?}",
-        wrongly_dead.len(),
-        wrongly_dead.iter().take(10).collect::<Vec<_>>()
-    );
-    println!(
-        "  dead letters without a reason: {no_reason}; strangers: {:?}",
-        l.strangers.iter().take(10).collect::<Vec<_>>()
-    );
-    let (mut fd_grew, mut heap_grew) = (false, false);
-    for life in lives {
-        let after_warmup: Vec<&Sample> =
-            life.samples.iter().filter(|s| s.at >= life.samples[0].at + 30.0).collect();
-        if after_warmup.is_empty() {
-            println!(
-                "  bridge pid {} ({}): lived under 30 s, no samples after its warm-up",
-                life.pid, life.end
-            );
-            continue;
-        }
-        let quarter = (after_warmup.len() / 4).max(1);
-        let first = |f: fn(&Sample) -> f64| median(after_warmup.iter().take(quarter).map(|s| f(s)).collect());
-        let last =
-            |f: fn(&Sample) -> f64| median(after_warmup.iter().rev().take(quarter).map(|s| f(s)).collect());
-        let max = |f: fn(&Sample) -> f64| after_warmup.iter().map(|s| f(s)).fold(0.0, f64::max);
-        let fds: Vec<usize> = after_warmup.iter().map(|s| s.proc.fds).collect();
-        let (fd_min, fd_max) =
-            (fds.iter().min().copied().unwrap_or(0), fds.iter().max().copied().unwrap_or(0));
-        let fd_last = fds.last().copied().unwrap_or(0);
-        fd_grew |= fd_last > fd_min + 16;
-        let span = life.samples.last().map(|s| s.at - life.samples[0].at).unwrap_or(0.0);
-        println!(
-            "  bridge pid {} ({}, {} samples over {span:.0} s):",
-            life.pid,
-            life.end,
-            life.samples.len()
-        );
-        let row = |what: &str, unit: &str, f: fn(&Sample) -> f64| {
-            println!(
-                "    {what}: median of the first quarter {:.1}{unit}, of the last {:.1}{unit}, max {:.1}{unit}",
-                first(f),
-                last(f),
-                max(f)
-            )
-        };
-        row("RSS", " MiB", |s| s.proc.rss_mib);
-        row("  anonymous (heap, stacks)", " MiB", |s| s.proc.anon_mib);
-        row("  mapped files (code read so far)", " MiB", |s| s.proc.file_mib);
-        row("live heap", " MiB", |s| s.heap_mib);
-        row("pending asks", "", |s| s.pending);
-        row("unacknowledged", "", |s| s.unacked);
-        println!("    descriptors: min {fd_min} max {fd_max} last {fd_last}");
-        // The floor, not the median: a sample taken in a catch-up burst holds that burst.
-        let (early, late) = after_warmup.split_at(after_warmup.len() / 2);
-        let floor = |half: &[&Sample]| half.iter().map(|s| s.heap_mib).fold(f64::INFINITY, f64::min);
-        let (from, to) = (floor(early), floor(late));
-        if from.is_finite() && to.is_finite() {
-            let grew = to - from > HEAP_GROWTH_MIB;
-            heap_grew |= grew;
-            println!(
-                "    live heap floor: {from:.2} MiB in the first half, {to:.2} MiB in the second{}",
-                if grew { format!(": GREW by more than {HEAP_GROWTH_MIB} MiB") } else { String::new() }
-            );
-        } else {
-            println!("    live heap floor: not judged (too few samples, or no bridge_heap_bytes)");
-        }
-    }
-    println!(
-        "{}",
-        json!({"minutes": took.as_secs_f64() / 60.0, "sent": produced, "asks": asks, "malformed": malformed,
-            "delivered": l.delivered.len(), "answered": l.answered.len(),
-            "duplicate_deliveries": dup(&l.delivered), "duplicate_answers": dup(&l.answered),
-            "dead_lettered": l.dead.len(), "dead_letter_kinds": kinds, "unaccounted": open.len(),
-            "wrongly_dead_lettered": wrongly_dead.len(), "fd_growth": fd_grew, "heap_growth": heap_grew})
-    );
-    !open.is_empty()
-        || !wrongly_dead.is_empty()
-        || no_reason > 0
-        || !l.strangers.is_empty()
-        || fd_grew
-        || heap_grew
 }
