@@ -12,11 +12,21 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 minutes=${1:-60}
 shift || true
 profile=${SOAK_PROFILE:-release}
-export SAB_BROKER_STATE=${SAB_SOAK_STATE:-/var/lib/stomp-agent-bridge/soak}
-export SAB_ACTIVEMQ_PORT=${SAB_SOAK_PORT:-61653}
+# SOAK_BROKER=artemis soaks on a private Artemis instead (state .../soak-artemis, STOMP on 61663
+# and the three ports after it).
+broker=${SOAK_BROKER:-activemq}
+case "$broker" in
+  activemq)
+    export SAB_BROKER_STATE=${SAB_SOAK_STATE:-/var/lib/stomp-agent-bridge/soak}
+    export SAB_ACTIVEMQ_PORT=${SAB_SOAK_PORT:-61653} ;;
+  artemis)
+    export SAB_BROKER_STATE=${SAB_SOAK_STATE:-/var/lib/stomp-agent-bridge/soak-artemis}
+    export SAB_ARTEMIS_PORT=${SAB_SOAK_PORT:-61663} ;;
+  *) echo "soak.sh: SOAK_BROKER is activemq or artemis" >&2; exit 2 ;;
+esac
 
 cargo build --locked --profile "$profile" --bin soak --bin stomp-agent-bridge
 dir=target/$([ "$profile" = dev ] && echo debug || echo "$profile")
-trap 'scripts/brokers.sh stop activemq' EXIT
-scripts/brokers.sh start --fresh activemq
-"$dir/soak" --minutes "$minutes" --bridge "$dir/stomp-agent-bridge" "$@"
+trap 'scripts/brokers.sh stop "$broker"' EXIT
+scripts/brokers.sh start --fresh "$broker"
+"$dir/soak" --minutes "$minutes" --bridge "$dir/stomp-agent-bridge" --broker "$broker" "$@"

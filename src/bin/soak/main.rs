@@ -2,15 +2,15 @@
 //! accounted for.
 //!
 //!   scripts/soak.sh [MINUTES]        (a private ActiveMQ, the release build; docs/HARDENING.md)
-//!   soak --minutes N [--rate R] [--restart-every S] [--kills K] [--bridge PATH]
+//!   soak --minutes N [--rate R] [--restart-every S] [--kills K] [--bridge PATH] [--broker activemq|artemis]
 //!
-//! Against ActiveMQ on SAB_ACTIVEMQ_PORT (default 61613). Traffic at a steady R messages/s:
+//! Against ActiveMQ on SAB_ACTIVEMQ_PORT (default 61613), or Artemis on SAB_ARTEMIS_PORT. Traffic at a steady R messages/s:
 //! Wise Agents asks (YAML) to a Civitas agent (JSON), a Civitas agent speaking msgpack, a VOX
 //! agent and a PenguiFlow agent, each answered the way that framework answers (Civitas
 //! `reply()`, one in ten as a stream; VOX's automatic `message_acknowledged` then
 //! `command_result`; PenguiFlow `model_copy`); Civitas and PenguiFlow asks answered by a Wise
 //! Agents agent; and 1% malformed bodies on every ingress. Every `--restart-every` seconds the
-//! broker is restarted (`scripts/brokers.sh restart activemq`, with this environment), and
+//! broker is restarted (`scripts/brokers.sh restart activemq|artemis`, with this environment), and
 //! `--kills` times the bridge is killed with SIGKILL and started again.
 //!
 //! At the end, after the traffic stops and the queues drain: every message the broker
@@ -71,6 +71,10 @@ struct Args {
     /// The bridge binary (the one beside this tool unless given).
     #[arg(long, default_value_os_t = support::sibling_bridge())]
     bridge: PathBuf,
+    /// The broker, restarted with `scripts/brokers.sh restart <broker>` (RabbitMQ cannot be
+    /// run privately by that script, so it is not offered).
+    #[arg(long, value_enum, default_value_t = Broker::ActiveMq)]
+    broker: Broker,
 }
 
 fn args() -> Args {
@@ -79,11 +83,20 @@ fn args() -> Args {
         eprintln!("soak: --rate and --minutes must be positive");
         std::process::exit(2);
     }
+    if args.broker == Broker::RabbitMq {
+        eprintln!("soak: --broker activemq or artemis (a private RabbitMQ cannot be restarted here)");
+        std::process::exit(2);
+    }
+    let _ = BROKER.set(args.broker);
     args
 }
 
-/// The soak's broker: ActiveMQ on SAB_ACTIVEMQ_PORT.
-const BROKER: Broker = Broker::ActiveMq;
+/// The soak's broker (`--broker`): ActiveMQ on SAB_ACTIVEMQ_PORT or Artemis on SAB_ARTEMIS_PORT.
+static BROKER: std::sync::OnceLock<Broker> = std::sync::OnceLock::new();
+
+fn broker() -> Broker {
+    *BROKER.get().unwrap_or(&Broker::ActiveMq)
+}
 
 mod report;
 use report::{Kind, Ledger, Life, Sample, report, unaccounted};
@@ -107,7 +120,7 @@ fn is_answer(body: &[u8]) -> bool {
 }
 
 async fn connect() -> (Client, Events) {
-    BROKER.connect(|c| c.receipt_timeout = Duration::from_secs(10)).await
+    broker().connect(|c| c.receipt_timeout = Duration::from_secs(10)).await
 }
 
 /// Sends until the broker confirms; a refused or lost connection is waited out.
@@ -378,7 +391,7 @@ listen = "127.0.0.1:{http_port}"
 format = "json"
 level = "info"
 "#,
-        broker = BROKER.config_section("heartbeat_ms = [5000, 5000]\n"),
+        broker = broker().config_section("heartbeat_ms = [5000, 5000]\n"),
         civ = INGRESS[0].1,
         vox = INGRESS[1].1,
         pf = INGRESS[2].1,
@@ -413,17 +426,18 @@ fn kill_and_restart(bridge: BridgeProcess, args: &Args, config: &std::path::Path
     BridgeProcess::start(&args.bridge, config, true).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// `scripts/brokers.sh restart activemq`, with this environment, off the runtime's threads.
+/// `scripts/brokers.sh restart <broker>`, with this environment, off the runtime's threads.
 async fn restart_broker() {
-    eprintln!("[soak] restarting ActiveMQ");
+    eprintln!("[soak] restarting {}", broker().name());
     let t0 = Instant::now();
     tokio::task::spawn_blocking(restart_broker_now).await.expect("restart");
-    eprintln!("[soak] ActiveMQ back after {:.1} s", t0.elapsed().as_secs_f64());
+    eprintln!("[soak] {} back after {:.1} s", broker().name(), t0.elapsed().as_secs_f64());
 }
 
 fn restart_broker_now() {
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/brokers.sh");
-    let out = Process::new(&script).args(["restart", "activemq"]).output();
+    let which = if broker() == Broker::Artemis { "artemis" } else { "activemq" };
+    let out = Process::new(&script).args(["restart", which]).output();
     match out {
         Ok(o) if o.status.success() => {}
         Ok(o) => eprintln!("[soak] broker restart failed: {}", String::from_utf8_lossy(&o.stderr)),
@@ -439,10 +453,11 @@ async fn main() {
     let http_port = support::free_port();
     let config = bridge_config(&dir, http_port);
     eprintln!(
-        "[soak] {} min at {} msg/s on ActiveMQ :{}; broker restart every {} s, {} kill -9",
+        "[soak] {} min at {} msg/s on {} :{}; broker restart every {} s, {} kill -9",
         args.minutes,
         args.rate,
-        BROKER.port(),
+        broker().name(),
+        broker().port(),
         args.restart_every,
         args.kills
     );
