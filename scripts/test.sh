@@ -49,6 +49,8 @@ scripts/walkthrough.sh artemis
 # ActiveMQ restarted twice, the bridge killed twice; it fails if a message is unaccounted for,
 # a well-formed one is dead-lettered, or the bridge's descriptors grow.
 SOAK_PROFILE=dev scripts/soak.sh 5 --restart-every 100 --kills 2
+# Its short form on a private Artemis (61663): two minutes, a restart, a kill -9.
+SOAK_BROKER=artemis SOAK_PROFILE=dev scripts/soak.sh 2 --restart-every 50 --kills 1
 if [ "${#skipped[@]}" -gt 0 ]; then
   printf '[test.sh] SKIPPED in this run:\n' >&2
   printf '[test.sh]   %s\n' "${skipped[@]}" >&2
