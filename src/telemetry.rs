@@ -2,8 +2,7 @@
 //! bumps the metric with the same labels, so logs and metrics never disagree. `/metrics`
 //! renders [`Metrics`] in Prometheus text format.
 
-use std::collections::{BTreeMap, HashMap};
-use std::fmt::Write;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -12,6 +11,7 @@ use tracing::{debug, info, warn};
 pub mod heap;
 pub mod mirror;
 pub mod reload;
+mod render;
 
 /// The outcomes a message can have, each a counter per route.
 const OUTCOMES: [&str; 7] =
@@ -165,157 +165,6 @@ impl Metrics {
         let Some(i) = OUTCOMES.iter().position(|o| *o == outcome) else { return 0 };
         let map = self.messages.read().unwrap_or_else(|e| e.into_inner());
         map.get(route).map_or(0, |c| c[i].load(Ordering::Relaxed))
-    }
-
-    /// The Prometheus text exposition.
-    pub fn render(&self) -> String {
-        let mut out = String::new();
-        out.push_str("# HELP bridge_messages_total Messages handled, by route and outcome.\n");
-        out.push_str("# TYPE bridge_messages_total counter\n");
-        let messages: BTreeMap<String, [u64; OUTCOMES.len()]> = {
-            let map = self.messages.read().unwrap_or_else(|e| e.into_inner());
-            map.iter()
-                .map(|(r, c)| (r.clone(), std::array::from_fn(|i| c[i].load(Ordering::Relaxed))))
-                .collect()
-        };
-        for (route, counts) in &messages {
-            for (outcome, n) in OUTCOMES.iter().zip(counts).filter(|(_, n)| **n > 0) {
-                let _ = writeln!(
-                    out,
-                    "bridge_messages_total{{route=\"{}\",outcome=\"{outcome}\"}} {n}",
-                    escape(route)
-                );
-            }
-        }
-        out.push_str(
-            "# HELP bridge_dead_letters_total Messages sent to the dead-letter destination, by reason.\n",
-        );
-        out.push_str("# TYPE bridge_dead_letters_total counter\n");
-        let dead: BTreeMap<&str, u64> = {
-            let map = self.dead_letters.read().unwrap_or_else(|e| e.into_inner());
-            map.iter().map(|(k, n)| (*k, n.load(Ordering::Relaxed))).collect()
-        };
-        for (kind, n) in dead {
-            let _ = writeln!(out, "bridge_dead_letters_total{{kind=\"{kind}\"}} {n}");
-        }
-        let gauge = |out: &mut String, name: &str, help: &str, kind: &str, value: String| {
-            let _ = write!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n");
-        };
-        gauge(
-            &mut out,
-            "bridge_reconnects_total",
-            "Reconnections to the broker.",
-            "counter",
-            self.reconnects.load(Ordering::Relaxed).to_string(),
-        );
-        gauge(
-            &mut out,
-            "bridge_batch_failures_total",
-            "Batches the broker did not confirm (their messages are redelivered).",
-            "counter",
-            self.batch_failures.load(Ordering::Relaxed).to_string(),
-        );
-        gauge(
-            &mut out,
-            "bridge_unsettled_total",
-            "Messages dropped unsettled by a bug, given back by a connection reset (should stay 0).",
-            "counter",
-            self.unsettled.load(Ordering::Relaxed).to_string(),
-        );
-        gauge(
-            &mut out,
-            "bridge_in_flight",
-            "Messages in batches awaiting the broker.",
-            "gauge",
-            self.in_flight.load(Ordering::Relaxed).to_string(),
-        );
-        gauge(
-            &mut out,
-            "bridge_unacknowledged",
-            "Messages received and not yet acknowledged or given back (the prefetch, delivery.in_flight, bounds it; ACKs written and not yet committed can add a batch).",
-            "gauge",
-            self.unacknowledged.load(Ordering::Relaxed).to_string(),
-        );
-        gauge(
-            &mut out,
-            "bridge_publish_stalled_seconds",
-            "How long the oldest batch past the receipt timeout has waited for the broker (0: none).",
-            "gauge",
-            self.stalled_for().map_or(0.0, |d| d.as_secs_f64()).to_string(),
-        );
-        gauge(
-            &mut out,
-            "bridge_publish_stalls_total",
-            "Batches the broker did not confirm within the receipt timeout on a live connection.",
-            "counter",
-            self.stalls_total.load(Ordering::Relaxed).to_string(),
-        );
-        gauge(
-            &mut out,
-            "bridge_ready",
-            "1 when connected, subscribed and not stalled.",
-            "gauge",
-            u8::from(self.is_ready()).to_string(),
-        );
-        for (name, help, kind, value) in [
-            (
-                "bridge_late_replies_total",
-                "Answers that came after their ask's reply timeout: dropped.",
-                "counter",
-                self.late_replies.load(Ordering::Relaxed).to_string(),
-            ),
-            (
-                "bridge_unmatched_replies_total",
-                "Replies that matched no pending ask: delivered uncorrelated, never attached to another ask.",
-                "counter",
-                self.unmatched_replies.load(Ordering::Relaxed).to_string(),
-            ),
-            (
-                "bridge_receipts_total",
-                "Receipts (VOX message_acknowledged) consumed: not answers, not forwarded.",
-                "counter",
-                self.receipts.load(Ordering::Relaxed).to_string(),
-            ),
-            (
-                "bridge_reply_timeouts_total",
-                "Asks that got no answer within the reply timeout: an error answer was sent.",
-                "counter",
-                self.reply_timeouts.load(Ordering::Relaxed).to_string(),
-            ),
-            (
-                "bridge_pending_asks",
-                "Asks sent on through the bridge and waiting for their answer.",
-                "gauge",
-                self.pending_asks.load(Ordering::Relaxed).to_string(),
-            ),
-        ] {
-            gauge(&mut out, name, help, kind, value);
-        }
-        if let Some(bytes) = heap::live_bytes() {
-            gauge(
-                &mut out,
-                "bridge_heap_bytes",
-                "Bytes allocated and not freed (the live heap; RSS also holds freed memory the allocator keeps).",
-                "gauge",
-                bytes.to_string(),
-            );
-        }
-        out.push_str("# HELP bridge_latency_seconds From receipt of a message to the broker's confirmation of what it caused.\n");
-        out.push_str("# TYPE bridge_latency_seconds histogram\n");
-        for (bound, bucket) in BUCKETS.iter().zip(&self.latency_buckets) {
-            let _ = writeln!(
-                out,
-                "bridge_latency_seconds_bucket{{le=\"{bound}\"}} {}",
-                bucket.load(Ordering::Relaxed)
-            );
-        }
-        let count = self.latency_count.load(Ordering::Relaxed);
-        let _ = writeln!(out, "bridge_latency_seconds_bucket{{le=\"+Inf\"}} {count}");
-        let sum = self.latency_sum_micros.load(Ordering::Relaxed) as f64 / 1e6;
-        let _ = write!(out, "bridge_latency_seconds_sum {sum}\nbridge_latency_seconds_count {count}\n");
-        self.mirror.render(&mut out);
-        self.reload.render(&mut out);
-        out
     }
 }
 

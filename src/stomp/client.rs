@@ -2,14 +2,12 @@
 //! connection, sends heart-beats, watches the broker's, matches receipts, and reconnects
 //! with backoff, restoring every subscription.
 
-use super::codec::{FrameError, Heartbeat, Limits, StompCodec, Wire};
+use super::codec::{FrameError, Heartbeat, StompCodec, Wire};
 use super::frame::{Command, Frame};
-use super::secret::Secret;
 use super::session::{
-    self, AckRef, BrokerError, ConnectOptions, Inbound, Message, Negotiated, Session, SessionError,
-    Subscription,
+    self, AckRef, BrokerError, Inbound, Message, Negotiated, Session, SessionError, Subscription,
 };
-use super::transport::{self, BrokerUrl, Io, TlsOptions};
+use super::transport::{self, Io};
 use futures_util::{SinkExt, StreamExt};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -21,72 +19,8 @@ use tokio_rustls::TlsConnector;
 use tokio_util::codec::Framed;
 use tracing::{debug, info, warn};
 
-/// Everything the client needs to reach and talk to a broker.
-#[derive(Debug, Clone)]
-pub struct ClientConfig {
-    pub url: BrokerUrl,
-    pub connect: ConnectOptions,
-    pub tls: TlsOptions,
-    pub limits: Limits,
-    /// How long to wait for TCP, TLS and CONNECTED together.
-    pub connect_timeout: Duration,
-    /// How long `send_confirmed`, `subscribe` and `disconnect` wait for a RECEIPT.
-    pub receipt_timeout: Duration,
-    pub backoff: Backoff,
-    /// Events (messages, reconnects) buffered for the consumer...
-    pub event_capacity: usize,
-    /// ...plus messages read and held inside the client, before it stops reading from the
-    /// socket. A consumer that waits for receipts must keep this above what the broker may
-    /// send unasked (the sum of its subscriptions' prefetch), or receipts wait behind
-    /// unread messages.
-    pub max_buffered: usize,
-}
-
-impl ClientConfig {
-    /// Defaults for everything but the address and credentials.
-    pub fn new(url: BrokerUrl, login: Option<String>, passcode: Option<Secret>) -> Self {
-        ClientConfig {
-            url,
-            connect: ConnectOptions {
-                login,
-                passcode,
-                vhost: "/".into(),
-                heartbeat: (Duration::from_secs(10), Duration::from_secs(10)),
-            },
-            tls: TlsOptions::default(),
-            limits: Limits::default(),
-            connect_timeout: Duration::from_secs(10),
-            receipt_timeout: Duration::from_secs(5),
-            backoff: Backoff::default(),
-            event_capacity: 1024,
-            max_buffered: 64,
-        }
-    }
-}
-
-/// Exponential backoff between reconnect attempts, with jitter so that many clients do not
-/// return to a restarted broker in step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Backoff {
-    pub initial: Duration,
-    pub max: Duration,
-}
-
-impl Default for Backoff {
-    fn default() -> Self {
-        Backoff { initial: Duration::from_millis(200), max: Duration::from_secs(30) }
-    }
-}
-
-impl Backoff {
-    /// The wait before attempt `n` (0-based): half of `initial·2ⁿ` (capped at `max`) fixed,
-    /// the other half random.
-    pub fn delay(&self, attempt: u32) -> Duration {
-        let full = self.initial.saturating_mul(1 << attempt.min(20)).min(self.max);
-        let half = full / 2;
-        half + half.mul_f64(fastrand::f64())
-    }
-}
+mod config;
+pub use config::{Backoff, ClientConfig};
 
 /// What the client tells its consumer.
 #[derive(Debug)]
