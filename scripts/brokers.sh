@@ -58,6 +58,27 @@ wait_port() { # port seconds what
   return 1
 }
 
+# A STOMP CONNECT that is answered CONNECTED: an open port is not yet a broker that logs
+# clients in (Artemis, just after a restart, refused "Unable to validate user" for a few
+# seconds, and a test's CONNECT waited out its 10 s).
+stomp_connects() { # port login passcode
+  local answer
+  answer=$(timeout 5 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+    printf "CONNECT\naccept-version:1.2\nhost:/\nlogin:%s\npasscode:%s\n\n\0" "$2" "$3" >&3
+    head -c 9 <&3' _ "$1" "$2" "$3" 2>/dev/null) || return 1
+  [ "$answer" = CONNECTED ]
+}
+
+wait_stomp() { # port login passcode seconds what
+  local i
+  for ((i = 0; i < $4 * 4; i++)); do
+    stomp_connects "$1" "$2" "$3" && return 0
+    sleep 0.25
+  done
+  log "$5 did not accept a STOMP CONNECT on $1 within $4 s"
+  return 1
+}
+
 wait_port_closed() { # port seconds
   local i
   for ((i = 0; i < $2 * 10; i++)); do
@@ -148,7 +169,8 @@ LOG4J
     ACTIVEMQ_DATA="$dir/data" ACTIVEMQ_TMP="$dir/tmp" ACTIVEMQ_PIDFILE="$dir/tmp/activemq.pid" \
     ACTIVEMQ_USER_CLASSPATH=/usr/share/java/xstream.jar:/usr/share/java/jettison.jar:/usr/share/java/xpp3.jar \
     /usr/bin/activemq console "xbean:file:$dir/conf/activemq.xml") >"$dir/activemq.log" 2>&1 </dev/null &
-  wait_port "$amq_port" 90 ActiveMQ && wait_port "$amq_ssl_port" 30 ActiveMQ && wait_port "$amq_client_auth_port" 30 ActiveMQ || { tail -n 40 "$dir/activemq.log" >&2; return 1; }
+  wait_port "$amq_port" 90 ActiveMQ && wait_port "$amq_ssl_port" 30 ActiveMQ && wait_port "$amq_client_auth_port" 30 ActiveMQ \
+    && wait_stomp "$amq_port" admin admin 60 ActiveMQ || { tail -n 40 "$dir/activemq.log" >&2; return 1; }
   log "ActiveMQ is up"
 }
 
@@ -183,7 +205,8 @@ rabbitmq_start() {
   # Each durable queue holds file handles while the node recovers it.
   ulimit -n 65536 2>/dev/null || true
   (close_fds; exec rabbitmq-server -detached) >/dev/null 2>&1 </dev/null || true
-  wait_port 61623 120 RabbitMQ || { tail -n 40 /var/log/rabbitmq/*.log >&2 || true; return 1; }
+  wait_port 61623 120 RabbitMQ && wait_stomp 61623 guest guest 60 RabbitMQ \
+    || { tail -n 40 /var/log/rabbitmq/*.log >&2 || true; return 1; }
   log "RabbitMQ is up"
 }
 
@@ -244,7 +267,8 @@ artemis_start() {
   (close_fds && cd "$inst" && exec setsid bin/artemis run --properties "$inst/etc/sab-test.properties") \
     >"$inst/log/console.log" 2>&1 </dev/null &
   wait_port "$art_port" 90 Artemis && wait_port "$art_ssl_port" 10 Artemis \
-    && wait_port "$art_client_auth_port" 10 Artemis || { tail -n 40 "$inst/log/console.log" >&2; return 1; }
+    && wait_port "$art_client_auth_port" 10 Artemis && wait_stomp "$art_port" admin admin 60 Artemis \
+    || { tail -n 40 "$inst/log/console.log" >&2; return 1; }
   log "Artemis is up"
 }
 
