@@ -9,6 +9,7 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use stomp_agent_bridge::envelope::Direction;
+use stomp_agent_bridge::envelope::SystemClock;
 use stomp_agent_bridge::envelope::civitas::Encoding;
 use stomp_agent_bridge::envelope::codecs::{Codecs, Encoded, Framework, Origin};
 use stomp_agent_bridge::envelope::wiseagents::WiseMessage;
@@ -28,8 +29,9 @@ fn origin(content_type: Option<&'static str>) -> Origin<'static> {
 }
 
 /// The typical message as each framework writes it (a response, as replies come back).
-fn bodies(codecs: &Codecs) -> Vec<(Framework, Option<Encoding>, Encoded)> {
-    let mut env = codecs.decode(Framework::WiseAgents, TYPICAL.as_bytes(), origin(None)).unwrap();
+fn bodies(codecs: &mut Codecs) -> Vec<(Framework, Option<Encoding>, Encoded)> {
+    let mut env =
+        codecs.decode(Framework::WiseAgents, TYPICAL.as_bytes(), origin(None), &mut SystemClock).unwrap();
     env.direction = Direction::Response;
     let mut out = Vec::new();
     for (fw, enc) in [
@@ -38,7 +40,7 @@ fn bodies(codecs: &Codecs) -> Vec<(Framework, Option<Encoding>, Encoded)> {
         (Framework::Vox, None),
         (Framework::PenguiFlow, None),
     ] {
-        out.push((fw, enc, codecs.encode(fw, &env, enc).unwrap()));
+        out.push((fw, enc, codecs.encode(fw, &env, enc, &mut SystemClock).unwrap()));
     }
     out
 }
@@ -50,7 +52,7 @@ fn label(fw: Framework, enc: Option<Encoding>) -> String {
     }
 }
 
-fn directions(c: &mut Criterion, codecs: &Codecs) {
+fn directions(c: &mut Criterion, codecs: &mut Codecs) {
     let mut group = c.benchmark_group("translate");
     group.throughput(Throughput::Elements(1));
     eprintln!("typical Wise Agents body: {} bytes", TYPICAL.len());
@@ -59,14 +61,27 @@ fn directions(c: &mut Criterion, codecs: &Codecs) {
         group.bench_function(format!("wiseagents->{name}"), |b| {
             b.iter(|| {
                 let env = codecs
-                    .decode(Framework::WiseAgents, black_box(TYPICAL.as_bytes()), origin(None))
+                    .decode(
+                        Framework::WiseAgents,
+                        black_box(TYPICAL.as_bytes()),
+                        origin(None),
+                        &mut SystemClock,
+                    )
                     .unwrap();
-                codecs.encode(fw, &env, enc).unwrap()
+                codecs.encode(fw, &env, enc, &mut SystemClock).unwrap()
             })
         });
         group.bench_function(format!("{name}->wiseagents"), |b| {
             b.iter(|| {
-                codecs.translate(fw, Framework::WiseAgents, black_box(&body), origin(content_type)).unwrap()
+                codecs
+                    .translate(
+                        fw,
+                        Framework::WiseAgents,
+                        black_box(&body),
+                        origin(content_type),
+                        &mut SystemClock,
+                    )
+                    .unwrap()
             })
         });
     }
@@ -96,13 +111,16 @@ fn hostile(c: &mut Criterion) {
 }
 
 /// Messages per second of Wise Agents → Civitas (JSON) over about two seconds.
-fn rust_rate(codecs: &Codecs) -> f64 {
+fn rust_rate(codecs: &mut Codecs) -> f64 {
     let (mut n, start) = (0u64, Instant::now());
     while start.elapsed() < Duration::from_secs(2) {
         for _ in 0..1000 {
-            let env =
-                codecs.decode(Framework::WiseAgents, black_box(TYPICAL.as_bytes()), origin(None)).unwrap();
-            black_box(codecs.encode(Framework::Civitas, &env, Some(Encoding::Json)).unwrap());
+            let env = codecs
+                .decode(Framework::WiseAgents, black_box(TYPICAL.as_bytes()), origin(None), &mut SystemClock)
+                .unwrap();
+            black_box(
+                codecs.encode(Framework::Civitas, &env, Some(Encoding::Json), &mut SystemClock).unwrap(),
+            );
         }
         n += 1000;
     }
@@ -127,9 +145,9 @@ fn python_rates() -> Result<String, String> {
 }
 
 fn main() {
-    let codecs = Codecs::default();
+    let mut codecs = Codecs::default();
     let mut c = Criterion::default().configure_from_args();
-    directions(&mut c, &codecs);
+    directions(&mut c, &mut codecs);
     hostile(&mut c);
     c.final_summary();
     // Only a real benchmark run measures (not `--list`, nor `cargo test --benches`).
@@ -138,7 +156,7 @@ fn main() {
         return;
     }
 
-    let rust = rust_rate(&codecs);
+    let rust = rust_rate(&mut codecs);
     println!("rust wiseagents->civitas: {rust:.0} msg/s on one core");
     match python_rates() {
         Ok(lines) => {

@@ -9,7 +9,9 @@
 //!    frames, pure) → [`stomp::session`] (connection state, decided without I/O) →
 //!    [`stomp::client`] (the event loop that does the I/O, with reconnect, heart-beats and
 //!    receipts).
-//! 3. [`envelope`]: the canonical envelope and one codec per framework's message format.
+//! 3. [`envelope`]: the canonical envelope and one codec per framework's message format;
+//!    pure: the time and the new ids a codec needs come from the [`envelope::Clock`] it is
+//!    handed (the pipeline's `Now` in the daemon).
 //! 4. [`config`]: the typed configuration, every section of it (the mirror's and the
 //!    registry's too), built from the plain types of the layers below.
 //! 5. [`routing`]: where messages come from and where they go; pure.
@@ -22,7 +24,8 @@
 //!    again in every format.
 //! 10. [`deadletter`]: the dead-letter queue for operators: list, pick and replay.
 //! 11. [`bridge`]: the daemon: consume → decode → route → encode → publish → settle; runs
-//!     the mirror and the registry beside it.
+//!     the mirror and the registry beside it. Its [`bridge::pipeline`] is a pure function of
+//!     (message, state, now); its engine owns every consumed message and the clock.
 //! 12. [`http`]: the operator's endpoint (`/metrics`, `/healthz`, `/readyz`, `/config`).
 
 pub mod bridge;

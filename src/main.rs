@@ -9,6 +9,7 @@ use stomp_agent_bridge::bridge::reload::{Reloader, SetLevel, on_hangup};
 use stomp_agent_bridge::config::Config;
 use stomp_agent_bridge::deadletter::command::Action;
 use stomp_agent_bridge::envelope::Direction;
+use stomp_agent_bridge::envelope::SystemClock;
 use stomp_agent_bridge::envelope::civitas::Encoding;
 use stomp_agent_bridge::envelope::codecs::{Codecs, Framework, Origin};
 use stomp_agent_bridge::telemetry::Metrics;
@@ -271,7 +272,7 @@ fn translate(
     direction: DirectionArg,
     agent: &str,
 ) -> ExitCode {
-    let codecs = match config.map(|p| Config::load(&p)).transpose() {
+    let mut codecs = match config.map(|p| Config::load(&p)).transpose() {
         Ok(Some(config)) => stomp_agent_bridge::config::codecs(&config),
         Ok(None) => Codecs::default(),
         Err(e) => {
@@ -293,7 +294,9 @@ fn translate(
         EncodingArg::Msgpack => Encoding::Msgpack,
     };
     let origin = Origin { direction, recipient: agent, content_type: None };
-    let result = codecs.decode(from, &body, origin).and_then(|env| codecs.encode(to, &env, Some(civitas)));
+    let result = codecs
+        .decode(from, &body, origin, &mut SystemClock)
+        .and_then(|env| codecs.encode(to, &env, Some(civitas), &mut SystemClock));
     match result {
         Ok(out) => {
             let _ = std::io::stdout().write_all(&out.body);

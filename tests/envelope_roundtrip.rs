@@ -6,6 +6,7 @@ mod common;
 
 use common::generate;
 use proptest::prelude::*;
+use stomp_agent_bridge::envelope::SystemClock;
 use stomp_agent_bridge::envelope::codecs::{Codecs, Framework, Origin};
 use stomp_agent_bridge::envelope::wiseagents::{self, WiseMessage};
 use stomp_agent_bridge::envelope::{Direction, Envelope};
@@ -24,14 +25,17 @@ fn direction() -> impl Strategy<Value = Direction> {
     prop::sample::select(vec![Direction::Request, Direction::Response])
 }
 
-fn via(codecs: &Codecs, x: Framework, wa: &WiseMessage, direction: Direction) -> WiseMessage {
+fn via(codecs: &mut Codecs, x: Framework, wa: &WiseMessage, direction: Direction) -> WiseMessage {
     let origin = Origin { direction, recipient: "Proxied", content_type: None };
-    let env = codecs.decode(Framework::WiseAgents, wa.to_yaml().as_bytes(), origin).expect("WA decodes");
-    let out = codecs.encode(x, &env, None).expect("encodes to X");
+    let env = codecs
+        .decode(Framework::WiseAgents, wa.to_yaml().as_bytes(), origin, &mut SystemClock)
+        .expect("WA decodes");
+    let out = codecs.encode(x, &env, None, &mut SystemClock).expect("encodes to X");
     let origin = Origin { direction, recipient: "Proxied", content_type: out.content_type };
-    let back =
-        codecs.decode(x, &out.body, origin).unwrap_or_else(|e| panic!("{x} decodes its own body: {e}"));
-    let yaml = codecs.encode(Framework::WiseAgents, &back, None).expect("back to WA").body;
+    let back = codecs
+        .decode(x, &out.body, origin, &mut SystemClock)
+        .unwrap_or_else(|e| panic!("{x} decodes its own body: {e}"));
+    let yaml = codecs.encode(Framework::WiseAgents, &back, None, &mut SystemClock).expect("back to WA").body;
     WiseMessage::parse(&yaml).expect("WA body reads")
 }
 
@@ -40,28 +44,28 @@ proptest! {
 
     #[test]
     fn wiseagents_to_x_and_back_keeps_the_six_fields(wa in wise_message(), direction in direction()) {
-        let codecs = Codecs::default();
+        let mut codecs = Codecs::default();
         let mut want = wa.clone();
         want.context_name = Some(wa.context_name.clone().unwrap_or_else(|| "default".into()));
         for x in OTHERS {
-            prop_assert_eq!(&via(&codecs, x, &wa, direction), &want, "via {}", x);
+            prop_assert_eq!(&via(&mut codecs, x, &wa, direction), &want, "via {}", x);
         }
     }
 
     #[test]
     fn x_to_wiseagents_and_back_keeps_every_mapped_field(wa in wise_message(), direction in direction()) {
         // Start from X: the body X would carry for this message, then X → WA → X.
-        let codecs = Codecs::default();
+        let mut codecs = Codecs::default();
         for x in OTHERS {
             let origin = Origin { direction, recipient: "Proxied", content_type: None };
-            let env = codecs.decode(Framework::WiseAgents, wa.to_yaml().as_bytes(), origin).unwrap();
-            let x_body = codecs.encode(x, &env, None).unwrap();
+            let env = codecs.decode(Framework::WiseAgents, wa.to_yaml().as_bytes(), origin, &mut SystemClock).unwrap();
+            let x_body = codecs.encode(x, &env, None, &mut SystemClock).unwrap();
             let x_origin = Origin { direction, recipient: "Proxied", content_type: x_body.content_type };
-            let first = codecs.decode(x, &x_body.body, x_origin).unwrap();
-            let yaml = codecs.encode(Framework::WiseAgents, &first, None).unwrap().body;
-            let through_wa = codecs.decode(Framework::WiseAgents, &yaml, Origin { direction, ..origin }).unwrap();
-            let x_again = codecs.encode(x, &through_wa, None).unwrap();
-            let second = codecs.decode(x, &x_again.body, x_origin).unwrap();
+            let first = codecs.decode(x, &x_body.body, x_origin, &mut SystemClock).unwrap();
+            let yaml = codecs.encode(Framework::WiseAgents, &first, None, &mut SystemClock).unwrap().body;
+            let through_wa = codecs.decode(Framework::WiseAgents, &yaml, Origin { direction, ..origin }, &mut SystemClock).unwrap();
+            let x_again = codecs.encode(x, &through_wa, None, &mut SystemClock).unwrap();
+            let second = codecs.decode(x, &x_again.body, x_origin, &mut SystemClock).unwrap();
             prop_assert_eq!(mapped(&second), mapped(&first), "{} → WA → {}", x, x);
         }
     }
@@ -75,7 +79,7 @@ fn mapped(env: &Envelope) -> WiseMessage {
 #[test]
 fn every_valid_vector_survives_each_framework() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/vectors/wiseagents");
-    let codecs = Codecs::default();
+    let mut codecs = Codecs::default();
     let mut checked = 0;
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
@@ -84,7 +88,7 @@ fn every_valid_vector_survives_each_framework() {
         want.extra.clear();
         for x in OTHERS {
             for direction in [Direction::Request, Direction::Response] {
-                assert_eq!(via(&codecs, x, &wa, direction), want, "{} via {x}", path.display());
+                assert_eq!(via(&mut codecs, x, &wa, direction), want, "{} via {x}", path.display());
                 checked += 1;
             }
         }

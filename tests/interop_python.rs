@@ -12,6 +12,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::Command;
 use stomp_agent_bridge::envelope::Direction;
+use stomp_agent_bridge::envelope::SystemClock;
 use stomp_agent_bridge::envelope::civitas::{self, Encoding};
 use stomp_agent_bridge::envelope::penguiflow;
 use stomp_agent_bridge::envelope::vox::{self, Registry, VoxOptions};
@@ -59,22 +60,22 @@ fn wise_cases(out: &mut Vec<String>) {
 fn other_cases(out: &mut Vec<String>) {
     let mut registry = Registry::new(uuid::Uuid::now_v7());
     registry.add("Ops", None);
-    let vox_opts = VoxOptions { registry, message_source: "wiseagents".into() };
+    let mut vox_opts = VoxOptions { registry, message_source: "wiseagents".into() };
     let pf_opts = penguiflow::PenguiOptions::default();
     for (n, m) in samples(OTHER_CASES).into_iter().enumerate() {
         let direction = if n % 2 == 0 { Direction::Request } else { Direction::Response };
         let mut env = wiseagents::to_envelope(m, direction, "Ops");
         env.in_reply_to = (direction == Direction::Response).then(|| uuid::Uuid::now_v7().to_string());
-        let c = civitas::from_envelope(&env).expect("civitas");
+        let c = civitas::from_envelope(&env, &mut SystemClock).expect("civitas");
         let c_expect = serde_json::to_value(&c).unwrap();
         out.push(case(n, "civitas", "json", &c.encode(Encoding::Json).unwrap(), c_expect.clone()));
         out.push(case(n, "civitas", "msgpack", &c.encode(Encoding::Msgpack).unwrap(), c_expect));
-        let v = vox::from_envelope(&env, &vox_opts).expect("vox");
+        let v = vox::from_envelope(&env, &mut vox_opts, &mut SystemClock).expect("vox");
         let mut v_expect = serde_json::to_value(&v).unwrap();
         v_expect["emitted_at_unix"] = json!(env.timestamp.unwrap_or_else(|| parse_unix(&v.emitted_at)));
         v_expect.as_object_mut().unwrap().remove("emitted_at");
         out.push(case(n, "vox", "json", &v.encode().unwrap(), v_expect));
-        let p = penguiflow::from_envelope(&env, &pf_opts);
+        let p = penguiflow::from_envelope(&env, &pf_opts, &mut SystemClock);
         out.push(case(n, "penguiflow", "json", &p.encode().unwrap(), serde_json::to_value(&p).unwrap()));
     }
 }

@@ -5,6 +5,7 @@
 //! panic is not.
 
 use stomp_agent_bridge::envelope::Direction;
+use stomp_agent_bridge::envelope::SystemClock;
 use stomp_agent_bridge::envelope::codecs::{Codecs, Framework, Origin};
 
 const FRAMEWORKS: [Framework; 4] =
@@ -17,10 +18,10 @@ pub fn run(data: &[u8]) {
     let from = FRAMEWORKS[usize::from(selector & 3)];
     let direction = if selector & 4 == 0 { Direction::Request } else { Direction::Response };
     let content_type = CONTENT_TYPES[usize::from(selector >> 3) % 3];
-    let codecs = Codecs::default();
+    let mut codecs = Codecs::default();
     let origin = Origin { direction, recipient: "Agent", content_type };
-    let Ok(envelope) = codecs.decode(from, body, origin) else { return };
+    let Ok(envelope) = codecs.decode(from, body, origin, &mut SystemClock) else { return };
     for to in FRAMEWORKS {
-        let _ = codecs.encode(to, &envelope, None);
+        let _ = codecs.encode(to, &envelope, None, &mut SystemClock);
     }
 }

@@ -8,6 +8,7 @@ use super::delivery::{Delivery, Outcome, Settled, Tally, Work};
 use super::pipeline::{Absorbed, Consumed, Now, Outgoing, Pipeline, Processed, dead_letter_frame};
 use super::settle::{Attempts, Failure, Finished, Settlement, Settler, next_batch, route_of, work_key};
 use crate::config::DeliveryConfig;
+use crate::envelope::Clock;
 use crate::stomp::{AckRef, Client, Event, Events, Message};
 use crate::telemetry::{
     BatchFailed, ChunkTaken, DeadLettered, Delivered, Disconnected, LateReply, Metrics, Receipt, Reconnected,
@@ -33,7 +34,7 @@ pub trait Discover {
     fn discover(
         &mut self,
         client: &Client,
-        pipeline: &Pipeline,
+        pipeline: &mut Pipeline,
         message: &Message,
     ) -> impl Future<Output = ()> + Send;
 }
@@ -80,7 +81,11 @@ pub type Ids = Box<dyn FnMut() -> uuid::Uuid + Send>;
 /// The time the pipeline is handed: tokio's clock (so that a test with a paused clock moves
 /// it), and the wall clock for the deadlines messages carry.
 fn now(ids: &mut Ids) -> Now<'_> {
-    Now { at: tokio::time::Instant::now().into_std(), unix: crate::envelope::now_unix(), ids: &mut **ids }
+    Now {
+        at: tokio::time::Instant::now().into_std(),
+        unix: crate::envelope::SystemClock.unix(),
+        ids: &mut **ids,
+    }
 }
 
 /// The consuming and the publishing connection, as bits of [`Engine::down`].
@@ -166,7 +171,7 @@ impl Engine {
                 Some(reload) = next_reload(&mut self.reloads) => self.reconfigure(reload).await,
                 event = events.recv(), if room => match event {
                     Some(Event::Message(m)) if discovery.is_advisory(&m) => {
-                        discovery.discover(client, &self.pipeline, &m).await;
+                        discovery.discover(client, &mut self.pipeline, &m).await;
                     }
                     Some(Event::Message(m)) => self.take(m).await,
                     Some(other) => self.on_consuming_event(other),
@@ -328,7 +333,7 @@ impl Engine {
     /// Error answers to asks whose reply timeout passed: published with a receipt, apart from
     /// the batches (no consumed message stands behind them); and the pending-asks gauge.
     fn expire_asks(&mut self) {
-        for out in self.pipeline.expire_asks(tokio::time::Instant::now().into_std()) {
+        for out in self.pipeline.expire_asks(&mut now(&mut self.ids)) {
             self.publish_apart(out, |out, metrics| {
                 let destination = out.frame.header("destination").unwrap_or_default();
                 ReplyTimedOut { route: &out.route, destination }.emit(metrics)

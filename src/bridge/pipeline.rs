@@ -7,7 +7,7 @@ use super::BridgeError;
 use crate::envelope::codecs::{Framework, Origin};
 use crate::envelope::correlation::ReplyRoute;
 use crate::envelope::penguiflow::stream::StreamAssembler;
-use crate::envelope::{Content, Direction, Envelope, Intent, apply_traceparent, traceparent};
+use crate::envelope::{Clock, Content, Direction, Envelope, Intent, apply_traceparent, traceparent};
 use crate::routing::reply_base::ReplyBase;
 use crate::routing::table::{CorrelationTable, Matched, PendingAsk};
 use crate::routing::{RouteError, Router, Source, Target};
@@ -86,7 +86,18 @@ pub struct Now<'a> {
 impl<'a> Now<'a> {
     /// The system's clocks read now, for callers without a clock of their own (tools, fuzzing).
     pub fn system(ids: &'a mut dyn FnMut() -> Uuid) -> Self {
-        Now { at: Instant::now(), unix: crate::envelope::now_unix(), ids }
+        Now { at: Instant::now(), unix: crate::envelope::SystemClock.unix(), ids }
+    }
+}
+
+/// The codecs' clock is the pipeline's: the time it was handed and its ids.
+impl Clock for Now<'_> {
+    fn unix(&mut self) -> f64 {
+        self.unix
+    }
+
+    fn id7(&mut self) -> Uuid {
+        (self.ids)()
     }
 }
 
@@ -177,7 +188,7 @@ impl Pipeline {
     /// names met so far.
     pub fn reconfigure(&mut self, config: &crate::config::Config) {
         let mut fresh = Settings::of(config);
-        fresh.codecs.vox.registry.keep_met(&self.settings.codecs.vox.registry);
+        fresh.codecs.vox.registry.keep_met(&mut self.settings.codecs.vox.registry);
         self.settings = fresh;
     }
 
@@ -192,7 +203,7 @@ impl Pipeline {
             .router
             .classify(msg.destination)
             .ok_or_else(|| BridgeError::UnknownSource(msg.destination.to_owned()))?;
-        let (from, env, whole) = match self.decode(&source, msg, now.at)? {
+        let (from, env, whole) = match self.decode(&source, msg, now)? {
             Some((from, env, whole)) => (from, env, whole),
             None => return Ok(Processed::Chunk),
         };
@@ -257,7 +268,7 @@ impl Pipeline {
         // asker's own context (a Civitas ask in `Books` is answered in `Books`).
         let ask = self.remember(&target, &mut env, now);
         let original_context = self.settings.fit_for(&target, &mut env, wise_context);
-        let mut out = self.settings.outgoing(&env, &target, hops + 1, from.as_str(), correlated)?;
+        let mut out = self.settings.outgoing(&env, &target, (hops + 1, from.as_str()), correlated, now)?;
         out.unmatched_reply = !correlated && env.direction == Direction::Response;
         out.ask = ask;
         if let Some(ctx) = original_context {
@@ -267,29 +278,29 @@ impl Pipeline {
     }
 
     /// The envelope of a message and the framework it came from, or a chunk taken in.
-    fn decode(&mut self, source: &Source, msg: Consumed, at: Instant) -> Result<Decoded, BridgeError> {
+    fn decode(&mut self, source: &Source, msg: Consumed, now: &mut Now) -> Result<Decoded, BridgeError> {
         let content_type = msg.header("content-type");
         let codecs = &self.settings.codecs;
         match source {
             Source::WiseAgents { agent, direction } => {
                 let origin = Origin { direction: *direction, recipient: agent, content_type };
-                let env = codecs.decode(Framework::WiseAgents, msg.body(), origin)?;
+                let env = codecs.decode(Framework::WiseAgents, msg.body(), origin, now)?;
                 Ok(Some((Framework::WiseAgents, env, None)))
             }
-            Source::Ingress(Framework::PenguiFlow) => self.decode_penguiflow(msg, at),
-            Source::Ingress(Framework::Civitas) => self.decode_civitas(msg, at),
+            Source::Ingress(Framework::PenguiFlow) => self.decode_penguiflow(msg, now),
+            Source::Ingress(Framework::Civitas) => self.decode_civitas(msg, now),
             Source::Ingress(fw) => {
                 let origin = Origin { direction: Direction::Request, recipient: "", content_type };
-                Ok(Some((*fw, codecs.decode(*fw, msg.body(), origin)?, None)))
+                Ok(Some((*fw, codecs.decode(*fw, msg.body(), origin, now)?, None)))
             }
         }
     }
 
     /// Asks whose reply timeout passed: the error answer for each, in its asker's format
     /// (frames to publish; no consumed message to acknowledge).
-    pub fn expire_asks(&mut self, now: Instant) -> Vec<Outgoing> {
-        let timed_out = self.state.table.time_out(now);
-        timed_out.into_iter().filter_map(|ask| self.settings.error_answer(ask)).collect()
+    pub fn expire_asks(&mut self, now: &mut Now) -> Vec<Outgoing> {
+        let timed_out = self.state.table.time_out(now.at);
+        timed_out.into_iter().filter_map(|ask| self.settings.error_answer(ask, now)).collect()
     }
 
     /// Asks waiting for their answer.
@@ -377,7 +388,7 @@ impl Pipeline {
 
     /// A queue discovered for an agent a glob names: the agent's VOX UUID resolves back to
     /// its name from now on (before any message to it).
-    pub fn meet(&self, destination: &str) {
+    pub fn meet(&mut self, destination: &str) {
         if let Some(Source::WiseAgents { agent, .. }) = self.settings.router.classify(destination) {
             self.settings.codecs.vox.registry.uuid_of(&agent);
         }
@@ -401,16 +412,16 @@ impl Settings {
         Ok(target)
     }
 
-    /// The SEND frame for `env` to `target`.
+    /// The SEND frame for `env` to `target`, its `hops` header and its route's `from` given.
     fn outgoing(
-        &self,
+        &mut self,
         env: &Envelope,
         target: &Target,
-        hops: u32,
-        from: &str,
+        (hops, from): (u32, &str),
         correlated: bool,
+        now: &mut Now,
     ) -> Result<Outgoing, BridgeError> {
-        let encoded = self.codecs.encode(target.framework, env, target.encoding)?;
+        let encoded = self.codecs.encode(target.framework, env, target.encoding, now)?;
         if encoded.body.len() > self.max_body {
             return Err(BridgeError::TooLarge { size: encoded.body.len(), limit: self.max_body });
         }
@@ -465,7 +476,7 @@ impl Settings {
     }
 
     /// The error answer to an ask whose reply timeout passed, in its asker's format.
-    fn error_answer(&self, ask: PendingAsk) -> Option<Outgoing> {
+    fn error_answer(&mut self, ask: PendingAsk, now: &mut Now) -> Option<Outgoing> {
         let mut env = ask.reply.into_envelope();
         env.sender = Some(ask.answerer.clone());
         env.intent = Some(Intent::CannotAnswer);
@@ -474,7 +485,7 @@ impl Settings {
         let target = self.target(&env, Some(&ask.asker)).ok()?;
         let wise = env.context.clone();
         self.fit_for(&target, &mut env, wise);
-        self.outgoing(&env, &target, 1, "timeout", true).ok()
+        self.outgoing(&env, &target, (1, "timeout"), true, now).ok()
     }
 }
 

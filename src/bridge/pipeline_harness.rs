@@ -28,7 +28,9 @@ impl Tested {
     }
 
     pub(super) fn expire_asks(&mut self) -> Vec<Outgoing> {
-        self.pipeline.expire_asks(tokio::time::Instant::now().into_std())
+        let mut ids = next_id;
+        let mut now = Now { at: tokio::time::Instant::now().into_std(), unix: self.unix, ids: &mut ids };
+        self.pipeline.expire_asks(&mut now)
     }
 }
 

@@ -11,7 +11,6 @@ use crate::envelope::penguiflow::{self, Payload, PenguiMessage};
 use crate::envelope::{Content, Envelope, EnvelopeError, Intent};
 use crate::routing::Source;
 use bytes::Bytes;
-use std::time::Instant;
 
 /// A stream whose last chunk a message was: the stream's text stays in memory until that
 /// message is settled (forgotten once its answer is safe, joined again from the chunk's
@@ -24,27 +23,27 @@ pub enum StreamKey {
 
 impl Pipeline {
     /// PenguiFlow, where a stream chunk is taken in until its stream is whole.
-    pub(super) fn decode_penguiflow(&mut self, msg: Consumed, at: Instant) -> Result<Decoded, BridgeError> {
+    pub(super) fn decode_penguiflow(&mut self, msg: Consumed, now: &mut Now) -> Result<Decoded, BridgeError> {
         let message = PenguiMessage::decode(msg.body())?;
         let Payload::StreamChunk(chunk) = Payload::classify(&message.payload) else {
-            return Ok(Some((Framework::PenguiFlow, penguiflow::to_envelope(message)?, None)));
+            return Ok(Some((Framework::PenguiFlow, penguiflow::to_envelope(message, now)?, None)));
         };
         let key = StreamKey::PenguiFlow(chunk.stream_id.clone());
-        match self.state.streams.feed(message, chunk, at)? {
+        match self.state.streams.feed(message, chunk, now.at)? {
             Fed::Pending => Ok(None),
             Fed::Complete(whole) => {
                 let body = Bytes::from(whole.encode().unwrap_or_default());
-                whole_message(Framework::PenguiFlow, penguiflow::to_envelope(whole), key, body)
+                whole_message(Framework::PenguiFlow, penguiflow::to_envelope(whole, now), key, body)
             }
             Fed::Abandoned(abandoned) => {
-                Ok(Some((Framework::PenguiFlow, stream_error(&key, abandoned)?, None)))
+                Ok(Some((Framework::PenguiFlow, stream_error(&key, abandoned, now)?, None)))
             }
         }
     }
 
     /// Civitas, where the frames of a `stream_reply()` answer are taken in until the answer
     /// is whole, then become one reply (`envelope::civitas_stream`).
-    pub(super) fn decode_civitas(&mut self, msg: Consumed, at: Instant) -> Result<Decoded, BridgeError> {
+    pub(super) fn decode_civitas(&mut self, msg: Consumed, now: &mut Now) -> Result<Decoded, BridgeError> {
         let encoding = Encoding::of(msg.header("content-type"), msg.body())?;
         let reply = match civitas_stream::classify(CivitasMessage::decode(msg.body(), encoding)?)? {
             StreamFrame::Message(message) => message,
@@ -55,23 +54,23 @@ impl Pipeline {
             }
             StreamFrame::Part { chunk, template } => {
                 let key = StreamKey::Civitas(chunk.stream_id.clone());
-                match self.state.civitas_streams.feed(template, chunk, at)? {
+                match self.state.civitas_streams.feed(template, chunk, now.at)? {
                     Fed::Pending => return Ok(None),
                     Fed::Complete(whole) => {
                         let reply = civitas_stream::reply_of(whole);
                         let body =
                             reply.as_ref().ok().and_then(|r| r.encode(encoding).ok()).unwrap_or_default();
-                        let env = reply.and_then(civitas::to_envelope);
+                        let env = reply.and_then(|reply| civitas::to_envelope(reply, now));
                         return whole_message(Framework::Civitas, env, key, Bytes::from(body));
                     }
                     Fed::Abandoned(abandoned) => {
-                        let env = stream_error(&key, abandoned)?;
+                        let env = stream_error(&key, abandoned, now)?;
                         return Ok(Some((Framework::Civitas, env, None)));
                     }
                 }
             }
         };
-        Ok(Some((Framework::Civitas, civitas::to_envelope(reply)?, None)))
+        Ok(Some((Framework::Civitas, civitas::to_envelope(reply, now)?, None)))
     }
 
     /// The answer a whole stream made is safe: the stream is forgotten.
@@ -102,7 +101,7 @@ impl Pipeline {
             .chain(civ.into_iter().map(|a| (Framework::Civitas, StreamKey::Civitas(String::new()), a)));
         let mut out = Vec::new();
         for (fw, key, abandoned) in keyed {
-            let answer = stream_error(&key, abandoned)
+            let answer = stream_error(&key, abandoned, now)
                 .and_then(|env| self.translate(None, &Source::Ingress(fw), fw, env, 0, now));
             match answer {
                 Ok(Processed::Send(o)) => out.push(o),
@@ -116,12 +115,12 @@ impl Pipeline {
 
 /// The error answer of a stream given up on, for its asker: from the first chunk's message
 /// (where the whole answer would have gone), `CANNOT_ANSWER` with the reason.
-fn stream_error(key: &StreamKey, abandoned: Abandoned) -> Result<Envelope, BridgeError> {
+fn stream_error(key: &StreamKey, abandoned: Abandoned, now: &mut Now) -> Result<Envelope, BridgeError> {
     let Abandoned { error, template: mut first } = abandoned;
     first.payload = serde_json::json!({"text": "", "citations": []});
     let mut env = match key {
-        StreamKey::PenguiFlow(_) => penguiflow::to_envelope(first)?,
-        StreamKey::Civitas(_) => civitas::to_envelope(civitas_stream::reply_of(first)?)?,
+        StreamKey::PenguiFlow(_) => penguiflow::to_envelope(first, now)?,
+        StreamKey::Civitas(_) => civitas::to_envelope(civitas_stream::reply_of(first)?, now)?,
     };
     env.intent = Some(Intent::CannotAnswer);
     env.content = Content::Text(format!("the streamed answer could not be delivered: {error}"));

@@ -413,7 +413,7 @@ fn a_vox_agent_named_by_a_glob_resolves_back_to_its_name_and_the_glob_is_no_agen
 
 #[test]
 fn a_discovered_vox_queue_makes_its_agent_known_before_any_message_to_it() {
-    let p = pipeline_with(vox_glob);
+    let mut p = pipeline_with(vox_glob);
     let uuid = vox_uuid("VoxLate");
     assert_eq!(p.settings.codecs.vox.registry.name_of(&uuid), None, "not met yet");
     p.meet("/queue/request/VoxLate");
@@ -493,6 +493,41 @@ fn an_ask_gets_the_id_it_is_handed_and_its_reply_deadline_runs_from_the_time_it_
     };
     assert_eq!(json_of(&out)["message_id"], id.to_string(), "the VOX request's id is the ask's");
     assert_eq!(out.ask, Some(id.to_string()));
-    assert!(p.pipeline.expire_asks(at + Duration::from_millis(999)).is_empty());
-    assert_eq!(p.pipeline.expire_asks(at + Duration::from_millis(1001)).len(), 1);
+    let unix = p.unix;
+    let early = p.pipeline.expire_asks(&mut Now { at: at + Duration::from_millis(999), unix, ids: &mut ids });
+    assert!(early.is_empty());
+    let due = p.pipeline.expire_asks(&mut Now { at: at + Duration::from_millis(1001), unix, ids: &mut ids });
+    assert_eq!(due.len(), 1);
+}
+
+#[test]
+fn a_translation_is_a_function_of_the_message_and_the_time_and_ids_it_is_handed() {
+    let unix = 1_800_000_000.25;
+    let run = |to: &str| {
+        let mut p = pipeline();
+        let mut n = 0u128;
+        let mut ids = move || {
+            n += 1;
+            uuid::Uuid::from_u128(n)
+        };
+        let mut now = Now { at: Instant::now(), unix, ids: &mut ids };
+        match p.pipeline.process(Consumed::of(&wa_ask(to, None, "default")), &mut now).unwrap() {
+            Processed::Send(out) => out.frame,
+            other => panic!("nothing sent: {other:?}"),
+        }
+    };
+    for agent in ["WeatherAgent", "Ops", "Planner"] {
+        let (first, second) = (run(agent), run(agent));
+        assert_eq!(first, second, "{agent}: the same frame, byte for byte");
+        let body: Value = serde_json::from_slice(&first.body).unwrap();
+        let says = |k: &str| body.get(k).or_else(|| body["meta"].get(k)).cloned();
+        match agent {
+            // Civitas: its id is new and its time the one handed over (the Wise Agents ask has none).
+            "WeatherAgent" => {
+                assert_eq!((says("timestamp"), says("id").is_some()), (Some(json!(unix)), true))
+            }
+            "Ops" => assert_eq!(says("emitted_at"), Some(json!("2027-01-15T08:00:00.25Z"))),
+            _ => assert_eq!(says("ts"), Some(json!(unix))),
+        }
+    }
 }

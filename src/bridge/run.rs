@@ -295,7 +295,7 @@ impl Discover for Discovering {
     }
 
     /// An advisory announcing a queue: subscribes when it is the queue of an agent a glob names.
-    async fn discover(&mut self, client: &Client, pipeline: &Pipeline, advisory: &Message) {
+    async fn discover(&mut self, client: &Client, pipeline: &mut Pipeline, advisory: &Message) {
         while let Ok(destination) = self.failed.try_recv() {
             self.known.remove(&destination);
         }

@@ -4,7 +4,7 @@
 
 use super::correlation::ReplyRoute;
 use super::{
-    Content, Direction, Envelope, EnvelopeError, Intent, checked_time, now_unix, payload_map, take_content,
+    Clock, Content, Direction, Envelope, EnvelopeError, Intent, checked_time, payload_map, take_content,
     take_intent, take_text,
 };
 use serde::{Deserialize, Deserializer, Serialize};
@@ -72,7 +72,8 @@ impl Encoding {
 pub struct CivitasMessage {
     #[serde(default = "schema_version", deserialize_with = "or_default")]
     pub schema_version: i64,
-    #[serde(default = "new_id", deserialize_with = "or_default")]
+    /// Civitas's `uuid7()` default is the decoder's clock's (see [`to_envelope`]).
+    #[serde(default, deserialize_with = "or_default")]
     pub id: String,
     #[serde(rename = "type", default = "message_type", deserialize_with = "or_default")]
     pub kind: String,
@@ -86,8 +87,9 @@ pub struct CivitasMessage {
     pub reply_to: Option<String>,
     #[serde(default, deserialize_with = "or_default")]
     pub payload: Map<String, Value>,
-    #[serde(default = "now_unix", deserialize_with = "or_default")]
-    pub timestamp: f64,
+    /// Civitas's `time.time()` default is the decoder's clock's (see [`to_envelope`]).
+    #[serde(default, deserialize_with = "or_default", skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<f64>,
     #[serde(default, deserialize_with = "or_default")]
     pub trace_id: String,
     #[serde(default, deserialize_with = "or_default")]
@@ -118,10 +120,6 @@ fn from_msgpack<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, rmp_serde::
 
 const fn schema_version() -> i64 {
     1
-}
-
-fn new_id() -> String {
-    super::new_uuid7().to_string()
 }
 
 fn message_type() -> String {
@@ -180,14 +178,14 @@ impl CivitasMessage {
 
 /// A Civitas message in the bridge's terms. Reserved types are refused: the bridge never
 /// carries Civitas's control traffic out.
-pub fn to_envelope(msg: CivitasMessage) -> Result<Envelope, EnvelopeError> {
+pub fn to_envelope(msg: CivitasMessage, clock: &mut impl Clock) -> Result<Envelope, EnvelopeError> {
     if is_reserved_type(&msg.kind) {
         return Err(EnvelopeError::ReservedType(msg.kind));
     }
     // A reply is known by its correlation (the bridge's token), whatever its type: Civitas's
     // reply() takes the type from `payload["type"]` when there is one.
     let bridge_reply = msg.correlation_id.as_deref().and_then(ReplyRoute::from_token).is_some();
-    let timestamp = checked_time("timestamp", msg.timestamp)?;
+    let timestamp = checked_time("timestamp", msg.timestamp.unwrap_or_else(|| clock.unix()))?;
     // `ttl` is relative to the message's own timestamp; the envelope's deadline is absolute.
     let deadline = msg.ttl.map(|ttl| checked_time("ttl", timestamp + ttl)).transpose()?;
     let direction =
@@ -208,7 +206,7 @@ pub fn to_envelope(msg: CivitasMessage) -> Result<Envelope, EnvelopeError> {
         _ => take_content(&mut payload),
     };
     let mut env = Envelope {
-        id: Some(msg.id),
+        id: Some(non_empty(msg.id).unwrap_or_else(|| clock.id7().to_string())),
         intent,
         direction,
         sender: non_empty(msg.sender),
@@ -259,7 +257,7 @@ fn non_empty(s: String) -> Option<String> {
 /// Civitas's own `reply()` addresses it by name) and its `correlation_id` the bridge's
 /// reply-route token when the pipeline made one (else the envelope's own); a response
 /// carries the correlation id it answers.
-pub fn from_envelope(env: &Envelope) -> Result<CivitasMessage, EnvelopeError> {
+pub fn from_envelope(env: &Envelope, clock: &mut impl Clock) -> Result<CivitasMessage, EnvelopeError> {
     let kind = match (env.extra.get("civitas.type"), env.direction) {
         (Some(Value::String(kind)), _) => kind.clone(),
         (_, Direction::Request) => "message".to_owned(),
@@ -268,7 +266,7 @@ pub fn from_envelope(env: &Envelope) -> Result<CivitasMessage, EnvelopeError> {
     if is_reserved_type(&kind) {
         return Err(EnvelopeError::ReservedType(kind));
     }
-    let id = new_id();
+    let id = clock.id7().to_string();
     let (correlation_id, reply_to) = match env.direction {
         Direction::Request => (
             env.reply_token.clone().or_else(|| env.correlation_id.clone()),
@@ -276,7 +274,7 @@ pub fn from_envelope(env: &Envelope) -> Result<CivitasMessage, EnvelopeError> {
         ),
         Direction::Response => (env.correlation_id.clone(), None),
     };
-    let timestamp = env.timestamp.unwrap_or_else(now_unix);
+    let timestamp = env.timestamp.unwrap_or_else(|| clock.unix());
     Ok(CivitasMessage {
         schema_version: 1,
         id,
@@ -286,7 +284,7 @@ pub fn from_envelope(env: &Envelope) -> Result<CivitasMessage, EnvelopeError> {
         correlation_id,
         reply_to,
         payload: payload(env),
-        timestamp,
+        timestamp: Some(timestamp),
         trace_id: env.trace_id.clone().unwrap_or_default(),
         span_id: env.span_id.clone().unwrap_or_default(),
         parent_span_id: env.parent_span_id.clone(),

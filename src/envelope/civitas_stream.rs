@@ -60,8 +60,8 @@ fn template(message: &CivitasMessage) -> PenguiMessage {
     PenguiMessage {
         payload: Value::Null,
         headers: Headers { tenant: String::new(), topic: None, priority: 0 },
-        trace_id: String::new(),
-        ts: 0.0,
+        trace_id: None,
+        ts: None,
         deadline_s: None,
         meta,
     }

@@ -1,5 +1,6 @@
 use super::*;
 use crate::envelope::Content;
+use crate::envelope::{FixedClock, SystemClock};
 
 /// A request as the pipeline sends it on: with its reply-route token.
 fn request() -> Envelope {
@@ -25,7 +26,7 @@ fn bare_request() -> Envelope {
 
 #[test]
 fn a_request_becomes_a_message_with_the_payload_of_the_contract() {
-    let msg = from_envelope(&request()).unwrap();
+    let msg = from_envelope(&request(), &mut SystemClock).unwrap();
     assert_eq!((msg.schema_version, msg.kind.as_str()), (1, "message"));
     assert_eq!(uuid::Uuid::parse_str(&msg.id).unwrap().get_version_num(), 7);
     assert_eq!((msg.sender.as_str(), msg.recipient.as_str()), ("User", "WeatherAgent"));
@@ -35,13 +36,13 @@ fn a_request_becomes_a_message_with_the_payload_of_the_contract() {
     assert_eq!(Value::Object(msg.payload.clone()), want);
     let route = ReplyRoute::from_token(msg.correlation_id.as_deref().unwrap()).unwrap();
     assert_eq!((route.request_id.as_deref(), route.ask.as_deref()), (Some("r-1"), Some("ask-1")));
-    let bare = from_envelope(&bare_request()).unwrap();
+    let bare = from_envelope(&bare_request(), &mut SystemClock).unwrap();
     assert_eq!(bare.correlation_id, None, "without the pipeline, no token: the envelope's own id");
 }
 
 #[test]
 fn json_starts_with_schema_version_and_writes_every_key() {
-    let body = from_envelope(&request()).unwrap().encode(Encoding::Json).unwrap();
+    let body = from_envelope(&request(), &mut SystemClock).unwrap().encode(Encoding::Json).unwrap();
     let text = String::from_utf8(body).unwrap();
     assert!(text.starts_with("{\"schema_version\":1,\"id\":"), "{text}");
     for key in
@@ -53,7 +54,7 @@ fn json_starts_with_schema_version_and_writes_every_key() {
 
 #[test]
 fn a_reply_echoing_the_token_comes_back_with_the_requests_route() {
-    let out = from_envelope(&request()).unwrap();
+    let out = from_envelope(&request(), &mut SystemClock).unwrap();
     let reply = CivitasMessage {
         kind: "reply".into(),
         sender: "WeatherAgent".into(),
@@ -62,7 +63,7 @@ fn a_reply_echoing_the_token_comes_back_with_the_requests_route() {
         payload: serde_json::from_value(serde_json::json!({"message": "sunny"})).unwrap(),
         ..CivitasMessage::decode(b"{}", Encoding::Json).unwrap()
     };
-    let env = to_envelope(reply).unwrap();
+    let env = to_envelope(reply, &mut SystemClock).unwrap();
     assert_eq!(env.direction, Direction::Response);
     assert_eq!(env.intent, Some(Intent::Response));
     // The reply carries the request's route, which the pipeline fills it in from (from its
@@ -80,12 +81,15 @@ fn reading_is_as_tolerant_as_from_dict() {
     let msg = CivitasMessage::decode(br#"{"sender": "A", "unknown": 1, "trace_id": null}"#, Encoding::Json)
         .unwrap();
     assert_eq!((msg.kind.as_str(), msg.sender.as_str(), msg.trace_id.as_str()), ("message", "A", ""));
-    assert!(!msg.id.is_empty() && msg.timestamp > 0.0);
+    // Civitas's own defaults (a new uuid7, time.time()) are the clock's.
+    let env = to_envelope(msg, &mut FixedClock { unix: 1_800_000_000.5, last: 6 }).unwrap();
+    assert_eq!(env.id, Some(uuid::Uuid::from_u128(7).to_string()));
+    assert_eq!(env.timestamp, Some(1_800_000_000.5));
 }
 
 #[test]
 fn msgpack_round_trips_and_is_detected_by_its_first_byte() {
-    let msg = from_envelope(&request()).unwrap();
+    let msg = from_envelope(&request(), &mut SystemClock).unwrap();
     let body = msg.encode(Encoding::Msgpack).unwrap();
     assert_eq!(Encoding::detect(None, &body), Some(Encoding::Msgpack));
     assert_eq!(CivitasMessage::decode(&body, Encoding::Msgpack).unwrap(), msg);
@@ -99,10 +103,10 @@ fn reserved_types_are_refused_both_ways() {
     for kind in ["_agency.shutdown", "civitas.stream.chunk"] {
         let body = format!(r#"{{"type": "{kind}"}}"#);
         let msg = CivitasMessage::decode(body.as_bytes(), Encoding::Json).unwrap();
-        assert!(matches!(to_envelope(msg), Err(EnvelopeError::ReservedType(_))));
+        assert!(matches!(to_envelope(msg, &mut SystemClock), Err(EnvelopeError::ReservedType(_))));
         let mut env = request();
         env.extra.insert("civitas.type".into(), Value::String(kind.into()));
-        assert!(matches!(from_envelope(&env), Err(EnvelopeError::ReservedType(_))));
+        assert!(matches!(from_envelope(&env, &mut SystemClock), Err(EnvelopeError::ReservedType(_))));
     }
 }
 
@@ -143,29 +147,32 @@ fn a_signed_envelope_is_refused_in_json_and_in_msgpack_with_binary_nonce() {
 #[test]
 fn ttl_and_deadline_convert_and_priority_stays_civitas_own() {
     let body = br#"{"payload": {"message": "t"}, "timestamp": 1000.0, "ttl": 5.0, "priority": 1}"#;
-    let env = to_envelope(CivitasMessage::decode(body, Encoding::Json).unwrap()).unwrap();
+    let env = to_envelope(CivitasMessage::decode(body, Encoding::Json).unwrap(), &mut SystemClock).unwrap();
     assert_eq!((env.deadline, env.priority), (Some(1005.0), None));
-    let pf = crate::envelope::penguiflow::from_envelope(&env, &Default::default());
+    let pf = crate::envelope::penguiflow::from_envelope(&env, &Default::default(), &mut SystemClock);
     assert_eq!((pf.deadline_s, pf.headers.priority), (Some(1005.0), 0), "the system lane is not a hint");
-    let back = from_envelope(&env).unwrap();
+    let back = from_envelope(&env, &mut SystemClock).unwrap();
     assert_eq!((back.ttl, back.priority), (Some(5.0), 1));
 }
 
 #[test]
 fn a_payload_without_text_becomes_json_content_and_extra_keys_survive() {
     let body = br#"{"payload": {"temp": 21, "message_type": "RESPONSE"}}"#;
-    let env = to_envelope(CivitasMessage::decode(body, Encoding::Json).unwrap()).unwrap();
+    let env = to_envelope(CivitasMessage::decode(body, Encoding::Json).unwrap(), &mut SystemClock).unwrap();
     assert_eq!(env.content, Content::Json(serde_json::json!({"temp": 21})));
     let body = br#"{"payload": {"message": "t", "units": "C"}, "ttl": 5.0, "seq": 3}"#;
-    let back =
-        from_envelope(&to_envelope(CivitasMessage::decode(body, Encoding::Json).unwrap()).unwrap()).unwrap();
+    let back = from_envelope(
+        &to_envelope(CivitasMessage::decode(body, Encoding::Json).unwrap(), &mut SystemClock).unwrap(),
+        &mut SystemClock,
+    )
+    .unwrap();
     assert_eq!(back.payload.get("units"), Some(&Value::String("C".into())));
     assert_eq!((back.ttl, back.seq), (Some(5.0), Some(3)));
 }
 
 #[test]
 fn a_reply_is_known_by_its_token_whatever_its_type_and_errors_are_cannot_answer() {
-    let out = from_envelope(&request()).unwrap();
+    let out = from_envelope(&request(), &mut SystemClock).unwrap();
     let reply = |kind: &str, payload: serde_json::Value| CivitasMessage {
         kind: kind.into(),
         correlation_id: out.correlation_id.clone(),
@@ -173,23 +180,24 @@ fn a_reply_is_known_by_its_token_whatever_its_type_and_errors_are_cannot_answer(
         ..CivitasMessage::decode(b"{}", Encoding::Json).unwrap()
     };
     // reply() takes its type from payload["type"].
-    let typed = to_envelope(reply(
-        "weather_report",
-        serde_json::json!({"type": "weather_report", "message": "sunny"}),
-    ))
+    let typed = to_envelope(
+        reply("weather_report", serde_json::json!({"type": "weather_report", "message": "sunny"})),
+        &mut SystemClock,
+    )
     .unwrap();
     assert_eq!((typed.direction, typed.intent), (Direction::Response, Some(Intent::Response)));
-    let failed = to_envelope(reply(
-        "reply",
-        serde_json::json!({"status": "error", "error": "agent 'W' was terminated"}),
-    ))
+    let failed = to_envelope(
+        reply("reply", serde_json::json!({"status": "error", "error": "agent 'W' was terminated"})),
+        &mut SystemClock,
+    )
     .unwrap();
     assert_eq!(failed.intent, Some(Intent::CannotAnswer));
     assert_eq!(failed.content, crate::envelope::Content::Text("agent 'W' was terminated".into()));
-    let typed_error = to_envelope(reply("tool_error", serde_json::json!({"message": "boom"}))).unwrap();
+    let typed_error =
+        to_envelope(reply("tool_error", serde_json::json!({"message": "boom"})), &mut SystemClock).unwrap();
     assert_eq!(typed_error.intent, Some(Intent::CannotAnswer));
     // And CANNOT_ANSWER is written as Civitas's own error reply.
-    let back = from_envelope(&failed).unwrap();
+    let back = from_envelope(&failed, &mut SystemClock).unwrap();
     assert_eq!((back.kind.as_str(), back.payload["status"].as_str()), ("reply", Some("error")));
     assert_eq!(back.payload["error"], "agent 'W' was terminated");
 }

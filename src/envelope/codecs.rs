@@ -5,7 +5,7 @@ use super::civitas::{self, CivitasMessage, Encoding};
 use super::penguiflow::{self, PenguiMessage, PenguiOptions};
 use super::vox::{self, Registry, VoxMessage, VoxOptions};
 use super::wiseagents::{self, WiseMessage};
-use super::{Direction, Envelope, EnvelopeError};
+use super::{Clock, Direction, Envelope, EnvelopeError};
 use std::fmt;
 use std::str::FromStr;
 
@@ -93,12 +93,14 @@ impl Default for Codecs {
 }
 
 impl Codecs {
-    /// Reads a body of `framework` into an envelope.
+    /// Reads a body of `framework` into an envelope; what it lacks and its framework would
+    /// default (a time, an id) comes from `clock`.
     pub fn decode(
         &self,
         framework: Framework,
         body: &[u8],
         origin: Origin<'_>,
+        clock: &mut impl Clock,
     ) -> Result<Envelope, EnvelopeError> {
         match framework {
             Framework::WiseAgents => {
@@ -106,20 +108,21 @@ impl Codecs {
             }
             Framework::Civitas => {
                 let encoding = Encoding::of(origin.content_type, body)?;
-                civitas::to_envelope(CivitasMessage::decode(body, encoding)?)
+                civitas::to_envelope(CivitasMessage::decode(body, encoding)?, clock)
             }
             Framework::Vox => vox::to_envelope(VoxMessage::decode(body)?, &self.vox),
-            Framework::PenguiFlow => penguiflow::to_envelope(PenguiMessage::decode(body)?),
+            Framework::PenguiFlow => penguiflow::to_envelope(PenguiMessage::decode(body)?, clock),
         }
     }
 
     /// Writes an envelope as a body of `framework`; Civitas in `civitas` encoding, or the
-    /// configured one.
+    /// configured one; new ids and a missing time come from `clock`.
     pub fn encode(
-        &self,
+        &mut self,
         framework: Framework,
         env: &Envelope,
         civitas: Option<Encoding>,
+        clock: &mut impl Clock,
     ) -> Result<Encoded, EnvelopeError> {
         const JSON: Option<&str> = Some("application/json");
         Ok(match framework {
@@ -130,15 +133,15 @@ impl Codecs {
             Framework::Civitas => {
                 let encoding = civitas.unwrap_or(self.civitas_encoding);
                 Encoded {
-                    body: civitas::from_envelope(env)?.encode(encoding)?,
+                    body: civitas::from_envelope(env, clock)?.encode(encoding)?,
                     content_type: Some(encoding.content_type()),
                 }
             }
             Framework::Vox => {
-                Encoded { body: vox::from_envelope(env, &self.vox)?.encode()?, content_type: JSON }
+                Encoded { body: vox::from_envelope(env, &mut self.vox, clock)?.encode()?, content_type: JSON }
             }
             Framework::PenguiFlow => Encoded {
-                body: penguiflow::from_envelope(env, &self.penguiflow).encode()?,
+                body: penguiflow::from_envelope(env, &self.penguiflow, clock).encode()?,
                 content_type: JSON,
             },
         })
@@ -146,13 +149,14 @@ impl Codecs {
 
     /// Decode then encode: one translation.
     pub fn translate(
-        &self,
+        &mut self,
         from: Framework,
         to: Framework,
         body: &[u8],
         origin: Origin<'_>,
+        clock: &mut impl Clock,
     ) -> Result<Encoded, EnvelopeError> {
-        let env = self.decode(from, body, origin)?;
-        self.encode(to, &env, None)
+        let env = self.decode(from, body, origin, clock)?;
+        self.encode(to, &env, None, clock)
     }
 }

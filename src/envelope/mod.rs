@@ -274,6 +274,55 @@ pub(crate) fn payload_map(
     map
 }
 
+/// What a codec needs that a message may lack: the time now and new ids. The codecs never
+/// read the system's clock themselves; the bridge's pipeline hands them its own `Now`, and
+/// tools and tests hand them [`SystemClock`] or a fixed clock.
+pub trait Clock {
+    /// Seconds since the Unix epoch.
+    fn unix(&mut self) -> f64;
+    /// A new UUIDv7 (time-ordered).
+    fn id7(&mut self) -> uuid::Uuid;
+    /// A new random-looking UUIDv4 (PenguiFlow's `trace_id`), made of a new [`Clock::id7`]'s
+    /// bytes: unique as that one is, and as fixed as it in tests.
+    fn id4(&mut self) -> uuid::Uuid {
+        uuid::Builder::from_random_bytes(*self.id7().as_bytes()).into_uuid()
+    }
+}
+
+/// The system's clock and [`new_uuid7`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn unix(&mut self) -> f64 {
+        now_unix()
+    }
+
+    fn id7(&mut self) -> uuid::Uuid {
+        new_uuid7()
+    }
+}
+
+/// A clock that says what it was told: one time, and ids counting up from 1 (tests).
+#[cfg(test)]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FixedClock {
+    pub unix: f64,
+    pub last: u128,
+}
+
+#[cfg(test)]
+impl Clock for FixedClock {
+    fn unix(&mut self) -> f64 {
+        self.unix
+    }
+
+    fn id7(&mut self) -> uuid::Uuid {
+        self.last += 1;
+        uuid::Uuid::from_u128(self.last)
+    }
+}
+
 /// A new UUIDv7 (time-ordered). Ids need to be unique, not secret: the random bits come
 /// from a fast non-cryptographic generator, which saves a system call per message.
 pub fn new_uuid7() -> uuid::Uuid {
@@ -288,12 +337,6 @@ pub fn new_uuid7() -> uuid::Uuid {
     .into_uuid()
 }
 
-/// A new random UUIDv4, from the same fast generator.
-pub fn new_uuid4() -> uuid::Uuid {
-    uuid::Builder::from_random_bytes(fastrand::u128(..).to_le_bytes()).into_uuid()
-}
-
-/// Now, as Unix seconds.
 /// The Unix seconds a time from a message may be: the range of Python's `datetime` (years 1
 /// to 9999), which pydantic and VOX write; beyond it, or not finite, a time is refused.
 const UNIX_TIME_RANGE: std::ops::RangeInclusive<f64> = -62_135_596_800.0..=253_402_300_799.0;
@@ -308,6 +351,7 @@ pub(crate) fn checked_time(field: &str, secs: f64) -> Result<f64, EnvelopeError>
     }
 }
 
+/// Now, as Unix seconds.
 pub(crate) fn now_unix() -> f64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::envelope::SystemClock;
 
 #[test]
 fn a_traceparent_header_round_trips_through_the_envelope() {
@@ -16,7 +17,7 @@ fn a_traceparent_header_round_trips_through_the_envelope() {
 
 fn to(from: codecs::Framework, to: codecs::Framework, body: &[u8]) -> Result<codecs::Encoded, EnvelopeError> {
     let origin = codecs::Origin { direction: Direction::Request, recipient: "Ops", content_type: None };
-    codecs::Codecs::default().translate(from, to, body, origin)
+    codecs::Codecs::default().translate(from, to, body, origin, &mut SystemClock)
 }
 
 #[test]
@@ -58,9 +59,12 @@ fn times_at_the_extremes_are_refused_with_the_field_named_never_wrapped() {
 #[test]
 fn a_civitas_trace_id_becomes_penguiflows_and_a_traceparent() {
     let body = br#"{"trace_id": "4bf92f3577b34da6a3ce929d0e0e4736", "span_id": "00f067aa0ba902b7", "recipient": "P"}"#;
-    let env = civitas::to_envelope(civitas::CivitasMessage::decode(body, civitas::Encoding::Json).unwrap())
-        .unwrap();
-    let pf = penguiflow::from_envelope(&env, &penguiflow::PenguiOptions::default());
-    assert_eq!(pf.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
+    let env = civitas::to_envelope(
+        civitas::CivitasMessage::decode(body, civitas::Encoding::Json).unwrap(),
+        &mut SystemClock,
+    )
+    .unwrap();
+    let pf = penguiflow::from_envelope(&env, &penguiflow::PenguiOptions::default(), &mut SystemClock);
+    assert_eq!(pf.trace_id.as_deref(), Some("4bf92f3577b34da6a3ce929d0e0e4736"));
     assert!(traceparent(&env).is_some());
 }

@@ -2,13 +2,12 @@
 //! name ↔ UUID registry it needs, and its mapping onto the canonical envelope.
 
 use super::{
-    Direction, Envelope, EnvelopeError, Intent, now_unix, payload_map, take_content, take_intent, take_text,
+    Clock, Direction, Envelope, EnvelopeError, Intent, payload_map, take_content, take_intent, take_text,
 };
 use crate::names::{glob_matches, is_agent_name, is_glob};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
@@ -49,8 +48,8 @@ pub struct Registry {
     by_name: HashMap<String, Uuid>,
     by_uuid: HashMap<Uuid, String>,
     globs: Vec<String>,
-    /// Names met that a glob matches, by UUID; shared by the clones, bounded.
-    met: Arc<Mutex<HashMap<Uuid, String>>>,
+    /// Names met that a glob matches, by UUID; bounded.
+    met: HashMap<Uuid, String>,
 }
 
 /// Names matched by a glob remembered at most (a name past this still maps to its UUID, but
@@ -64,7 +63,7 @@ impl Registry {
             by_name: HashMap::new(),
             by_uuid: HashMap::new(),
             globs: Vec::new(),
-            met: Arc::default(),
+            met: HashMap::new(),
         }
     }
 
@@ -82,7 +81,7 @@ impl Registry {
 
     /// The UUID of `name` (a UUID written as a name is itself); a name a glob matches is
     /// remembered, so that its UUID resolves back.
-    pub fn uuid_of(&self, name: &str) -> Uuid {
+    pub fn uuid_of(&mut self, name: &str) -> Uuid {
         if let Some(uuid) = self.by_name.get(name) {
             return *uuid;
         }
@@ -96,30 +95,26 @@ impl Registry {
 
     /// Keeps the names `old` met (agents a glob matches, found by discovery) when this
     /// registry replaces it with the same namespace (a configuration reload).
-    pub fn keep_met(&mut self, old: &Registry) {
+    pub fn keep_met(&mut self, old: &mut Registry) {
         if self.namespace == old.namespace {
-            self.met = old.met.clone();
+            self.met = std::mem::take(&mut old.met);
         }
     }
 
     /// Remembers a name some glob matches.
-    fn meet(&self, name: &str, uuid: Uuid) {
+    fn meet(&mut self, name: &str, uuid: Uuid) {
         if !is_agent_name(name) || !self.globs.iter().any(|g| glob_matches(g, name)) {
             return;
         }
-        let mut met = self.met.lock().unwrap_or_else(|e| e.into_inner());
-        if met.len() < MAX_MET_NAMES || met.contains_key(&uuid) {
-            met.insert(uuid, name.to_owned());
+        if self.met.len() < MAX_MET_NAMES || self.met.contains_key(&uuid) {
+            self.met.insert(uuid, name.to_owned());
         }
     }
 
     /// The agent's name; none for a UUID no configured or met agent has (a native agent
     /// that VOX agents address must be listed in `[wiseagents] agents`).
     pub fn name_of(&self, uuid: &Uuid) -> Option<String> {
-        self.by_uuid
-            .get(uuid)
-            .cloned()
-            .or_else(|| self.met.lock().unwrap_or_else(|e| e.into_inner()).get(uuid).cloned())
+        self.by_uuid.get(uuid).or_else(|| self.met.get(uuid)).cloned()
     }
 }
 
@@ -202,21 +197,22 @@ pub fn to_envelope(msg: VoxMessage, opts: &VoxOptions) -> Result<Envelope, Envel
 
 /// The VOX message for an envelope; `reply_to` is the `message_id` of the request a
 /// response answers.
-pub fn from_envelope(env: &Envelope, opts: &VoxOptions) -> Result<VoxMessage, EnvelopeError> {
-    let name = |n: &Option<String>| n.as_deref().map_or(Uuid::nil(), |n| opts.registry.uuid_of(n));
+pub fn from_envelope(
+    env: &Envelope,
+    opts: &mut VoxOptions,
+    clock: &mut impl Clock,
+) -> Result<VoxMessage, EnvelopeError> {
+    let mut name = |n: &Option<String>| n.as_deref().map_or(Uuid::nil(), |n| opts.registry.uuid_of(n));
+    let (source, target) = (name(&env.sender), name(&env.recipient));
     Ok(VoxMessage {
-        message_id: env
-            .id
-            .as_deref()
-            .and_then(|id| Uuid::parse_str(id).ok())
-            .unwrap_or_else(super::new_uuid7),
+        message_id: env.id.as_deref().and_then(|id| Uuid::parse_str(id).ok()).unwrap_or_else(|| clock.id7()),
         message_source: match env.extra.get("vox.message_source") {
             Some(Value::String(s)) => s.clone(),
             _ => opts.message_source.clone(),
         },
-        emitted_at: format_time(env.timestamp.unwrap_or_else(now_unix))?,
-        source: name(&env.sender),
-        target: name(&env.recipient),
+        emitted_at: format_time(env.timestamp.unwrap_or_else(|| clock.unix()))?,
+        source,
+        target,
         kind: vox_type(env),
         details: details(env),
         reply_to: env.in_reply_to.as_deref().and_then(|id| Uuid::parse_str(id).ok()),

@@ -1,5 +1,6 @@
 use super::*;
 use crate::envelope::Content;
+use crate::envelope::SystemClock;
 
 fn opts() -> VoxOptions {
     let mut registry = Registry::new(Uuid::parse_str("0d5f1a7e-3b7c-4c59-9a8e-6f3f2c1d9b10").unwrap());
@@ -37,7 +38,7 @@ fn types_follow_the_table_both_ways() {
         (Some(Alert), Direction::Request, "command_request", Some(Query)),
     ];
     for (intent, direction, kind, table_intent) in cases {
-        let msg = from_envelope(&env(intent, direction), &opts()).unwrap();
+        let msg = from_envelope(&env(intent, direction), &mut opts(), &mut SystemClock).unwrap();
         assert_eq!(msg.kind, kind, "{intent:?}");
         let back = to_envelope(msg.clone(), &opts()).unwrap();
         assert_eq!(
@@ -53,8 +54,8 @@ fn types_follow_the_table_both_ways() {
 
 #[test]
 fn agents_are_uuids_from_config_or_uuid5_and_resolve_back() {
-    let o = opts();
-    let msg = from_envelope(&env(Some(Intent::Query), Direction::Request), &o).unwrap();
+    let mut o = opts();
+    let msg = from_envelope(&env(Some(Intent::Query), Direction::Request), &mut o, &mut SystemClock).unwrap();
     assert_eq!(msg.target.to_string(), "6a1e1b0e-2f55-4c51-8f5e-0a8c6a0f2b11");
     assert_eq!(
         msg.source,
@@ -68,7 +69,7 @@ fn agents_are_uuids_from_config_or_uuid5_and_resolve_back() {
 
 #[test]
 fn a_command_request_reads_as_query_unless_details_say_which() {
-    let mut msg = from_envelope(&env(None, Direction::Request), &opts()).unwrap();
+    let mut msg = from_envelope(&env(None, Direction::Request), &mut opts(), &mut SystemClock).unwrap();
     msg.details.clear();
     assert_eq!(to_envelope(msg.clone(), &opts()).unwrap().intent, Some(Intent::Query));
     msg.details.insert("message_type".into(), Value::String("ACTION_REQUEST".into()));
@@ -80,7 +81,7 @@ fn a_response_names_the_request_it_answers_in_reply_to() {
     let request_id = Uuid::now_v7();
     let mut e = env(Some(Intent::Response), Direction::Response);
     e.in_reply_to = Some(request_id.to_string());
-    let msg = from_envelope(&e, &opts()).unwrap();
+    let msg = from_envelope(&e, &mut opts(), &mut SystemClock).unwrap();
     assert_eq!(msg.reply_to, Some(request_id));
     assert_eq!(to_envelope(msg, &opts()).unwrap().in_reply_to, Some(request_id.to_string()));
 }
@@ -110,6 +111,6 @@ fn a_glob_is_no_name_and_the_names_it_matches_resolve_back_within_a_bound() {
     for i in 0..MAX_MET_NAMES + 5 {
         r.uuid_of(&format!("Civ{i}"));
     }
-    assert_eq!(r.met.lock().unwrap().len(), MAX_MET_NAMES);
+    assert_eq!(r.met.len(), MAX_MET_NAMES);
     assert_eq!(r.name_of(&scout).as_deref(), Some("CivScout"), "met first, kept");
 }

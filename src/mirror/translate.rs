@@ -7,7 +7,7 @@ use super::tap::Original;
 use crate::config::mirror::MirrorTopics;
 use crate::envelope::codecs::{Codecs, Encoded};
 use crate::envelope::wiseagents::{self, WiseMessage};
-use crate::envelope::{Direction, EnvelopeError};
+use crate::envelope::{Direction, EnvelopeError, SystemClock};
 use crate::stomp::{Command, Frame};
 use serde_json::Value;
 
@@ -56,7 +56,7 @@ impl Translator {
         let mut copies = Copies::default();
         for (output, pattern) in &self.outputs {
             let encoded = match output {
-                Output::Framework(f) => self.codecs.encode(*f, &env, None),
+                Output::Framework(f) => self.codecs.encode(*f, &env, None, &mut SystemClock),
                 Output::Canonical => {
                     let mut plain = env.clone();
                     plain.extra.retain(|k, _| k.starts_with("wiseagents."));

@@ -5,7 +5,7 @@
 pub mod stream;
 
 use super::correlation::ReplyRoute;
-use super::{Content, Direction, Envelope, EnvelopeError, Intent, checked_time, is_hex, now_unix};
+use super::{Clock, Content, Direction, Envelope, EnvelopeError, Intent, checked_time, is_hex};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -24,18 +24,20 @@ pub struct Headers {
 pub struct PenguiMessage {
     pub payload: Value,
     pub headers: Headers,
-    #[serde(default = "new_trace_id")]
-    pub trace_id: String,
-    #[serde(default = "now_unix")]
-    pub ts: f64,
+    /// pydantic's `uuid4().hex` default is the decoder's clock's (see [`to_envelope`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
+    /// pydantic's `time.time()` default is the decoder's clock's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ts: Option<f64>,
     #[serde(default)]
     pub deadline_s: Option<f64>,
     #[serde(default)]
     pub meta: Map<String, Value>,
 }
 
-fn new_trace_id() -> String {
-    super::new_uuid4().simple().to_string()
+fn new_trace_id(clock: &mut impl Clock) -> String {
+    clock.id4().simple().to_string()
 }
 
 impl PenguiMessage {
@@ -84,8 +86,8 @@ impl BusEnvelope {
         Ok(PenguiMessage {
             payload: self.payload,
             headers,
-            trace_id: self.trace_id.filter(|t| !t.is_empty()).unwrap_or_else(new_trace_id),
-            ts: now_unix(),
+            trace_id: self.trace_id.filter(|t| !t.is_empty()),
+            ts: None,
             deadline_s: None,
             meta: self.meta.unwrap_or_default(),
         })
@@ -167,7 +169,7 @@ impl Default for PenguiOptions {
 }
 
 /// The PenguiFlow message for an envelope.
-pub fn from_envelope(env: &Envelope, opts: &PenguiOptions) -> PenguiMessage {
+pub fn from_envelope(env: &Envelope, opts: &PenguiOptions, clock: &mut impl Clock) -> PenguiMessage {
     let payload = match (&env.content, env.direction) {
         (Content::Text(text), Direction::Response) if opts.response_as_final_answer => {
             json!({"text": text, "citations": env.extra.get("penguiflow.citations").cloned().unwrap_or(json!([]))})
@@ -182,15 +184,15 @@ pub fn from_envelope(env: &Envelope, opts: &PenguiOptions) -> PenguiMessage {
             // A hint of PenguiFlow's own: never another format's priority (Civitas's is a lane).
             priority: env.extra.get("penguiflow.priority").and_then(Value::as_i64).unwrap_or(0),
         },
-        trace_id: env.trace_id.clone().filter(|t| is_hex(t, 32)).unwrap_or_else(new_trace_id),
-        ts: env.timestamp.unwrap_or_else(now_unix),
+        trace_id: Some(env.trace_id.clone().filter(|t| is_hex(t, 32)).unwrap_or_else(|| new_trace_id(clock))),
+        ts: Some(env.timestamp.unwrap_or_else(|| clock.unix())),
         deadline_s: env.deadline,
-        meta: meta(env),
+        meta: meta(env, clock),
     }
 }
 
-fn meta(env: &Envelope) -> Map<String, Value> {
-    let message_id = env.id.clone().unwrap_or_else(|| super::new_uuid7().to_string());
+fn meta(env: &Envelope, clock: &mut impl Clock) -> Map<String, Value> {
+    let message_id = env.id.clone().unwrap_or_else(|| clock.id7().to_string());
     let correlation_id = match env.direction {
         Direction::Request => env.reply_token.clone().or_else(|| env.correlation_id.clone()),
         Direction::Response => env.correlation_id.clone(),
@@ -230,7 +232,7 @@ fn meta(env: &Envelope) -> Map<String, Value> {
 /// `FinalAnswer` whose meta still has the request's type and a `reply_to` is the answer to
 /// that request: it comes from `meta.recipient`, goes to `meta.reply_to`, and
 /// `meta.correlation_id` names the request.
-pub fn to_envelope(msg: PenguiMessage) -> Result<Envelope, EnvelopeError> {
+pub fn to_envelope(msg: PenguiMessage, clock: &mut impl Clock) -> Result<Envelope, EnvelopeError> {
     let mut meta = msg.meta;
     let said_type = super::take_intent(&mut meta, "message_type")?;
     let mut text = |k: &str| super::take_text(&mut meta, k);
@@ -269,8 +271,8 @@ pub fn to_envelope(msg: PenguiMessage) -> Result<Envelope, EnvelopeError> {
         tool_id,
         correlation_id,
         content,
-        trace_id: Some(msg.trace_id),
-        timestamp: Some(checked_time("ts", msg.ts)?),
+        trace_id: Some(msg.trace_id.unwrap_or_else(|| new_trace_id(clock))),
+        timestamp: Some(checked_time("ts", msg.ts.unwrap_or_else(|| clock.unix()))?),
         deadline: msg.deadline_s.map(|d| checked_time("deadline_s", d)).transpose()?,
         tenant: Some(msg.headers.tenant),
         topic: msg.headers.topic,

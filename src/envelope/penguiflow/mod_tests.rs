@@ -1,4 +1,5 @@
 use super::*;
+use crate::envelope::SystemClock;
 
 fn request() -> Envelope {
     Envelope {
@@ -14,10 +15,10 @@ fn request() -> Envelope {
 
 #[test]
 fn a_request_carries_text_tenant_topic_and_exactly_the_meta_keys() {
-    let msg = from_envelope(&request(), &PenguiOptions::default());
+    let msg = from_envelope(&request(), &PenguiOptions::default(), &mut SystemClock);
     assert_eq!(msg.payload, json!("plan a trip"));
     assert_eq!((msg.headers.tenant.as_str(), msg.headers.topic.as_deref()), ("default", Some("Trips")));
-    assert!(is_hex(&msg.trace_id, 32));
+    assert!(msg.trace_id.as_deref().is_some_and(|t| is_hex(t, 32)));
     let keys: Vec<&str> = msg.meta.keys().map(String::as_str).collect();
     let mut want = META_KEYS.to_vec();
     want.sort();
@@ -29,10 +30,10 @@ fn a_request_carries_text_tenant_topic_and_exactly_the_meta_keys() {
 
 #[test]
 fn a_reply_with_copied_meta_goes_back_to_the_requester_with_its_route() {
-    let request = from_envelope(&request(), &PenguiOptions::default());
+    let request = from_envelope(&request(), &PenguiOptions::default(), &mut SystemClock);
     let mut reply = request.clone();
     reply.payload = json!({"text": "Rome, 3 days", "citations": ["guide"]});
-    let env = to_envelope(reply).unwrap();
+    let env = to_envelope(reply, &mut SystemClock).unwrap();
     assert_eq!((env.direction, env.intent), (Direction::Response, Some(Intent::Response)));
     assert_eq!(env.sender.as_deref(), Some("Planner"));
     assert_eq!(env.recipient.as_deref(), Some("User"));
@@ -48,27 +49,30 @@ fn a_response_is_written_as_a_final_answer_unless_configured_otherwise() {
     env.direction = Direction::Response;
     env.intent = Some(Intent::Response);
     assert_eq!(
-        from_envelope(&env, &PenguiOptions::default()).payload,
+        from_envelope(&env, &PenguiOptions::default(), &mut SystemClock).payload,
         json!({"text": "plan a trip", "citations": []})
     );
     let plain = PenguiOptions { response_as_final_answer: false, ..Default::default() };
-    assert_eq!(from_envelope(&env, &plain).payload, json!("plan a trip"));
+    assert_eq!(from_envelope(&env, &plain, &mut SystemClock).payload, json!("plan a trip"));
 }
 
 #[test]
 fn a_message_without_tenant_is_refused_and_unknown_meta_survives() {
     assert!(PenguiMessage::decode(br#"{"payload": "x", "headers": {}}"#).is_err());
     let body = br#"{"payload": {"q": 1}, "headers": {"tenant": "acme"}, "meta": {"sender": "P", "run": 9}}"#;
-    let env = to_envelope(PenguiMessage::decode(body).unwrap()).unwrap();
+    let env = to_envelope(PenguiMessage::decode(body).unwrap(), &mut SystemClock).unwrap();
     assert_eq!(env.content, Content::Json(json!({"q": 1})));
-    let back = from_envelope(&env, &PenguiOptions::default());
+    let back = from_envelope(&env, &PenguiOptions::default(), &mut SystemClock);
     assert_eq!((back.meta["run"].clone(), back.headers.tenant.as_str()), (json!(9), "acme"));
 }
 
 #[test]
 fn a_chunk_is_refused_until_reassembled() {
     let body = br#"{"payload": {"stream_id": "s", "seq": 0, "text": "a"}, "headers": {"tenant": "t"}}"#;
-    assert!(matches!(to_envelope(PenguiMessage::decode(body).unwrap()), Err(EnvelopeError::Stream { .. })));
+    assert!(matches!(
+        to_envelope(PenguiMessage::decode(body).unwrap(), &mut SystemClock),
+        Err(EnvelopeError::Stream { .. })
+    ));
 }
 
 #[test]
@@ -80,7 +84,7 @@ fn a_bus_envelope_is_read_as_the_message_it_carries() {
         "trace_id": message["trace_id"], "payload": message, "headers": message["headers"], "meta": message["meta"]});
     let read = PenguiMessage::decode(bus.to_string().as_bytes()).unwrap();
     assert_eq!(read, PenguiMessage::decode(message.to_string().as_bytes()).unwrap());
-    let env = to_envelope(read).unwrap();
+    let env = to_envelope(read, &mut SystemClock).unwrap();
     assert_eq!((env.direction, env.content.clone()), (Direction::Response, Content::Text("Rome".into())));
 }
 
@@ -90,7 +94,7 @@ fn a_bus_envelope_with_a_bare_payload_takes_headers_trace_and_meta_from_the_enve
         "payload": "find dune", "headers": {"tenant": "acme"}, "meta": {"recipient": "Librarian"}});
     let read = PenguiMessage::decode(bus.to_string().as_bytes()).unwrap();
     assert_eq!(
-        (read.payload.clone(), read.headers.tenant.as_str(), read.trace_id.as_str()),
+        (read.payload.clone(), read.headers.tenant.as_str(), read.trace_id.as_deref().unwrap_or_default()),
         (json!("find dune"), "acme", "ab")
     );
     assert_eq!(read.meta["recipient"], json!("Librarian"));
@@ -114,13 +118,13 @@ fn an_answer_that_names_its_own_sender_comes_from_the_agent_that_was_asked() {
         }
         .to_token(),
     );
-    let request = from_envelope(&ask, &PenguiOptions::default());
+    let request = from_envelope(&ask, &PenguiOptions::default(), &mut SystemClock);
     let mut reply = request.clone();
     reply.meta.insert("sender".into(), json!("Planner"));
     reply.meta.insert("recipient".into(), json!("User"));
     reply.meta.insert("message_type".into(), json!("RESPONSE"));
     reply.payload = json!({"text": "Rome, 3 days", "citations": []});
-    let env = to_envelope(reply).unwrap();
+    let env = to_envelope(reply, &mut SystemClock).unwrap();
     assert_eq!(env.direction, Direction::Response);
     assert_eq!(env.sender.as_deref(), Some("Planner"), "the answer's sender is the agent asked");
     assert_eq!(env.recipient.as_deref(), Some("User"));
@@ -133,8 +137,8 @@ fn an_answer_with_the_token_and_meta_copied_unchanged_is_still_turned_round() {
         crate::envelope::correlation::ReplyRoute { requester: Some("User".into()), ..Default::default() }
             .to_token(),
     );
-    let mut reply = from_envelope(&ask, &PenguiOptions::default());
+    let mut reply = from_envelope(&ask, &PenguiOptions::default(), &mut SystemClock);
     reply.payload = json!("Rome");
-    let env = to_envelope(reply).unwrap();
+    let env = to_envelope(reply, &mut SystemClock).unwrap();
     assert_eq!((env.sender.as_deref(), env.recipient.as_deref()), (Some("Planner"), Some("User")));
 }

@@ -197,8 +197,8 @@ fn empty_template() -> PenguiMessage {
     PenguiMessage {
         payload: Value::Null,
         headers: super::Headers { tenant: String::new(), topic: None, priority: 0 },
-        trace_id: String::new(),
-        ts: 0.0,
+        trace_id: None,
+        ts: None,
         deadline_s: None,
         meta: Map::new(),
     }

@@ -6,8 +6,8 @@ fn chunk(seq: u64, text: &str, done: bool) -> (PenguiMessage, StreamChunk) {
     let msg = PenguiMessage {
         payload: serde_json::to_value(&c).unwrap(),
         headers: Headers { tenant: "acme".into(), topic: None, priority: 0 },
-        trace_id: "995ab2f90da84424bdda4810c6221488".into(),
-        ts: 1.0,
+        trace_id: Some("995ab2f90da84424bdda4810c6221488".into()),
+        ts: Some(1.0),
         deadline_s: None,
         meta: Map::new(),
     };
