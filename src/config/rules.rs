@@ -28,6 +28,28 @@ impl Config {
         if self.broker.cert_file.is_some() != self.broker.key_file.is_some() {
             bad("broker.cert_file", "a client certificate needs both cert_file and key_file".into());
         }
+        self.validate_wiseagents(&mut bad);
+        self.validate_timeouts(&mut bad);
+        self.validate_protocols(&mut bad);
+        self.validate_agents(&mut bad);
+        if let Some(mirror) = &self.mirror {
+            let wa = &self.wiseagents;
+            for (key, why) in mirror.problems(&wa.request_prefix, &wa.response_prefix) {
+                bad(&key, why);
+            }
+        }
+        self.validate_limits(&mut bad);
+        if !self.http.listen.is_empty() && self.http.listen.parse::<std::net::SocketAddr>().is_err() {
+            bad("http.listen", format!("{:?} is not host:port", self.http.listen));
+        }
+        if !matches!(self.log.format.as_str(), "auto" | "json" | "text") {
+            bad("log.format", format!("{:?} is not auto, json or text", self.log.format));
+        }
+        problems
+    }
+
+    /// The `[wiseagents]` names: prefixes, the reply agent, contexts.
+    fn validate_wiseagents(&self, bad: &mut impl FnMut(&str, String)) {
         for (key, prefix) in [
             ("wiseagents.request_prefix", &self.wiseagents.request_prefix),
             ("wiseagents.response_prefix", &self.wiseagents.response_prefix),
@@ -55,6 +77,10 @@ impl Config {
                 }
             }
         }
+    }
+
+    /// Every reply timeout is below the time an ask is remembered.
+    fn validate_timeouts(&self, bad: &mut impl FnMut(&str, String)) {
         let ttl = self.delivery.correlation_ttl_ms;
         let timeouts =
             std::iter::once(("delivery.reply_timeout_ms".to_owned(), self.delivery.reply_timeout_ms)).chain(
@@ -72,14 +98,10 @@ impl Config {
                 );
             }
         }
-        self.validate_protocols(&mut bad);
-        self.validate_agents(&mut bad);
-        if let Some(mirror) = &self.mirror {
-            let wa = &self.wiseagents;
-            for (key, why) in mirror.problems(&wa.request_prefix, &wa.response_prefix) {
-                bad(&key, why);
-            }
-        }
+    }
+
+    /// The `[delivery]` bounds that must be at least 1.
+    fn validate_limits(&self, bad: &mut impl FnMut(&str, String)) {
         for (key, value) in [
             ("delivery.in_flight", self.delivery.in_flight),
             ("delivery.batch_max", self.delivery.batch_max),
@@ -94,13 +116,6 @@ impl Config {
         if self.delivery.max_hops == 0 {
             bad("delivery.max_hops", "must be at least 1".into());
         }
-        if !self.http.listen.is_empty() && self.http.listen.parse::<std::net::SocketAddr>().is_err() {
-            bad("http.listen", format!("{:?} is not host:port", self.http.listen));
-        }
-        if !matches!(self.log.format.as_str(), "auto" | "json" | "text") {
-            bad("log.format", format!("{:?} is not auto, json or text", self.log.format));
-        }
-        problems
     }
 
     fn validate_protocols(&self, bad: &mut impl FnMut(&str, String)) {

@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
 
+/// One family of one unlabelled value: name, help, type, value.
+type Scalar = (&'static str, &'static str, &'static str, String);
 impl Metrics {
     /// The Prometheus text exposition.
     pub fn render(&self) -> String {
@@ -58,9 +60,24 @@ impl Metrics {
     }
 
     /// Every family of one unlabelled value: name, help, type, value (read now).
-    fn scalars(&self) -> Vec<(&'static str, &'static str, &'static str, String)> {
+    fn scalars(&self) -> Vec<Scalar> {
+        let mut scalars = self.delivery_scalars();
+        scalars.extend(self.answer_scalars());
+        if let Some(bytes) = heap::live_bytes() {
+            scalars.push((
+                "bridge_heap_bytes",
+                "Bytes allocated and not freed (the live heap; RSS also holds freed memory the allocator keeps).",
+                "gauge",
+                bytes.to_string(),
+            ));
+        }
+        scalars
+    }
+
+    /// The connection's and the batches' values.
+    fn delivery_scalars(&self) -> Vec<Scalar> {
         let n = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed).to_string();
-        let mut scalars = vec![
+        vec![
             ("bridge_reconnects_total", "Reconnections to the broker.", "counter", n(&self.reconnects)),
             (
                 "bridge_batch_failures_total",
@@ -98,6 +115,13 @@ impl Metrics {
                 "counter",
                 n(&self.stalls_total),
             ),
+        ]
+    }
+
+    /// Readiness, and what became of answers and asks.
+    fn answer_scalars(&self) -> Vec<Scalar> {
+        let n = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed).to_string();
+        vec![
             (
                 "bridge_ready",
                 "1 when connected, subscribed and not stalled.",
@@ -134,16 +158,7 @@ impl Metrics {
                 "gauge",
                 self.pending_asks.load(Ordering::Relaxed).to_string(),
             ),
-        ];
-        if let Some(bytes) = heap::live_bytes() {
-            scalars.push((
-                "bridge_heap_bytes",
-                "Bytes allocated and not freed (the live heap; RSS also holds freed memory the allocator keeps).",
-                "gauge",
-                bytes.to_string(),
-            ));
-        }
-        scalars
+        ]
     }
 
     /// `bridge_latency_seconds`, the histogram.
