@@ -38,7 +38,7 @@ fn readyz_tells_why_it_is_not_ready() {
     assert_eq!(respond(true, "/readyz", &m).2, "not ready: not connected or not subscribed\n");
     m.set_connected(true);
     m.set_subscribed(true);
-    let stall = crate::telemetry::PublishStalled { since: std::time::Instant::now(), messages: 3 }.emit(&m);
+    let stall = crate::telemetry::PublishStalled { since: tokio::time::Instant::now(), messages: 3 }.emit(&m);
     let (status, _, body) = respond(true, "/readyz", &m);
     assert_eq!(status, "503 Service Unavailable");
     assert!(

@@ -5,7 +5,10 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+// tokio's clock (the system's, except in a test that pauses it): a stall is timed as the
+// receipt timeout that began it.
+use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 pub mod heap;
