@@ -9,7 +9,7 @@
 #[macro_use]
 mod common;
 
-use common::bridge::{BridgeProcess, Names, config_toml, free_port};
+use common::bridge::{BridgeProcess, Names, config, free_port, proxied};
 use common::{Broker, next_message};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -18,7 +18,7 @@ use stomp_agent_bridge::stomp::{AckMode, Command, Frame, Subscription};
 /// Requests sent: ActiveMQ takes about 660 of the bridge's Civitas messages into the 1 MB
 /// queue before it blocks, and the bridge holds at most `IN_FLIGHT` more.
 const N: usize = 3000;
-/// `delivery.in_flight` of `config_toml`: the bridge's bound.
+/// `delivery.in_flight` of `config`: the bridge's bound.
 const IN_FLIGHT: f64 = 64.0;
 /// How long the stalled bridge is watched.
 const HOLD: Duration = Duration::from_secs(20);
@@ -74,13 +74,12 @@ async fn bridge_into(broker: Broker, family: &str, n: usize) -> (BridgeProcess, 
     let civ = names.agent("Stalled");
     let port = free_port();
     let inbox = format!("/queue/{family}.{}.{civ}", names.uid);
-    let toml = config_toml(broker, &names, &[(&civ, "civitas", "")], port)
-        .replace(&names.dest("civitas.in.{agent}"), &format!("/queue/{family}.{}.{{agent}}", names.uid))
-        .replace("receipt_timeout_ms = 5000", "receipt_timeout_ms = 2000");
-    assert!(
-        toml.contains(&format!("/queue/{family}.")) && toml.contains(&format!("in_flight = {IN_FLIGHT}"))
-    );
-    let bridge = BridgeProcess::start(&toml, port, &names.uid);
+    let mut config = config(broker, &names, vec![proxied(&civ, "civitas")], port);
+    let civitas = config.protocols.civitas.as_mut().expect("[protocols.civitas]");
+    civitas.inbox = format!("/queue/{family}.{}.{{agent}}", names.uid);
+    config.delivery.receipt_timeout_ms = 2000;
+    assert_eq!(config.delivery.in_flight as f64, IN_FLIGHT);
+    let bridge = BridgeProcess::start(&config, port, &names.uid);
 
     let (producer, _) = broker.connect().await;
     for i in 0..n {

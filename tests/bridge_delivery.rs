@@ -5,26 +5,27 @@
 #[macro_use]
 mod common;
 
-use common::bridge::{BridgeProcess, Names, WiseAgent, config_toml, free_port};
+use common::bridge::{BridgeProcess, Names, WiseAgent, config, free_port, proxied, toml_text};
 use common::{Broker, Proxy, brokers_script, next_message};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
+use stomp_agent_bridge::config::{Config, DeliveryMode};
 use stomp_agent_bridge::stomp::{AckMode, Client, Command, Events, Frame, Subscription};
 
-/// `delivery.in_flight` of `config_toml`: the most messages the bridge holds.
+/// `delivery.in_flight` of `config`: the most messages the bridge holds.
 const IN_FLIGHT: usize = 64;
 
-fn config_on(broker: Broker, names: &Names, civ: &str) -> (String, u16) {
+fn config_on(broker: Broker, names: &Names, civ: &str) -> (Config, u16) {
     let port = free_port();
-    (config_toml(broker, names, &[(civ, "civitas", "")], port), port)
+    (config(broker, names, vec![proxied(civ, "civitas")], port), port)
 }
 
 /// A bridge standing in for one Civitas agent, on names of its own.
 fn start_bridge(broker: Broker) -> (Names, String, BridgeProcess) {
     let names = Names::new(broker);
     let civ = names.agent("Weather");
-    let (toml, port) = config_on(broker, &names, &civ);
-    let bridge = BridgeProcess::start(&toml, port, &names.uid);
+    let (config, port) = config_on(broker, &names, &civ);
+    let bridge = BridgeProcess::start(&config, port, &names.uid);
     (names, civ, bridge)
 }
 
@@ -173,14 +174,14 @@ async fn count_until_all(
 /// The default mode (`confirm`): nothing lost; a kill between a confirmed SEND and its ACK
 /// publishes that message twice (counted, not judged).
 async fn kill_9_in_the_middle_of_ten_thousand_messages_loses_none(broker: Broker) {
-    kill_9_midway(broker, 10_000, "confirm").await;
+    kill_9_midway(broker, 10_000, DeliveryMode::Confirm).await;
 }
 
 /// `mode = "transaction"` on ActiveMQ: each batch's SENDs and ACKs are one transaction, so a
 /// kill republishes nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_transactions_kill_9_on_activemq_loses_none_and_republishes_nothing() {
-    let duplicates = kill_9_midway(Broker::ActiveMq, 5_000, "transaction").await;
+    let duplicates = kill_9_midway(Broker::ActiveMq, 5_000, DeliveryMode::Transaction).await;
     assert_eq!(duplicates, 0, "no duplicates on ActiveMQ with transactions");
 }
 
@@ -190,7 +191,7 @@ async fn with_transactions_kill_9_on_activemq_loses_none_and_republishes_nothing
 /// broker's duplicate detection.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_on_artemis_without_transactions_loses_none_and_delivers_none_twice() {
-    let duplicates = kill_9_midway(Broker::Artemis, 10_000, "confirm").await;
+    let duplicates = kill_9_midway(Broker::Artemis, 10_000, DeliveryMode::Confirm).await;
     assert_eq!(duplicates, 0, "Artemis's duplicate detection drops what the next bridge repeats");
 }
 
@@ -200,7 +201,7 @@ async fn kill_9_on_artemis_without_transactions_loses_none_and_delivers_none_twi
 /// in `confirm` mode there, with duplicate ids: nothing lost, nothing twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_transactions_asked_for_kill_9_on_artemis_loses_none_and_delivers_none_twice() {
-    let duplicates = kill_9_midway(Broker::Artemis, 5_000, "transaction").await;
+    let duplicates = kill_9_midway(Broker::Artemis, 5_000, DeliveryMode::Transaction).await;
     assert_eq!(duplicates, 0);
 }
 
@@ -212,11 +213,9 @@ async fn copies_after_a_lost_ack(broker: Broker) -> Option<usize> {
     let names = Names::new(broker);
     let civ = names.agent("Weather");
     let proxy = Proxy::dropping_acks(broker.port()).await;
-    let (toml, port) = config_on(broker, &names, &civ);
-    let direct = format!("stomp://127.0.0.1:{}\"", broker.port());
-    assert!(toml.contains(&direct));
-    let toml = toml.replace(&direct, &format!("stomp://127.0.0.1:{}\"", proxy.port));
-    let bridge = BridgeProcess::start(&toml, port, &names.uid);
+    let (mut config, port) = config_on(broker, &names, &civ);
+    config.broker.url = format!("stomp://127.0.0.1:{}", proxy.port);
+    let bridge = BridgeProcess::start(&config, port, &names.uid);
     let (_c, mut inbox) = consume_on(broker, &names.dest(&format!("civitas.in.{civ}"))).await;
     WiseAgent::run(broker, &names, &["send-many", &names.request(&civ), "1"]);
     next_message(&mut inbox, 20).await;
@@ -269,17 +268,17 @@ async fn on_artemis_a_source_redelivered_after_its_ack_was_lost_is_delivered_onc
 /// RabbitMQ's confirm mode: nothing lost; duplicates counted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_on_rabbitmq_loses_none() {
-    kill_9_midway(Broker::RabbitMq, 5_000, "confirm").await;
+    kill_9_midway(Broker::RabbitMq, 5_000, DeliveryMode::Confirm).await;
 }
 
 /// Sends `n` requests to a bridge settling in `mode`, kills it with -9 a third of the way,
 /// starts another; returns the duplicates the consumer saw.
-async fn kill_9_midway(broker: Broker, n: usize, mode: &str) -> usize {
+async fn kill_9_midway(broker: Broker, n: usize, mode: DeliveryMode) -> usize {
     let names = Names::new(broker);
     let civ = names.agent("Weather");
-    let (toml, port) = config_on(broker, &names, &civ);
-    let toml = toml.replace("[delivery]\n", &format!("[delivery]\nmode = \"{mode}\"\n"));
-    let bridge = BridgeProcess::start(&toml, port, &names.uid);
+    let (mut config, port) = config_on(broker, &names, &civ);
+    config.delivery.mode = mode;
+    let bridge = BridgeProcess::start(&config, port, &names.uid);
     let config = bridge.config.clone();
     let mut inbox = inbox_on(broker, &names.dest(&format!("civitas.in.{civ}"))).await;
     let sender = WiseAgent::spawn(broker, &names, &["send-many", &names.request(&civ), &n.to_string()]);
@@ -300,7 +299,7 @@ async fn kill_9_midway(broker: Broker, n: usize, mode: &str) -> usize {
         "{duplicates} duplicates, more than the {IN_FLIGHT} the bridge may hold"
     );
     eprintln!(
-        "{} ({mode}): kill -9 after {} of {n}: {distinct} distinct delivered, {deliveries} deliveries ({duplicates} duplicates)",
+        "{} ({mode:?}): kill -9 after {} of {n}: {distinct} distinct delivered, {deliveries} deliveries ({duplicates} duplicates)",
         broker.name(),
         n / 3,
     );
@@ -339,13 +338,13 @@ async fn broker_restart_mid_stream_loses_nothing_and_readiness_follows_the_broke
 async fn a_passcode_is_never_logged_even_when_the_broker_refuses_it(broker: Broker) {
     let names = Names::new(broker);
     let civ = names.agent("Weather");
-    let (toml, _http_port) = config_on(broker, &names, &civ);
+    let (mut config, _http_port) = config_on(broker, &names, &civ);
     let secret = format!("s3cret-{}", names.uid);
-    let toml = toml.replace("passcode = \"admin\"", &format!("passcode = \"{secret}\""));
+    config.broker.passcode = Some(secret.as_str().into());
     let dir = std::env::temp_dir().join(format!("sab-e2e-secret-{}", names.uid));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("bridge.toml");
-    std::fs::write(&path, toml).unwrap();
+    std::fs::write(&path, toml_text(&config)).unwrap();
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_stomp-agent-bridge"))
         .args(["run", "--config"])
         .arg(&path)
@@ -378,12 +377,12 @@ async fn with_exclusive_consumers_one_instance_is_active_and_a_standby_takes_ove
         names.request_prefix = "/queue/exclusive.request.".into();
     }
     let civ = names.agent("Weather");
-    let (toml, port) = config_on(broker, &names, &civ);
-    let toml = toml.replace("[delivery]\n", "[delivery]\nexclusive = true\n");
-    let active = BridgeProcess::start(&toml, port, &format!("{}-a", names.uid));
+    let (mut config, port) = config_on(broker, &names, &civ);
+    config.delivery.exclusive = true;
+    let active = BridgeProcess::start(&config, port, &format!("{}-a", names.uid));
     let standby_port = free_port();
-    let standby_toml = toml.replace(&format!("127.0.0.1:{port}"), &format!("127.0.0.1:{standby_port}"));
-    let standby = BridgeProcess::start(&standby_toml, standby_port, &format!("{}-b", names.uid));
+    config.http.listen = format!("127.0.0.1:{standby_port}");
+    let standby = BridgeProcess::start(&config, standby_port, &format!("{}-b", names.uid));
     let mut inbox = inbox_on(broker, &names.dest(&format!("civitas.in.{civ}"))).await;
 
     WiseAgent::run(broker, &names, &["send-many", &names.request(&civ), "20"]);
@@ -412,10 +411,11 @@ async fn a_backlog_on_every_queue_at_once_is_drained_from_the_start(broker: Brok
     let names = Names::new(broker);
     let agents: Vec<String> = (0..4).map(|i| names.agent(&format!("Busy{i}"))).collect();
     let port = free_port();
-    let specs: Vec<(&str, &str, &str)> = agents.iter().map(|a| (a.as_str(), "civitas", "")).collect();
+    let specs = agents.iter().map(|a| proxied(a, "civitas")).collect();
     // config/bridge.toml's old budget: the client buffered 256 + 64 messages while the broker
     // could push 256 to each subscription, so receipts waited behind unread messages.
-    let toml = config_toml(broker, &names, &specs, port).replace("in_flight = 64", "in_flight = 256");
+    let mut config = config(broker, &names, specs, port);
+    config.delivery.in_flight = 256;
     for agent in &agents {
         WiseAgent::run(
             broker,
@@ -427,7 +427,7 @@ async fn a_backlog_on_every_queue_at_once_is_drained_from_the_start(broker: Brok
     for agent in &agents {
         inboxes.push(inbox_on(broker, &names.dest(&format!("civitas.in.{agent}"))).await);
     }
-    let bridge = BridgeProcess::start(&toml, port, &names.uid);
+    let bridge = BridgeProcess::start(&config, port, &names.uid);
     for inbox in &mut inboxes {
         let (distinct, _) = count_until_all(inbox, EACH, |_| {}).await;
         assert_eq!(distinct, EACH);
@@ -465,7 +465,7 @@ async fn a_stream_that_fails_once_complete_is_dead_lettered_whole(broker: Broker
     let planner = names.agent("Planner");
     let port = free_port();
     let bridge = BridgeProcess::start(
-        &config_toml(broker, &names, &[(&planner, "penguiflow", "")], port),
+        &config(broker, &names, vec![proxied(&planner, "penguiflow")], port),
         port,
         &names.uid,
     );

@@ -5,15 +5,12 @@
 #[macro_use]
 mod common;
 
-use common::bridge::{BridgeProcess, Names, WiseAgent, body_file, config_toml, free_port};
+use common::bridge::{BridgeProcess, Names, WiseAgent, body_file, proxied, start_bridge};
 use common::{Broker, next_message, wa_body};
 use serde_json::{Value, json};
+use stomp_agent_bridge::config::AgentConfig;
+use stomp_agent_bridge::envelope::civitas::Encoding;
 use stomp_agent_bridge::stomp::{AckMode, Client, Command, Events, Frame, Subscription};
-
-fn start(broker: Broker, names: &Names, agents: &[(&str, &str, &str)]) -> BridgeProcess {
-    let port = free_port();
-    BridgeProcess::start(&config_toml(broker, names, agents, port), port, &names.uid)
-}
 
 async fn agent_client(broker: Broker, inbox: &str) -> (Client, Events) {
     let (client, events) = broker.connect().await;
@@ -47,24 +44,18 @@ struct ToolCall {
     caller: WiseAgent,
 }
 
-/// Starts the bridge for `proxied` and sends it a tool call from a Wise Agents agent.
-async fn tool_call(
-    broker: Broker,
-    names: &Names,
-    proxied: &str,
-    protocol: &str,
-    extra: &str,
-    inbox: &str,
-) -> ToolCall {
-    let bridge = start(broker, names, &[(proxied, protocol, extra)]);
-    let (agent, inbox) = agent_client(broker, &names.dest(&format!("{inbox}.in.{proxied}"))).await;
+/// Starts the bridge for `agent` and sends it a tool call from a Wise Agents agent.
+async fn tool_call(broker: Broker, names: &Names, agent: AgentConfig, inbox: &str) -> ToolCall {
+    let name = agent.name.clone();
+    let bridge = start_bridge(broker, names, vec![agent], |_| ());
+    let (agent, inbox) = agent_client(broker, &names.dest(&format!("{inbox}.in.{name}"))).await;
     let caller = names.agent("LLMAgent");
     let listener = WiseAgent::spawn(broker, names, &["receive", &names.response(&caller), "1", "30"]);
     listener.subscribed();
     let request = json!({"_message": "{\"location\": \"Paris\"}", "_sender": caller, "_message_type": "QUERY",
         "_tool_id": "call_9f2c", "_route_response_to": "User", "_context_name": "Weather"});
     let file = body_file(names, "request.yaml", &wa_body(request));
-    WiseAgent::run(broker, names, &["send", &names.request(proxied), file.to_str().unwrap()]);
+    WiseAgent::run(broker, names, &["send", &names.request(&name), file.to_str().unwrap()]);
     ToolCall { _bridge: bridge, agent, inbox, caller: listener }
 }
 
@@ -83,8 +74,12 @@ async fn a_wise_agents_tool_call_answered_by_a_civitas_agent_comes_back_routed(
 ) {
     let names = Names::new(broker);
     let weather = names.agent("Weather");
-    let extra = format!("encoding = \"{encoding}\"");
-    let mut call = tool_call(broker, &names, &weather, "civitas", &extra, "civitas").await;
+    let written = match encoding {
+        "msgpack" => Encoding::Msgpack,
+        _ => Encoding::Json,
+    };
+    let agent = AgentConfig { encoding: Some(written), ..proxied(&weather, "civitas") };
+    let mut call = tool_call(broker, &names, agent, "civitas").await;
     let caller = names.agent("LLMAgent");
     let m = next_message(&mut call.inbox, 20).await;
     let asked: Value = match encoding {
@@ -112,8 +107,9 @@ async fn a_wise_agents_tool_call_answered_by_a_civitas_agent_comes_back_routed(
 async fn a_wise_agents_request_answered_by_a_vox_agent_comes_back_routed(broker: Broker) {
     let names = Names::new(broker);
     let ops = names.agent("Ops");
-    let uuid = "uuid = \"6a1e1b0e-2f55-4c51-8f5e-0a8c6a0f2b11\"";
-    let mut call = tool_call(broker, &names, &ops, "vox", uuid, "vox").await;
+    let uuid = "6a1e1b0e-2f55-4c51-8f5e-0a8c6a0f2b11".parse().unwrap();
+    let agent = AgentConfig { uuid: Some(uuid), ..proxied(&ops, "vox") };
+    let mut call = tool_call(broker, &names, agent, "vox").await;
     let (asked, _) = next_json(&mut call.inbox).await;
     assert_eq!(asked["type"], "command_request");
     assert_eq!(asked["target"], "6a1e1b0e-2f55-4c51-8f5e-0a8c6a0f2b11");
@@ -129,7 +125,7 @@ async fn a_wise_agents_request_answered_by_a_vox_agent_comes_back_routed(broker:
 async fn a_wise_agents_request_answered_by_a_penguiflow_agent_comes_back_routed(broker: Broker) {
     let names = Names::new(broker);
     let planner = names.agent("Planner");
-    let mut call = tool_call(broker, &names, &planner, "penguiflow", "", "penguiflow").await;
+    let mut call = tool_call(broker, &names, proxied(&planner, "penguiflow"), "penguiflow").await;
     let caller = names.agent("LLMAgent");
     let (asked, _) = next_json(&mut call.inbox).await;
     assert_eq!(asked["headers"]["tenant"], "acme");
@@ -145,7 +141,7 @@ async fn a_civitas_agent_asking_a_native_agent_gets_the_answer_with_its_correlat
     let names = Names::new(broker);
     let civ = names.agent("Researcher");
     let native = names.agent("Librarian");
-    let _bridge = start(broker, &names, &[(&civ, "civitas", "")]);
+    let _bridge = start_bridge(broker, &names, vec![proxied(&civ, "civitas")], |_| ());
     let server = WiseAgent::spawn(broker, &names, &["serve", &native, "1", "30"]);
     server.subscribed();
     let (civitas, mut inbox) = agent_client(broker, &names.dest(&format!("civitas.in.{civ}"))).await;
@@ -181,7 +177,7 @@ async fn a_civitas_runtime_ask_is_answered_through_the_bridges_reply_queue(broke
     let names = Names::new(broker);
     let civ = names.agent("Researcher");
     let native = names.agent("Librarian");
-    let _bridge = start(broker, &names, &[(&civ, "civitas", "")]);
+    let _bridge = start_bridge(broker, &names, vec![proxied(&civ, "civitas")], |_| ());
     let server = WiseAgent::spawn(broker, &names, &["serve", &native, "1", "30"]);
     server.subscribed();
     let reply_to = "_reply.0193a1b2-0000-7000-8000-0000000000dd";
@@ -210,7 +206,7 @@ async fn an_agent_named_by_a_glob_is_found_when_its_queue_appears(broker: Broker
     let names = Names::new(broker);
     let glob = names.agent("Glob*");
     let agent = names.agent("Glob").replace('_', "_A_");
-    let mut bridge = start(broker, &names, &[(&glob, "civitas", "")]);
+    let mut bridge = start_bridge(broker, &names, vec![proxied(&glob, "civitas")], |_| ());
     let (_c, mut inbox) = agent_client(broker, &names.dest(&format!("civitas.in.{agent}"))).await;
     let request = json!({"_message": "hello", "_sender": names.agent("Asker"), "_context_name": "default"});
     let file = body_file(&names, "request.yaml", &wa_body(request));

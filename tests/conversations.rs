@@ -7,25 +7,12 @@
 #[macro_use]
 mod common;
 
-use common::bridge::{BridgeProcess, Names, WiseAgent, body_file, config_toml, free_port};
+use common::bridge::{BridgeProcess, Names, WiseAgent, body_file, proxied, start_bridge};
 use common::{Broker, wa_body};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
-
-fn start_with(
-    broker: Broker,
-    names: &Names,
-    agents: &[(&str, &str, &str)],
-    edit: &[(&str, &str)],
-) -> BridgeProcess {
-    let port = free_port();
-    let mut toml = config_toml(broker, names, agents, port);
-    for (section, line) in edit {
-        toml = toml.replace(&format!("[{section}]\n"), &format!("[{section}]\n{line}\n"));
-    }
-    BridgeProcess::start(&toml, port, &names.uid)
-}
+use stomp_agent_bridge::config::AgentConfig;
 
 /// A Wise Agents tool call (as utility_wise_agents.py sends one) from `caller` to `to`;
 /// returns the caller listening on its response queue for `n` answers.
@@ -61,7 +48,7 @@ async fn concurrent_civitas_asks_reach_their_own_reply_addresses(broker: Broker)
     let names = Names::new(broker);
     let civ = names.agent("Researcher");
     let native = names.agent("Librarian");
-    let bridge = start_with(broker, &names, &[(&civ, "civitas", "")], &[]);
+    let bridge = start_bridge(broker, &names, vec![proxied(&civ, "civitas")], |_| ());
     let server = WiseAgent::spawn(broker, &names, &["plain", &native, "30", "60"]);
     server.subscribed();
     let asker = WiseAgent::spawn_peer(
@@ -106,7 +93,12 @@ async fn a_vox_receipt_is_not_the_answer(broker: Broker) {
     let names = Names::new(broker);
     let ops = names.agent("Ops");
     let uuid = "6a1e1b0e-2f55-4c51-8f5e-0a8c6a0f2b11";
-    let bridge = start_with(broker, &names, &[(&ops, "vox", &format!("uuid = \"{uuid}\""))], &[]);
+    let bridge = start_bridge(
+        broker,
+        &names,
+        vec![AgentConfig { uuid: Some(uuid.parse().unwrap()), ..proxied(&ops, "vox") }],
+        |_| (),
+    );
     let agent = WiseAgent::spawn_peer(broker, &names, &["vox-serve", &ops, uuid, "1"], &[]);
     agent.subscribed();
     let caller = names.agent("LLMAgent");
@@ -128,11 +120,11 @@ async fn answers_are_known_by_their_correlation_not_their_shape(broker: Broker) 
     let names = Names::new(broker);
     let (text_node, dict_node, civ) =
         (names.agent("PlannerT"), names.agent("PlannerD"), names.agent("Weather"));
-    let _bridge = start_with(
+    let _bridge = start_bridge(
         broker,
         &names,
-        &[(&text_node, "penguiflow", ""), (&dict_node, "penguiflow", ""), (&civ, "civitas", "")],
-        &[],
+        vec![proxied(&text_node, "penguiflow"), proxied(&dict_node, "penguiflow"), proxied(&civ, "civitas")],
+        |_| (),
     );
     let t = WiseAgent::spawn_peer(broker, &names, &["penguiflow-serve", &text_node, "1", "text"], &[]);
     let d = WiseAgent::spawn_peer(broker, &names, &["penguiflow-serve", &dict_node, "1", "dict"], &[]);
@@ -163,7 +155,7 @@ async fn a_penguiflow_ask_gets_its_trace_and_meta_back(broker: Broker) {
     let names = Names::new(broker);
     let node = names.agent("Planner");
     let native = names.agent("Guide");
-    let _bridge = start_with(broker, &names, &[(&node, "penguiflow", "")], &[]);
+    let _bridge = start_bridge(broker, &names, vec![proxied(&node, "penguiflow")], |_| ());
     let server = WiseAgent::spawn(broker, &names, &["plain", &native, "1", "30"]);
     server.subscribed();
     let asker =
@@ -186,12 +178,12 @@ async fn answers_have_the_types_their_receivers_act_on(broker: Broker) {
     let names = Names::new(broker);
     let (civ, failing, budget) = (names.agent("Expert"), names.agent("Broken"), names.agent("Tired"));
     let coordinator = names.agent("Coordinator");
-    let glob = format!("ack_contexts = [\"{coordinator}.*\"]");
-    let _bridge = start_with(
+    let glob = format!("{coordinator}.*");
+    let _bridge = start_bridge(
         broker,
         &names,
-        &[(&civ, "civitas", ""), (&failing, "civitas", ""), (&budget, "penguiflow", "")],
-        &[("wiseagents", &glob)],
+        vec![proxied(&civ, "civitas"), proxied(&failing, "civitas"), proxied(&budget, "penguiflow")],
+        |c| c.wiseagents.ack_contexts = vec![glob],
     );
     let expert = WiseAgent::spawn_peer(broker, &names, &["civitas-serve", &civ, "1", "plain"], &[]);
     let broken = WiseAgent::spawn_peer(broker, &names, &["civitas-serve", &failing, "1", "error"], &[]);
@@ -222,12 +214,10 @@ async fn an_unanswered_ask_gets_an_error_answer_and_a_late_one_is_dropped(broker
     let civ = names.agent("Slow");
     let asker_civ = names.agent("Asker");
     let nobody = names.agent("Nobody");
-    let bridge = start_with(
-        broker,
-        &names,
-        &[(&civ, "civitas", ""), (&asker_civ, "civitas", "")],
-        &[("delivery", "reply_timeout_ms = 1500")],
-    );
+    let bridge =
+        start_bridge(broker, &names, vec![proxied(&civ, "civitas"), proxied(&asker_civ, "civitas")], |c| {
+            c.delivery.reply_timeout_ms = 1500
+        });
     let slow = WiseAgent::spawn_peer(broker, &names, &["civitas-serve", &civ, "1", "silent"], &[]);
     slow.subscribed();
     let started = Instant::now();
@@ -272,7 +262,7 @@ async fn priority_expiry_and_signatures_keep_their_meaning(broker: Broker) {
     use stomp_agent_bridge::stomp::{AckMode, Command, Frame, Subscription};
     let names = Names::new(broker);
     let node = names.agent("Planner");
-    let _bridge = start_with(broker, &names, &[(&node, "penguiflow", "")], &[]);
+    let _bridge = start_bridge(broker, &names, vec![proxied(&node, "penguiflow")], |_| ());
     let planner = WiseAgent::spawn_peer(broker, &names, &["penguiflow-serve", &node, "1", "text"], &[]);
     planner.subscribed();
     let (client, mut dead) = broker.connect().await;
@@ -342,7 +332,7 @@ async fn priority_expiry_and_signatures_keep_their_meaning(broker: Broker) {
 async fn a_civitas_stream_reply_arrives_as_one_answer(broker: Broker) {
     let names = Names::new(broker);
     let civ = names.agent("Streamer");
-    let bridge = start_with(broker, &names, &[(&civ, "civitas", "")], &[]);
+    let bridge = start_bridge(broker, &names, vec![proxied(&civ, "civitas")], |_| ());
     let agent = WiseAgent::spawn_peer(broker, &names, &["civitas-serve", &civ, "1", "stream"], &[]);
     agent.subscribed();
     let answer = tool_call(broker, &names, &names.agent("Caller"), &civ, 1).next(30);

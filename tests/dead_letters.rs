@@ -7,7 +7,7 @@
 #[macro_use]
 mod common;
 
-use common::bridge::{BridgeProcess, Names, config_toml, free_port};
+use common::bridge::{BridgeProcess, Names, VOX_NAMESPACE, config, free_port, proxied, toml_text};
 use common::{Broker, next_message, wa_body};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -43,8 +43,9 @@ async fn a_poisoned_stream_replayed_after_the_fix_arrives_once_and_nothing_is_lo
     let names = Names::new(broker);
     let agent = names.agent("Indexer");
     let port = free_port();
-    let fixed = config_toml(broker, &names, &[(&agent, "civitas", "")], port);
-    let poisoned = fixed.replace("[delivery]\n", "[delivery]\nmax_body_bytes = 600\n");
+    let fixed = config(broker, &names, vec![proxied(&agent, "civitas")], port);
+    let mut poisoned = fixed.clone();
+    poisoned.delivery.max_body_bytes = 600;
     let bridge = BridgeProcess::start(&poisoned, port, &format!("{}-poisoned", names.uid));
     let (client, mut inbox) = broker.connect().await;
     client
@@ -120,13 +121,13 @@ async fn asks_to_a_missing_agent_replayed_after_a_reload_adds_it_arrive_once(bro
     let names = Names::new(broker);
     let (known, missing) = (names.agent("Indexer"), names.agent("Archivist"));
     let port = free_port();
-    let before = config_toml(broker, &names, &[(&known, "civitas", "")], port);
-    let after = config_toml(broker, &names, &[(&known, "civitas", ""), (&missing, "civitas", "")], port);
+    let before = config(broker, &names, vec![proxied(&known, "civitas")], port);
+    let after = config(broker, &names, vec![proxied(&known, "civitas"), proxied(&missing, "civitas")], port);
     let bridge = BridgeProcess::start(&before, port, &format!("{}-missing", names.uid));
     let (client, mut inbox) = broker.connect().await;
     let to_missing = Subscription::new(names.dest(&format!("civitas.in.{missing}")), AckMode::Auto);
     client.subscribe(to_missing).await.unwrap();
-    let namespace = Uuid::parse_str("0d5f1a7e-3b7c-4c59-9a8e-6f3f2c1d9b10").unwrap();
+    let namespace = Uuid::parse_str(VOX_NAMESPACE).unwrap();
     let target = Uuid::new_v5(&namespace, missing.as_bytes());
     let ask = |text: &str| {
         let body = json!({"message_id": Uuid::now_v7(), "message_source": "ops", "emitted_at":
@@ -171,9 +172,9 @@ async fn asks_to_a_missing_agent_replayed_after_a_reload_adds_it_arrive_once(bro
 /// stale marker, and leaves the fresh one.
 async fn a_stale_marker_of_a_stopped_reading_is_removed_and_a_fresh_one_is_left(broker: Broker) {
     let names = Names::new(broker);
-    let toml = config_toml(broker, &names, &[(&names.agent("Indexer"), "civitas", "")], free_port());
+    let config = config(broker, &names, vec![proxied(&names.agent("Indexer"), "civitas")], free_port());
     let path = std::env::temp_dir().join(format!("sab-dl-markers-{}.toml", names.uid));
-    std::fs::write(&path, toml).unwrap();
+    std::fs::write(&path, toml_text(&config)).unwrap();
     let dead = names.dest("dead");
     let (client, mut events) = broker.connect().await;
     let two_hours_ago = stomp_agent_bridge::deadletter::now_ms() / 1000 - 7200;

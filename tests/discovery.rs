@@ -3,18 +3,18 @@
 
 mod common;
 
-use common::fake::{Conn, Pair, start, stop_pair};
+use common::fake::{Conn, Pair, start, stop_pair, weather_config};
+use stomp_agent_bridge::config::{Config, DeliveryConfig};
 use stomp_agent_bridge::stomp::{Command, Frame};
 
 const ADVISORY: &str = "/topic/ActiveMQ.Advisory.Queue";
 
-fn config(port: u16) -> String {
-    format!(
-        "[broker]\nurl = \"stomp://127.0.0.1:{port}\"\nheartbeat_ms = [0, 0]\nreconnect_max_ms = 200\n\n\
-         [protocols.civitas]\ninbox = \"/queue/fake.civ.{{agent}}\"\ningress = \"/queue/fake.civ.ingress\"\n\n\
-         [[agents]]\nname = \"Civ*\"\nprotocol = \"civitas\"\n\n\
-         [delivery]\nreceipt_timeout_ms = 300\n\n[http]\nlisten = \"\"\n"
-    )
+/// The fake broker's configuration with the agents `Civ*` in place of `Weather`.
+fn config(port: u16) -> Config {
+    let mut config =
+        weather_config(port, [0, 0], DeliveryConfig { receipt_timeout_ms: 300, ..Default::default() });
+    config.agents[0].name = "Civ*".into();
+    config
 }
 
 /// ActiveMQ's advisory for a new queue, as `jms-advisory-json` writes it.

@@ -5,6 +5,7 @@
 mod common;
 
 use common::fake::{Conn, Pair, start as start_bridge, stop_pair, wait_for, weather_config};
+use stomp_agent_bridge::config::DeliveryConfig;
 use stomp_agent_bridge::stomp::Command;
 use stomp_agent_bridge::telemetry::heap::{Counting, live_bytes};
 use tokio::net::TcpListener;
@@ -45,7 +46,12 @@ async fn many_reconnects_leave_the_live_heap_where_a_few_left_it() {
     // The correlation table is kept full from the start (Weather never answers), so the asks
     // it holds do not grow with the rounds.
     let (listener, metrics, shutdown, bridge) = start_bridge("heap-reconnects", |port| {
-        weather_config(port, "[0, 0]", "dead_letter = \"/queue/fake.dead\"\ncorrelation_capacity = 2")
+        let delivery = DeliveryConfig {
+            dead_letter: "/queue/fake.dead".into(),
+            correlation_capacity: 2,
+            ..Default::default()
+        };
+        weather_config(port, [0, 0], delivery)
     })
     .await;
     let mut heap = Vec::with_capacity(60); // allocated once: the test counts its own heap too

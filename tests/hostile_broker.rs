@@ -7,13 +7,16 @@ mod common;
 
 use common::fake::{Conn, REQUEST, start, stop, wait_for, weather_config};
 use std::time::Duration;
+use stomp_agent_bridge::config::{Config, DeliveryConfig, DeliveryMode};
 use stomp_agent_bridge::stomp::{Command, Frame};
 use tokio::time::timeout;
 
 const INBOX: &str = "/queue/fake.civ.Weather";
 
-fn config(port: u16) -> String {
-    weather_config(port, "[1000, 1000]", "receipt_timeout_ms = 60000\nmode = \"transaction\"")
+fn config(port: u16) -> Config {
+    let delivery =
+        DeliveryConfig { receipt_timeout_ms: 60000, mode: DeliveryMode::Transaction, ..Default::default() };
+    weather_config(port, [1000, 1000], delivery)
 }
 
 fn connected(heart_beat: &str) -> Frame {

@@ -4,9 +4,10 @@
 
 mod common;
 
-use common::fake::{Conn, Pair, start, stop_pair, wait_for};
+use common::fake::{Conn, Pair, start, stop_pair, wait_for, weather_config};
 use serde_json::{Value, json};
 use std::collections::HashMap;
+use stomp_agent_bridge::config::{Config, DeliveryConfig, DeliveryMode};
 use stomp_agent_bridge::stomp::{Command, Frame};
 
 const REQUEST: &str = "/queue/request/Weather";
@@ -14,15 +15,19 @@ const INGRESS: &str = "/queue/fake.civ.ingress";
 const DEAD: &str = "/queue/fake.dead";
 const INBOX: &str = "/queue/fake.civ.Weather";
 
-fn config(port: u16) -> String {
-    format!(
-        "[broker]\nurl = \"stomp://127.0.0.1:{port}\"\nheartbeat_ms = [0, 0]\nreconnect_max_ms = 200\n\n\
-         [wiseagents]\nagents = [\"Asker\"]\n\n\
-         [protocols.civitas]\ninbox = \"/queue/fake.civ.{{agent}}\"\ningress = \"{INGRESS}\"\n\n\
-         [[agents]]\nname = \"Weather\"\nprotocol = \"civitas\"\n\n\
-         [delivery]\ndead_letter = \"{DEAD}\"\nmode = \"confirm\"\nbatch_max = 1\nmax_body_bytes = 4096\n\n\
-         [http]\nlisten = \"\"\n"
-    )
+/// The fake broker's configuration with `Asker` a native agent.
+fn config(port: u16) -> Config {
+    let delivery = DeliveryConfig {
+        dead_letter: DEAD.into(),
+        mode: DeliveryMode::Confirm,
+        batch_max: 1,
+        max_body_bytes: 4096,
+        ..Default::default()
+    };
+    let mut config = weather_config(port, [0, 0], delivery);
+    config.wiseagents.agents = vec!["Asker".into()];
+    config.protocols.civitas.as_mut().expect("[protocols.civitas]").ingress = INGRESS.into();
+    config
 }
 
 fn wise(fields: &str) -> String {

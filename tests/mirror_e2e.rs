@@ -6,32 +6,42 @@
 
 mod common;
 
-use common::bridge::{BridgeProcess, Names, WiseAgent, config_toml, free_port};
+use common::bridge::{BridgeProcess, Names, WiseAgent, proxied, start_bridge};
 use common::{Broker, next_message};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashSet};
 use std::process::Command as Process;
 use std::time::Instant;
+use stomp_agent_bridge::config::AgentConfig;
+use stomp_agent_bridge::config::mirror::{MirrorConfig, MirrorTopics, TapKind};
 use stomp_agent_bridge::envelope::wiseagents::WiseMessage;
 use stomp_agent_bridge::stomp::{AckMode, Client, Command, Events, Frame, Subscription};
 
 const FORMATS: [&str; 3] = ["civitas", "vox", "penguiflow"];
 
 /// The `[mirror]` table of this test: its topics under this test's own names.
-fn mirror_toml(broker: Broker, names: &Names) -> String {
+fn mirror_config(broker: Broker, names: &Names) -> MirrorConfig {
     let tap = match broker {
-        Broker::ActiveMq => "activemq",
-        Broker::RabbitMq => "rabbitmq-firehose",
-        Broker::Artemis => "artemis",
+        Broker::ActiveMq => TapKind::Activemq,
+        Broker::RabbitMq => TapKind::RabbitmqFirehose,
+        Broker::Artemis => TapKind::Artemis,
     };
-    let mut toml = format!("\n[mirror]\ntap = \"{tap}\"\n\n[mirror.topics]\n");
-    for format in FORMATS.iter().chain(&["canonical"]) {
-        toml.push_str(&format!(
-            "{format} = \"/topic/mirror.{}.{format}.{{direction}}.{{agent}}\"\n",
-            names.uid
-        ));
-    }
-    toml
+    let topic = |format: &str| format!("/topic/mirror.{}.{format}.{{direction}}.{{agent}}", names.uid);
+    let [civitas, vox, penguiflow] = FORMATS.map(topic);
+    let topics = MirrorTopics { civitas, vox, penguiflow, canonical: topic("canonical") };
+    MirrorConfig { tap, topics, ..Default::default() }
+}
+
+/// The bridge for `names` on `broker` with `proxied` agents and the mirror on, after `edit`.
+fn mirror_bridge(
+    broker: Broker,
+    names: &Names,
+    proxied: Vec<AgentConfig>,
+    edit: impl FnOnce(&mut MirrorConfig),
+) -> BridgeProcess {
+    let mut mirror = mirror_config(broker, names);
+    edit(&mut mirror);
+    start_bridge(broker, names, proxied, |c| c.mirror = Some(mirror))
 }
 
 /// Every copy of `format` this test's bridge publishes (a wildcard subscription).
@@ -40,25 +50,18 @@ fn all_copies(broker: Broker, names: &Names, format: &str) -> String {
     format!("/topic/mirror.{}.{format}.{rest}", names.uid)
 }
 
-fn start_mirror(broker: Broker, names: &Names, proxied: &[(&str, &str, &str)]) -> BridgeProcess {
-    start_mirror_with(broker, names, proxied, "")
+fn start_mirror(broker: Broker, names: &Names, proxied: Vec<AgentConfig>) -> BridgeProcess {
+    start_mirror_with(broker, names, proxied, |_| ())
 }
 
-/// With `extra` keys in the `[mirror]` table.
+/// With `edit` made to the `[mirror]` table.
 fn start_mirror_with(
     broker: Broker,
     names: &Names,
-    proxied: &[(&str, &str, &str)],
-    extra: &str,
+    proxied: Vec<AgentConfig>,
+    edit: impl FnOnce(&mut MirrorConfig),
 ) -> BridgeProcess {
-    let port = free_port();
-    let mirror = mirror_toml(broker, names).replacen(
-        "\n\n[mirror.topics]",
-        &format!("\n{extra}\n\n[mirror.topics]"),
-        1,
-    );
-    let toml = config_toml(broker, names, proxied, port) + &mirror;
-    let bridge = BridgeProcess::start(&toml, port, &names.uid);
+    let bridge = mirror_bridge(broker, names, proxied, edit);
     bridge.wait_metric(|line| line == "bridge_mirror_ready 1", 30);
     bridge.wait_metric(|line| line == "bridge_mirror_tap_seen 1", 30);
     assert_eq!(bridge.http_get("/readyz"), (200, "ready\n".to_owned()), "the probe came through");
@@ -82,17 +85,14 @@ fn wait_readyz(bridge: &BridgeProcess, needle: &str, secs: u64) -> (u16, String)
 /// firehose off) makes the mirror not ready, with the fix, until the probe comes through.
 fn a_tap_that_shows_nothing_is_not_ready_and_says_the_fix(
     broker: Broker,
-    extra: &str,
+    edit: impl FnOnce(&mut MirrorConfig),
     fix: &str,
 ) -> BridgeProcess {
     let names = Names::new(broker);
-    let port = free_port();
-    let mirror = mirror_toml(broker, &names).replacen(
-        "\n\n[mirror.topics]",
-        &format!("\nprobe_timeout_ms = 1000\n{extra}\n\n[mirror.topics]"),
-        1,
-    );
-    let bridge = BridgeProcess::start(&(config_toml(broker, &names, &[], port) + &mirror), port, &names.uid);
+    let bridge = mirror_bridge(broker, &names, vec![], |m| {
+        m.probe_timeout_ms = 1000;
+        edit(m);
+    });
     let (status, body) = wait_readyz(&bridge, "the tap shows nothing", 20);
     assert_eq!(status, 503, "{body}");
     assert!(body.contains(fix), "the fix is said: {body}");
@@ -200,7 +200,7 @@ async fn conversation_is_observed_in_every_format(broker: Broker) {
 
     // Proxy and mirror in one process: the bridge also stands in for a Civitas agent.
     let scribe = names.agent("Scribe");
-    let bridge = start_mirror(broker, &names, &[(&scribe, "civitas", "")]);
+    let bridge = start_mirror(broker, &names, vec![proxied(&scribe, "civitas")]);
     let (inbox_client, mut inbox) = broker.connect().await;
     let civitas_inbox = names.dest(&format!("civitas.in.{scribe}"));
     inbox_client.subscribe(Subscription::new(civitas_inbox, AckMode::Auto)).await.unwrap();
@@ -276,7 +276,7 @@ type Step<'a> = (&'a str, &'a str, &'a str, Option<&'a str>, Option<&'a str>);
 /// to a tool call routed upstream stays in the tool call's conversation.
 async fn answers_pair_with_their_questions_first_in_first_out(broker: Broker) {
     let names = Names::new(broker);
-    let bridge = start_mirror(broker, &names, &[]);
+    let bridge = start_mirror(broker, &names, vec![]);
     let (a, b, user) = (names.agent("A"), names.agent("B"), names.agent("User"));
     // Native consumers take every message (RabbitMQ's firehose copies deliveries).
     let mut natives = Vec::new();
@@ -374,7 +374,7 @@ async fn mirror_keeps_up_with_ten_thousand_messages(broker: Broker) {
     let names = Names::new(broker);
     // Every mirror on a broker copies all of its traffic, and the other mirror tests send
     // bursts of their own at the same time: room for all of it, so that none is dropped.
-    let bridge = start_mirror_with(broker, &names, &[], "buffer = 50000");
+    let bridge = start_mirror_with(broker, &names, vec![], |m| m.buffer = 50000);
     let queue = names.request(&names.agent("Bulk"));
     let (_native, mut native_events) = native_consumer(broker, &queue).await;
     let (observer, mut copies) = broker.connect().await;
@@ -421,7 +421,7 @@ async fn mirror_keeps_up_with_ten_thousand_messages(broker: Broker) {
 async fn a_mirror_that_falls_behind_drops_copies_and_never_the_native_traffic(broker: Broker) {
     const N: usize = 3_000;
     let names = Names::new(broker);
-    let bridge = start_mirror_with(broker, &names, &[], "buffer = 1");
+    let bridge = start_mirror_with(broker, &names, vec![], |m| m.buffer = 1);
     let queue = names.request(&names.agent("Burst"));
     let (_native, mut native_events) = native_consumer(broker, &queue).await;
     send_burst(broker, &queue, N).await;
@@ -455,9 +455,13 @@ async fn activemq_answers_pair_with_their_questions_first_in_first_out() {
 #[tokio::test(flavor = "multi_thread")]
 async fn activemq_a_tap_that_shows_nothing_is_not_ready_and_says_the_fix() {
     let names = Names::new(Broker::ActiveMq);
-    let nothing = format!("destination = \"/topic/mirror.nothing.{}\"", names.uid);
+    let nothing = format!("/topic/mirror.nothing.{}", names.uid);
     let fix = "merge config/mirror/activemq.xml into the broker's activemq.xml";
-    let bridge = a_tap_that_shows_nothing_is_not_ready_and_says_the_fix(Broker::ActiveMq, &nothing, fix);
+    let bridge = a_tap_that_shows_nothing_is_not_ready_and_says_the_fix(
+        Broker::ActiveMq,
+        |m| m.destination = nothing,
+        fix,
+    );
     assert!(bridge.terminate(20).success());
 }
 
@@ -487,7 +491,7 @@ async fn artemis_answers_pair_with_their_questions_first_in_first_out() {
 #[tokio::test(flavor = "multi_thread")]
 async fn rabbitmq_conversation_is_observed_and_the_mirror_keeps_up() {
     let fix = "turn RabbitMQ's firehose on: rabbitmqctl trace_on -p /";
-    let blind = a_tap_that_shows_nothing_is_not_ready_and_says_the_fix(Broker::RabbitMq, "", fix);
+    let blind = a_tap_that_shows_nothing_is_not_ready_and_says_the_fix(Broker::RabbitMq, |_| (), fix);
     let _firehose = Firehose::on();
     blind.wait_metric(|line| line == "bridge_mirror_tap_seen 1", 20);
     assert_eq!(blind.http_get("/readyz"), (200, "ready\n".to_owned()), "ready once the firehose is on");

@@ -6,9 +6,10 @@
 #[macro_use]
 mod common;
 
-use common::bridge::{BridgeProcess, Names, WiseAgent, config_toml, free_port};
+use common::bridge::{BridgeProcess, Names, WiseAgent, free_port, proxied};
 use common::{Broker, Proxy, next_message};
 use std::collections::BTreeSet;
+use stomp_agent_bridge::config::Config;
 use stomp_agent_bridge::stomp::{AckMode, Client, Command, Events, Frame, Message, Subscription};
 
 async fn consume_on(broker: Broker, dest: &str) -> (Client, Events) {
@@ -32,9 +33,9 @@ fn text_of(m: &Message) -> String {
     line.trim_start_matches("_message: ").trim_matches('\'').to_owned()
 }
 
-fn config(broker: Broker, names: &Names, agents: &[&str], port: u16) -> String {
-    let specs: Vec<(&str, &str, &str)> = agents.iter().map(|a| (*a, "civitas", "")).collect();
-    config_toml(broker, names, &specs, port)
+fn config(broker: Broker, names: &Names, agents: &[&str], port: u16) -> Config {
+    let specs = agents.iter().map(|a| proxied(a, "civitas")).collect();
+    common::bridge::config(broker, names, specs, port)
 }
 
 async fn send(client: &Client, destination: &str, text: &str) {
@@ -148,12 +149,10 @@ async fn a_broken_file_changes_nothing_and_the_bridge_says_why(broker: Broker) {
     let (a, b) = (names.agent("Weather"), names.agent("News"));
     let port = free_port();
     let mut bridge = BridgeProcess::start(&config(broker, &names, &[&a], port), port, &names.uid);
-    let broken = config(broker, &names, &[&a, &b], port)
-        .replace(
-            &format!("name = \"{b}\"\nprotocol = \"civitas\""),
-            &format!("name = \"{b}\"\nprotocol = \"civitaz\""),
-        )
-        .replace("[delivery]\n", "[delivery]\ncolour = \"red\"\n");
+    // What no Config can hold: a misspelt framework and an unknown key.
+    let mut broken = toml::Table::try_from(config(broker, &names, &[&a, &b], port)).unwrap();
+    broken["agents"][1]["protocol"] = "civitaz".into();
+    broken["delivery"].as_table_mut().unwrap().insert("colour".into(), "red".into());
     bridge.reload_with(&broken);
     bridge.wait_reloads("invalid", 1);
     let line = bridge.wait_log("the file does not validate", 10);
@@ -180,12 +179,11 @@ async fn a_change_that_cannot_be_live_is_refused_and_named(broker: Broker) {
     let names = Names::new(broker);
     let (a, b) = (names.agent("Weather"), names.agent("News"));
     let port = free_port();
-    let toml = config(broker, &names, &[&a], port);
-    let mut bridge = BridgeProcess::start(&toml, port, &names.uid);
-    let url = format!("stomp://127.0.0.1:{}\"", broker.port());
-    let refused = config(broker, &names, &[&a, &b], port)
-        .replace(&url, "stomp://127.0.0.1:1\"")
-        .replace("in_flight = 64", "in_flight = 128");
+    let started = config(broker, &names, &[&a], port);
+    let mut bridge = BridgeProcess::start(&started, port, &names.uid);
+    let mut refused = config(broker, &names, &[&a, &b], port);
+    refused.broker.url = "stomp://127.0.0.1:1".into();
+    refused.delivery.in_flight = 128;
     bridge.reload_with(&refused);
     bridge.wait_reloads("refused", 1);
     let line = bridge.wait_log("configuration reload refused", 10);
@@ -215,9 +213,11 @@ async fn a_reload_while_the_broker_is_away_applies_once_it_is_back(broker: Broke
     let (a, b, c) = (names.agent("Weather"), names.agent("News"), names.agent("Gone"));
     let proxy = Proxy::start(broker.port()).await;
     let port = free_port();
-    let (direct, through) =
-        (format!("stomp://127.0.0.1:{}\"", broker.port()), format!("stomp://127.0.0.1:{}\"", proxy.port));
-    let config = |agents: &[&str]| config(broker, &names, agents, port).replace(&direct, &through);
+    let config = |agents: &[&str]| {
+        let mut config = config(broker, &names, agents, port);
+        config.broker.url = format!("stomp://127.0.0.1:{}", proxy.port);
+        config
+    };
     let mut bridge = BridgeProcess::start(&config(&[&a, &c]), port, &names.uid);
     let (producer, _) = broker.connect().await;
     let (_ca, mut inbox_a) = consume_on(broker, &inbox(&names, &a)).await;
@@ -259,8 +259,8 @@ async fn the_log_level_changes_live(broker: Broker) {
     let names = Names::new(broker);
     let a = names.agent("Weather");
     let port = free_port();
-    let toml = config(broker, &names, &[&a], port);
-    let mut bridge = BridgeProcess::start(&toml, port, &names.uid);
+    let started = config(broker, &names, &[&a], port);
+    let mut bridge = BridgeProcess::start(&started, port, &names.uid);
     let (producer, _) = broker.connect().await;
     let (_ca, mut inbox_a) = consume_on(broker, &inbox(&names, &a)).await;
     let delivered = |n: u32| {
@@ -272,7 +272,9 @@ async fn the_log_level_changes_live(broker: Broker) {
     next_message(&mut inbox_a, 30).await;
     bridge.wait_metric(delivered(1), 30);
     assert_eq!(bridge.logged("\"message delivered\""), Vec::<String>::new(), "not logged at info");
-    bridge.reload_with(&toml.replace("[log]\n", "[log]\nlevel = \"debug\"\n"));
+    let mut debug = started;
+    debug.log.level = "debug".into();
+    bridge.reload_with(&debug);
     bridge.wait_reloads("applied", 1);
     send(&producer, &names.request(&a), "at debug").await;
     next_message(&mut inbox_a, 30).await;

@@ -1,12 +1,17 @@
 //! The broker passcode: read from `broker.passcode_file` (container secrets), and never shown:
 //! the whole output of a run and of `validate`, and the metrics, are searched for it.
 
+mod common;
+
+use common::bridge::toml_text;
+use common::fake::weather_config;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
+use stomp_agent_bridge::config::DeliveryConfig;
 
 const BIN: &str = env!("CARGO_BIN_EXE_stomp-agent-bridge");
 const PASSCODE: &str = "pw-7f1d-0071-secret";
@@ -17,15 +22,16 @@ fn dir(name: &str) -> PathBuf {
     dir
 }
 
+/// The fake broker's configuration for the broker at `broker` (`host:port`), logging in as
+/// `bridge` with the passcode in `dir/passcode` when there is one, and HTTP on `http`.
 fn write_config(dir: &Path, broker: &str, http: &str) -> PathBuf {
     let path = dir.join("bridge.toml");
-    let toml = format!(
-        "[broker]\nurl = \"stomp://{broker}\"\nlogin = \"bridge\"\n{}heartbeat_ms = [0, 0]\nreconnect_max_ms = 200\n\n\
-         [protocols.civitas]\ninbox = \"/queue/civ.{{agent}}\"\ningress = \"/queue/civ.ingress\"\n\n\
-         [[agents]]\nname = \"Weather\"\nprotocol = \"civitas\"\n\n[http]\nlisten = \"{http}\"\n",
-        if dir.join("passcode").exists() { "passcode_file = \"passcode\"\n" } else { "" }
-    );
-    std::fs::write(&path, toml).unwrap();
+    let mut config = weather_config(0, [0, 0], DeliveryConfig::default());
+    config.broker.url = format!("stomp://{broker}");
+    config.broker.login = Some("bridge".into());
+    config.broker.passcode_file = dir.join("passcode").exists().then(|| "passcode".into());
+    config.http.listen = http.into();
+    std::fs::write(&path, toml_text(&config)).unwrap();
     path
 }
 

@@ -9,6 +9,7 @@ use common::fake::{Conn, Pair, start as start_bridge, stop, stop_pair, wait_for,
 use futures_util::StreamExt;
 use std::sync::Arc;
 use std::time::Duration;
+use stomp_agent_bridge::config::{Config, DeliveryConfig, DeliveryMode};
 use stomp_agent_bridge::stomp::codec::Wire;
 use stomp_agent_bridge::stomp::{Command, Frame};
 use stomp_agent_bridge::telemetry::Metrics;
@@ -17,11 +18,14 @@ use tokio_util::sync::CancellationToken;
 
 const DEAD: &str = "/queue/fake.dead";
 
-fn config(port: u16) -> String {
-    let delivery = format!(
-        "dead_letter = \"{DEAD}\"\nreceipt_timeout_ms = 400\nmax_attempts = 2\nmode = \"transaction\""
-    );
-    weather_config(port, "[0, 0]", &delivery)
+/// `[delivery]` of these tests: dead letters to [`DEAD`], receipts awaited 400 ms, in `mode`.
+fn delivery(mode: DeliveryMode) -> DeliveryConfig {
+    DeliveryConfig { dead_letter: DEAD.into(), receipt_timeout_ms: 400, mode, ..Default::default() }
+}
+
+fn config(port: u16) -> Config {
+    let delivery = DeliveryConfig { max_attempts: 2, ..delivery(DeliveryMode::Transaction) };
+    weather_config(port, [0, 0], delivery)
 }
 
 async fn start() -> (TcpListener, Arc<Metrics>, CancellationToken, tokio::task::JoinHandle<()>) {
@@ -121,8 +125,7 @@ async fn a_send_the_broker_refuses_is_tried_alone_then_dead_lettered_with_the_br
 /// The bridge with heart-beats both ways every second (silence past 3 s is a dead broker).
 async fn start_watched() -> (TcpListener, Arc<Metrics>, CancellationToken, tokio::task::JoinHandle<()>) {
     start_bridge("settle-watched", |port| {
-        let delivery = format!("dead_letter = \"{DEAD}\"\nreceipt_timeout_ms = 400\nmode = \"transaction\"");
-        weather_config(port, "[1000, 1000]", &delivery)
+        weather_config(port, [1000, 1000], delivery(DeliveryMode::Transaction))
     })
     .await
 }
@@ -219,9 +222,7 @@ async fn a_stalled_connection_whose_heart_beats_stop_is_replaced_and_the_redeliv
 
 async fn start_confirming() -> (TcpListener, Arc<Metrics>, CancellationToken, tokio::task::JoinHandle<()>) {
     start_bridge("settle-confirm", |port| {
-        let delivery =
-            format!("dead_letter = \"{DEAD}\"\nreceipt_timeout_ms = 400\nmax_attempts = 2\nmode = \"auto\"");
-        weather_config(port, "[0, 0]", &delivery)
+        weather_config(port, [0, 0], DeliveryConfig { max_attempts: 2, ..delivery(DeliveryMode::Auto) })
     })
     .await
 }
@@ -310,10 +311,9 @@ async fn the_asks_of_rolled_back_batches_are_forgotten_and_only_the_redeliveries
     // One batch of one at a time: the second request waits, already asked, behind the first;
     // when the first fails it is started on the broken connection and rolled back too.
     let (listener, metrics, shutdown, bridge) = start_bridge("settle-forget", |port| {
-        let delivery = format!(
-            "dead_letter = \"{DEAD}\"\nreceipt_timeout_ms = 400\nmode = \"transaction\"\nbatch_max = 1\nbatches_in_flight = 1"
-        );
-        weather_config(port, "[0, 0]", &delivery)
+        let delivery =
+            DeliveryConfig { batch_max: 1, batches_in_flight: 1, ..delivery(DeliveryMode::Transaction) };
+        weather_config(port, [0, 0], delivery)
     })
     .await;
     let mut first = Conn::accept(&listener).await;

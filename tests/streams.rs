@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::bridge::{BridgeProcess, Names, config_toml, free_port};
+use common::bridge::{BridgeProcess, Names, config, free_port, proxied};
 use common::{Broker, next_message, wise_query};
 use serde_json::{Value, json};
 use stomp_agent_bridge::envelope::Intent;
@@ -14,18 +14,16 @@ use stomp_agent_bridge::envelope::wiseagents::WiseMessage;
 use stomp_agent_bridge::stomp::{AckMode, Client, Command, Events, Frame, Subscription};
 
 const BROKER: Broker = Broker::ActiveMq;
-/// `delivery.in_flight` of `config_toml`: every message the bridge may hold at once.
+/// `delivery.in_flight` of `config`: every message the bridge may hold at once.
 const IN_FLIGHT: usize = 64;
 
 /// The bridge for one proxied Civitas agent; `stream_wait_ms`: `stream_max_wait_ms`.
 fn start(names: &Names, civ: &str, stream_wait_ms: u64) -> BridgeProcess {
     let port = free_port();
-    let toml = config_toml(BROKER, names, &[(civ, "civitas", "")], port).replace(
-        "[protocols.penguiflow]\n",
-        &format!("[protocols.penguiflow]\nstream_max_wait_ms = {stream_wait_ms}\n"),
-    );
-    assert!(toml.contains(&format!("in_flight = {IN_FLIGHT}")));
-    BridgeProcess::start(&toml, port, &names.uid)
+    let mut config = config(BROKER, names, vec![proxied(civ, "civitas")], port);
+    config.protocols.penguiflow.as_mut().expect("[protocols.penguiflow]").stream_max_wait_ms = stream_wait_ms;
+    assert_eq!(config.delivery.in_flight, IN_FLIGHT);
+    BridgeProcess::start(&config, port, &names.uid)
 }
 
 async fn consume(destination: &str) -> (Client, Events) {

@@ -11,13 +11,14 @@
 #[macro_use]
 mod common;
 
-use common::bridge::{BridgeProcess, Names, config_toml, free_port};
+use common::bridge::{BridgeProcess, Names, config, free_port, proxied};
 use common::{Broker, next_message};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+use stomp_agent_bridge::config::Config;
 use stomp_agent_bridge::stomp::codec::Wire;
 use stomp_agent_bridge::stomp::{
     AckMode, Client, ClientConfig, Command, Frame, Limits, StompCodec, Subscription, TlsOptions,
@@ -149,27 +150,24 @@ fn client_auth_port(broker: Broker) -> u16 {
     broker.port() + 2
 }
 
-/// `[broker]` TLS settings: the brokers' test CA, and a client certificate and key if given.
-fn tls_settings(client: Option<(&Path, &Path)>) -> String {
-    let mut lines = format!("ca_file = {:?}\n", brokers_tls("ca.pem").display().to_string());
-    if let Some((cert, key)) = client {
-        lines += &format!(
-            "cert_file = {:?}\nkey_file = {:?}\n",
-            cert.display().to_string(),
-            key.display().to_string()
-        );
-    }
-    lines
-}
-
 /// A bridge for one Civitas agent `civ` whose only broker URL is the broker's connector that
-/// requires a client certificate, with these TLS settings.
-fn client_auth_bridge_toml(broker: Broker, names: &Names, civ: &str, tls: &str, http_port: u16) -> String {
-    let toml = config_toml(broker, names, &[(civ, "civitas", "")], http_port);
-    let plain = format!("url = \"stomp://127.0.0.1:{}\"\n", broker.port());
-    assert!(toml.contains(&plain), "{toml}");
-    let ssl = format!("url = \"stomp+ssl://127.0.0.1:{}\"\n{tls}", client_auth_port(broker));
-    toml.replacen(&plain, &ssl, 1)
+/// requires a client certificate, with the brokers' test CA, and `client`'s certificate and
+/// key if given.
+fn client_auth_bridge(
+    broker: Broker,
+    names: &Names,
+    civ: &str,
+    client: Option<(&Path, &Path)>,
+    http_port: u16,
+) -> Config {
+    let mut config = config(broker, names, vec![proxied(civ, "civitas")], http_port);
+    let tls = &mut config.broker;
+    tls.url = format!("stomp+ssl://127.0.0.1:{}", client_auth_port(broker));
+    tls.ca_file = Some(brokers_tls("ca.pem"));
+    if let Some((cert, key)) = client {
+        (tls.cert_file, tls.key_file) = (Some(cert.into()), Some(key.into()));
+    }
+    config
 }
 
 /// A Wise Agents query from `sender`, as a Wise Agents agent sends it.
@@ -199,9 +197,8 @@ async fn the_bridge_with_a_client_certificate_carries_a_request_through_the_clie
     let caller = names.agent("LLMAgent");
     let (cert, key) = (brokers_tls("client.pem"), brokers_tls("client.key"));
     let http_port = free_port();
-    let tls = tls_settings(Some((&cert, &key)));
-    let toml = client_auth_bridge_toml(broker, &names, &civ, &tls, http_port);
-    let bridge = BridgeProcess::start(&toml, http_port, &names.uid);
+    let config = client_auth_bridge(broker, &names, &civ, Some((&cert, &key)), http_port);
+    let bridge = BridgeProcess::start(&config, http_port, &names.uid);
     assert_eq!(bridge.http_get("/readyz").0, 200, "connected through port {}", client_auth_port(broker));
 
     let (_agent, mut inbox) = listen(broker, &names.dest(&format!("civitas.in.{civ}"))).await;
@@ -214,10 +211,11 @@ async fn the_bridge_with_a_client_certificate_carries_a_request_through_the_clie
     assert_eq!(asked["payload"]["message"], "which books on TLS?", "{asked}");
 }
 
-/// Runs the bridge with these TLS settings against the connector that requires a client
-/// certificate, with a request waiting for it: the bridge never becomes ready, the request
-/// stays on its queue unread and the Civitas inbox stays empty. The error it logged.
-async fn refused_by_the_client_auth_connector(broker: Broker, tls: &str) -> String {
+/// Runs the bridge with `client`'s certificate and key, if any, against the connector that
+/// requires a client certificate, with a request waiting for it: the bridge never becomes
+/// ready, the request stays on its queue unread and the Civitas inbox stays empty. The error
+/// it logged.
+async fn refused_by_the_client_auth_connector(broker: Broker, client: Option<(&Path, &Path)>) -> String {
     let names = Names::new(broker);
     let civ = names.agent("Weather");
     let (_agent, mut inbox) = listen(broker, &names.dest(&format!("civitas.in.{civ}"))).await;
@@ -225,8 +223,8 @@ async fn refused_by_the_client_auth_connector(broker: Broker, tls: &str) -> Stri
     send_request(broker, &names, &civ, body.clone()).await;
 
     let http_port = free_port();
-    let toml = client_auth_bridge_toml(broker, &names, &civ, tls, http_port);
-    let mut bridge = BridgeProcess::spawn(&toml, http_port, &names.uid);
+    let config = client_auth_bridge(broker, &names, &civ, client, http_port);
+    let mut bridge = BridgeProcess::spawn(&config, http_port, &names.uid);
     let first = bridge.wait_log("cannot connect to the broker", 30);
     bridge.wait_log("cannot connect to the broker", 30);
     assert_ne!(bridge.http_get("/readyz").0, 200, "not ready without a connection");
@@ -245,7 +243,7 @@ async fn refused_by_the_client_auth_connector(broker: Broker, tls: &str) -> Stri
 async fn the_bridge_without_a_client_certificate_is_refused_by_the_client_auth_connector_and_says_why(
     broker: Broker,
 ) {
-    let error = refused_by_the_client_auth_connector(broker, &tls_settings(None)).await;
+    let error = refused_by_the_client_auth_connector(broker, None).await;
     assert_eq!(
         error,
         "the broker refused the TLS handshake: received fatal alert: BadCertificate \
@@ -257,8 +255,8 @@ async fn a_client_certificate_from_another_ca_is_refused_by_the_client_auth_conn
     broker: Broker,
 ) {
     // tests/tls/'s client certificate: its CA is not in the broker's truststore.
-    let tls = tls_settings(Some((&pem("client.pem"), &pem("client.key"))));
-    let error = refused_by_the_client_auth_connector(broker, &tls).await;
+    let error =
+        refused_by_the_client_auth_connector(broker, Some((&pem("client.pem"), &pem("client.key")))).await;
     let said = "the broker refused the TLS handshake: received fatal alert: CertificateUnknown";
     let asked = format!("(does the broker trust the client certificate {}?)", pem("client.pem").display());
     assert_eq!(error, format!("{said} {asked}"));

@@ -6,9 +6,11 @@
 
 mod common;
 
-use common::bridge::{BridgeProcess, Names, config_toml, free_port};
+use common::bridge::{BridgeProcess, Names, config_with, free_port, proxied};
 use common::{Broker, next_message, wa_body};
 use serde_json::{Value, json};
+use stomp_agent_bridge::config::Config;
+use stomp_agent_bridge::config::registry::{RegisteredAgent, RegistryConfig};
 use stomp_agent_bridge::envelope::Intent;
 use stomp_agent_bridge::envelope::wiseagents::WiseMessage;
 use stomp_agent_bridge::stomp::{AckMode, Client, Command, Events, Frame, Subscription};
@@ -47,16 +49,30 @@ fn strs(items: &[&str]) -> Vec<u8> {
     dumps(&Py::List(items.iter().map(|s| Py::Str((*s).into())).collect()))
 }
 
-/// The bridge with `CivStep` (a Civitas agent) registered as a tool too.
-fn start(names: &Names, civ: &str, registry: &str) -> BridgeProcess {
+/// `[wiseagents.registry]` of this test: the Redis on `port`, this test's instance.
+fn registry(names: &Names, port: u16) -> RegistryConfig {
+    RegistryConfig { port, instance: format!("test-{}", names.uid), ..Default::default() }
+}
+
+/// The configuration for the proxied Civitas agent `civ` with the registry `registry`, then `edit`.
+fn config(
+    names: &Names,
+    civ: &str,
+    http_port: u16,
+    registry: RegistryConfig,
+    edit: impl FnOnce(&mut Config),
+) -> Config {
+    config_with(Broker::ActiveMq, names, vec![proxied(civ, "civitas")], http_port, |c| {
+        c.wiseagents.registry = Some(registry);
+        edit(c);
+    })
+}
+
+/// The bridge with `CivStep` (a Civitas agent), `agents` saying how it is registered.
+fn start(names: &Names, civ: &str, agents: Vec<RegisteredAgent>) -> BridgeProcess {
     let port = free_port();
-    let mut toml = config_toml(Broker::ActiveMq, names, &[(civ, "civitas", "")], port);
-    toml.push_str(&format!(
-        "\n[wiseagents.registry]\nport = {}\ninstance = \"test-{}\"\n{registry}\n",
-        redis_port(),
-        names.uid
-    ));
-    BridgeProcess::start(&toml, port, &names.uid)
+    let registry = RegistryConfig { agents, ..registry(names, redis_port()) };
+    BridgeProcess::start(&config(names, civ, port, registry, |_| ()), port, &names.uid)
 }
 
 async fn listen(dest: &str) -> (Client, Events) {
@@ -93,11 +109,13 @@ fn ask(text: &str, sender: &str, ctx: &str) -> Vec<u8> {
 async fn a_proxied_agent_is_registered_with_its_description_and_tool_and_removed_on_a_clean_stop() {
     let names = Names::new(Broker::ActiveMq);
     let civ = names.agent("CivStep");
-    let registry = format!(
-        "[[wiseagents.registry.agents]]\nname = \"{civ}\"\ndescription = \"Knows the weather\"\ntool = true\n\
-         parameters = {{ type = \"object\", properties = {{ location = {{ type = \"string\" }} }} }}\n"
-    );
-    let bridge = start(&names, &civ, &registry);
+    let registered = RegisteredAgent {
+        description: Some("Knows the weather".into()),
+        tool: true,
+        parameters: Some(json!({"type": "object", "properties": {"location": {"type": "string"}}})),
+        ..RegisteredAgent::new(&civ)
+    };
+    let bridge = start(&names, &civ, vec![registered]);
     let mut r = redis().await;
     let meta = loads(&hget(&mut r, "agents", &civ).await.expect("registered")).unwrap();
     let (class, state) = meta.instance().unwrap();
@@ -119,9 +137,9 @@ async fn a_name_another_process_registered_is_a_start_up_error_and_one_this_inst
     let mut r = redis().await;
     cmd(&mut r, &[b"HSET", b"agents", civ.as_bytes(), &metadata("a native agent")]).await;
     let port = free_port();
-    let mut toml = config_toml(Broker::ActiveMq, &names, &[(&civ, "civitas", "")], port);
-    toml.push_str(&format!("\n[wiseagents.registry]\nport = {}\n", redis_port()));
-    let mut refused = BridgeProcess::spawn(&toml, port, &format!("{}-taken", names.uid));
+    let registry = RegistryConfig { port: redis_port(), ..Default::default() };
+    let config = config(&names, &civ, port, registry, |_| ());
+    let mut refused = BridgeProcess::spawn(&config, port, &format!("{}-taken", names.uid));
     refused.wait_log("already in the Wise Agents registry", 20);
     assert!(!refused.terminate(10).success());
     assert_eq!(
@@ -134,7 +152,7 @@ async fn a_name_another_process_registered_is_a_start_up_error_and_one_this_inst
     let instance = format!("test-{}", names.uid);
     cmd(&mut r, &[b"HSET", b"agents", left.as_bytes(), &metadata("stale")]).await;
     cmd(&mut r, &[b"HSET", OWNERS.as_bytes(), left.as_bytes(), instance.as_bytes()]).await;
-    let bridge = start(&names, &left, "");
+    let bridge = start(&names, &left, vec![]);
     let meta = loads(&hget(&mut r, "agents", &left).await.unwrap()).unwrap();
     assert_ne!(meta, loads(&metadata("stale")).unwrap(), "rewritten with the configured description");
     assert!(bridge.terminate(20).success());
@@ -163,7 +181,7 @@ async fn a_sequence_native_proxied_native_goes_on_to_the_next_agent_and_ends_at_
         ],
     )
     .await;
-    let bridge = start(&names, &civ, "");
+    let bridge = start(&names, &civ, vec![]);
     let (civ_client, mut inbox) = listen(&names.dest(&format!("civitas.in.{civ}"))).await;
     let (_n, mut next) = listen(&names.request(&last)).await;
     let (_c, mut answers) = listen(&names.response(&client_agent)).await;
@@ -198,7 +216,7 @@ async fn a_phased_answer_is_appended_to_the_chat_completion_and_the_coordinator_
         &[("collaboration_type", b"phased".to_vec()), ("llm_chat_completion", earlier)],
     )
     .await;
-    let bridge = start(&names, &civ, "");
+    let bridge = start(&names, &civ, vec![]);
     let (civ_client, mut inbox) = listen(&names.dest(&format!("civitas.in.{civ}"))).await;
     let (_c, mut acks) = listen(&names.response(&coordinator)).await;
     let (wa, _) = Broker::ActiveMq.connect().await;
@@ -223,14 +241,9 @@ async fn a_civitas_ask_names_a_context_that_exists_in_the_registry() {
     let native = names.agent("Librarian");
     let default = format!("Dflt{}", names.uid.replace('x', ""));
     let port = free_port();
-    let toml = config_toml(Broker::ActiveMq, &names, &[(&civ, "civitas", "")], port)
-        .replace("default_context = \"default\"", &format!("default_context = \"{default}\""));
-    let toml = format!(
-        "{toml}\n[wiseagents.registry]\nport = {}\ninstance = \"test-{}\"\n",
-        redis_port(),
-        names.uid
-    );
-    let bridge = BridgeProcess::start(&toml, port, &names.uid);
+    let registry = registry(&names, redis_port());
+    let config = config(&names, &civ, port, registry, |c| c.wiseagents.default_context = default.clone());
+    let bridge = BridgeProcess::start(&config, port, &names.uid);
     let (_n, mut requests) = listen(&names.request(&native)).await;
     let (civ_client, _) = Broker::ActiveMq.connect().await;
     let body = json!({"type": "message", "sender": civ, "recipient": native, "correlation_id": "c1",
@@ -261,8 +274,8 @@ async fn until_registered(r: &mut Connection, agent: &str, want: bool, secs: u64
 async fn two_instances_register_an_agent_once_and_it_comes_back_when_redis_loses_it() {
     let names = Names::new(Broker::ActiveMq);
     let civ = names.agent("CivTwice");
-    let first = start(&names, &civ, "");
-    let second = start(&names, &civ, "");
+    let first = start(&names, &civ, vec![]);
+    let second = start(&names, &civ, vec![]);
     let mut r = redis().await;
     let one = cmd(&mut r, &[b"HGETALL", b"agents"]).await;
     let Reply::Array(Some(items)) = one else { panic!("a hash") };
@@ -296,7 +309,7 @@ async fn a_sequence_that_restarts_after_the_proxied_agent_sends_the_first_query_
         ],
     )
     .await;
-    let bridge = start(&names, &civ, "");
+    let bridge = start(&names, &civ, vec![]);
     let (civ_client, mut inbox) = listen(&names.dest(&format!("civitas.in.{civ}"))).await;
     let (_f, mut requests) = listen(&names.request(&first)).await;
     let (wa, _) = Broker::ActiveMq.connect().await;
@@ -326,14 +339,9 @@ async fn a_message_that_cannot_be_checked_against_the_registry_is_dead_lettered_
     // test (adapters/wiseagents, which runs after this suite on the same Redis) loads a
     // `default` pointing at a closed port (seen: upstream's agent failed with ConnectionError).
     let context = format!("Ctx{}", names.uid);
-    let mut toml = config_toml(Broker::ActiveMq, &names, &[(&civ, "civitas", "")], port)
-        .replace("default_context = \"default\"", &format!("default_context = \"{context}\""));
-    assert!(toml.contains(&context));
-    toml.push_str(&format!(
-        "\n[wiseagents.registry]\nport = {}\ninstance = \"test-{}\"\n",
-        proxy.port, names.uid
-    ));
-    let bridge = BridgeProcess::start(&toml, port, &names.uid);
+    let registry = registry(&names, proxy.port);
+    let config = config(&names, &civ, port, registry, |c| c.wiseagents.default_context = context.clone());
+    let bridge = BridgeProcess::start(&config, port, &names.uid);
     let (_d, mut dead) = listen(&names.dest("dead")).await;
     let (_n, mut requests) = listen(&names.request(&native)).await;
     let (civ_client, _) = Broker::ActiveMq.connect().await;

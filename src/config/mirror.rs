@@ -2,7 +2,7 @@
 //! of it goes. Checked once at start, with the rest of the configuration.
 
 use crate::envelope::codecs::Framework;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The agent name of the tap probe's queue, `<request_prefix>bridge-mirror-probe` (its
 /// messages are never copied to the mirror's topics).
@@ -27,7 +27,7 @@ impl Output {
 /// Mirror mode: every message on the Wise Agents request and response queues, read from a
 /// copy the broker makes (the queues themselves are never consumed), published again in
 /// each format on per-protocol topics.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MirrorConfig {
     /// How the broker makes the copy: `activemq` (a composite queue forwarding to
@@ -62,7 +62,7 @@ pub struct MirrorConfig {
 }
 
 /// Where the broker's copy of the Wise Agents queues comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TapKind {
     Activemq,
@@ -71,7 +71,7 @@ pub enum TapKind {
 }
 
 /// One destination pattern per format.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MirrorTopics {
     #[serde(default = "default_civitas")]
@@ -83,6 +83,21 @@ pub struct MirrorTopics {
     /// The canonical envelope as JSON, for tools that want one format.
     #[serde(default = "default_canonical")]
     pub canonical: String,
+}
+
+impl Default for MirrorConfig {
+    /// The table with no keys: `[mirror]` alone.
+    fn default() -> Self {
+        MirrorConfig {
+            tap: default_tap(),
+            destination: default_destination(),
+            buffer: default_buffer(),
+            prefetch: default_prefetch(),
+            max_backlog: default_max_backlog(),
+            probe_timeout_ms: default_probe_timeout_ms(),
+            topics: MirrorTopics::default(),
+        }
+    }
 }
 
 impl Default for MirrorTopics {

@@ -14,14 +14,14 @@ mod source;
 use crate::envelope::civitas::Encoding;
 use crate::envelope::codecs::Framework;
 use crate::stomp::Secret;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use source::Node;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use uuid::Uuid;
 
 /// The whole configuration file.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     pub broker: BrokerConfig,
@@ -44,7 +44,7 @@ pub struct Config {
 }
 
 /// How to reach the broker.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BrokerConfig {
     /// `stomp://host:port`, or `stomp+ssl://host:port` for TLS.
@@ -79,7 +79,7 @@ pub struct BrokerConfig {
 }
 
 /// Wise Agents' naming, and the native agents.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WiseAgentsConfig {
     /// Request queue of agent A: this prefix + A. On RabbitMQ use `/queue/request.`.
@@ -120,7 +120,7 @@ pub struct WiseAgentsConfig {
 }
 
 /// Discovery of the queues of agents named by a glob.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Discovery {
     ActivemqAdvisory,
@@ -129,7 +129,7 @@ pub enum Discovery {
 
 /// How the bridge makes what it publishes durable before acknowledging its source
 /// (docs/PERFORMANCE.md has the measurements behind each).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DeliveryMode {
     /// `confirm`, on every broker (the measurements in docs/PERFORMANCE.md decided it).
@@ -141,7 +141,7 @@ pub enum DeliveryMode {
 }
 
 /// The frameworks' destinations and options; a framework is usable when its table exists.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Protocols {
     pub civitas: Option<CivitasConfig>,
@@ -149,7 +149,7 @@ pub struct Protocols {
     pub penguiflow: Option<PenguiFlowConfig>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CivitasConfig {
     /// Where the bridge delivers to a Civitas agent; `{agent}` is its name.
@@ -161,7 +161,7 @@ pub struct CivitasConfig {
     pub encoding: Encoding,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VoxConfig {
     pub inbox: String,
@@ -173,7 +173,7 @@ pub struct VoxConfig {
     pub message_source: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PenguiFlowConfig {
     pub inbox: String,
@@ -193,12 +193,12 @@ pub struct PenguiFlowConfig {
 }
 
 /// One proxied agent.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentConfig {
     pub name: String,
     /// The framework the agent lives in: `civitas`, `vox` or `penguiflow`.
-    #[serde(deserialize_with = "proxied_framework")]
+    #[serde(deserialize_with = "proxied_framework", serialize_with = "proxied_framework_name")]
     pub protocol: Framework,
     /// Civitas only: `json` or `msgpack` for this agent.
     #[serde(default)]
@@ -228,8 +228,17 @@ fn proxied_framework<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Framework
     })
 }
 
+/// Writes `protocol` as [`proxied_framework`] reads it; Wise Agents, which no proxied agent
+/// lives in, is refused.
+fn proxied_framework_name<S: serde::Serializer>(framework: &Framework, s: S) -> Result<S::Ok, S::Error> {
+    match framework {
+        Framework::WiseAgents => Err(serde::ser::Error::custom("a proxied agent cannot live in Wise Agents")),
+        f => s.serialize_str(f.as_str()),
+    }
+}
+
 /// Delivery guarantees and their bounds.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeliveryConfig {
     /// Where messages that cannot be parsed, translated or routed go, with the reason.
@@ -279,7 +288,7 @@ pub struct DeliveryConfig {
 }
 
 /// The HTTP endpoint for `/metrics`, `/healthz` and `/readyz`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HttpConfig {
     /// `host:port`; an empty string turns the endpoint off.
@@ -288,7 +297,7 @@ pub struct HttpConfig {
 }
 
 /// Log output.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LogConfig {
     /// `auto` (human-readable on a terminal, JSON lines otherwise), `json` or `text`.
@@ -438,6 +447,81 @@ impl Default for HttpConfig {
 impl Default for LogConfig {
     fn default() -> Self {
         LogConfig { format: default_log_format(), level: default_log_level() }
+    }
+}
+
+/// Values built in code (the tests and the load tools write their files from them): each
+/// constructor takes the keys that have no default and sets every other key to the default
+/// the file would give it.
+impl Config {
+    /// `broker`, and every other section as a file without it has it (no framework, no agent).
+    pub fn new(broker: BrokerConfig) -> Config {
+        Config {
+            broker,
+            wiseagents: WiseAgentsConfig::default(),
+            protocols: Protocols::default(),
+            agents: Vec::new(),
+            delivery: DeliveryConfig::default(),
+            http: HttpConfig::default(),
+            log: LogConfig::default(),
+            mirror: None,
+        }
+    }
+}
+
+impl BrokerConfig {
+    /// The broker at `url`, without credentials.
+    pub fn new(url: impl Into<String>) -> BrokerConfig {
+        BrokerConfig {
+            url: url.into(),
+            login: None,
+            passcode: None,
+            passcode_file: None,
+            vhost: default_vhost(),
+            heartbeat_ms: default_heartbeat(),
+            ca_file: None,
+            cert_file: None,
+            key_file: None,
+            reconnect_max_ms: default_reconnect_max_ms(),
+        }
+    }
+}
+
+impl CivitasConfig {
+    pub fn new(inbox: impl Into<String>, ingress: impl Into<String>) -> CivitasConfig {
+        CivitasConfig { inbox: inbox.into(), ingress: ingress.into(), encoding: Encoding::default() }
+    }
+}
+
+impl VoxConfig {
+    pub fn new(inbox: impl Into<String>, ingress: impl Into<String>, namespace: Uuid) -> VoxConfig {
+        VoxConfig {
+            inbox: inbox.into(),
+            ingress: ingress.into(),
+            namespace,
+            message_source: default_message_source(),
+        }
+    }
+}
+
+impl PenguiFlowConfig {
+    pub fn new(inbox: impl Into<String>, ingress: impl Into<String>) -> PenguiFlowConfig {
+        PenguiFlowConfig {
+            inbox: inbox.into(),
+            ingress: ingress.into(),
+            tenant: default_tenant(),
+            response_as_final_answer: default_true(),
+            stream_max_bytes: default_stream_max_bytes(),
+            stream_max_wait_ms: default_stream_max_wait_ms(),
+        }
+    }
+}
+
+impl AgentConfig {
+    /// The proxied agent `name` in `protocol`, with that framework's encoding, uuid and
+    /// timeout.
+    pub fn new(name: impl Into<String>, protocol: Framework) -> AgentConfig {
+        AgentConfig { name: name.into(), protocol, encoding: None, uuid: None, reply_timeout_ms: None }
     }
 }
 

@@ -125,3 +125,172 @@ fn a_proxied_glob_that_would_take_the_mirror_probe_is_refused() {
     config.mirror = Some(super::mirror::MirrorConfig { probe_timeout_ms: 0, ..mirror });
     assert!(config.validate("x.toml").is_ok(), "the probe turned off");
 }
+
+/// `text` read as a file is (no environment, nothing relative to the file).
+fn read_text(text: &str) -> Config {
+    let (config, problems) = Config::read(text, &BTreeMap::new(), Path::new("x.toml"));
+    assert!(problems.is_empty(), "{problems:?}\n{text}");
+    config.unwrap()
+}
+
+/// A configuration with every section and table set, and every key away from its default
+/// (but `broker.passcode_file`, which is not set with `passcode`).
+fn everything() -> Config {
+    let namespace = Uuid::parse_str("0d5f1a7e-3b7c-4c59-9a8e-6f3f2c1d9b10").unwrap();
+    let registered = registry::RegisteredAgent {
+        description: Some("Knows the weather".into()),
+        tool: true,
+        parameters: Some(serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}}})),
+        ..registry::RegisteredAgent::new("Weather")
+    };
+    Config {
+        broker: BrokerConfig {
+            login: Some("admin".into()),
+            passcode: Some(Secret::new("s3cret \"quoted\"")),
+            vhost: "tenants".into(),
+            heartbeat_ms: [2000, 0],
+            ca_file: Some("tls/ca.pem".into()),
+            cert_file: Some("tls/client.pem".into()),
+            key_file: Some("tls/client.key".into()),
+            reconnect_max_ms: 1000,
+            ..BrokerConfig::new("stomp+ssl://127.0.0.1:61614")
+        },
+        wiseagents: WiseAgentsConfig {
+            request_prefix: "/queue/request.".into(),
+            response_prefix: "/queue/response.".into(),
+            default_context: "Books".into(),
+            agents: vec!["Asker".into()],
+            discovery: Discovery::None,
+            contexts: vec!["Trips.*".into()],
+            ack_contexts: vec!["*_PhasedCoordinator.*".into()],
+            registry: Some(registry::RegistryConfig {
+                host: "redis.local".into(),
+                port: 6380,
+                username: Some("bridge".into()),
+                password: Some("redis-pw".into()),
+                db: 2,
+                context_host: Some("redis.public".into()),
+                instance: "test".into(),
+                agents: vec![registered],
+            }),
+            reply_agent: "_bridge2".into(),
+        },
+        protocols: Protocols {
+            civitas: Some(CivitasConfig {
+                encoding: Encoding::Msgpack,
+                ..CivitasConfig::new("/queue/civ.{agent}", "/queue/civ.in")
+            }),
+            vox: Some(VoxConfig {
+                message_source: "ops".into(),
+                ..VoxConfig::new("/queue/vox.{agent}", "/queue/vox.in", namespace)
+            }),
+            penguiflow: Some(PenguiFlowConfig {
+                tenant: "acme".into(),
+                response_as_final_answer: false,
+                stream_max_bytes: 1 << 10,
+                stream_max_wait_ms: 500,
+                ..PenguiFlowConfig::new("/queue/pf.{agent}", "/queue/pf.in")
+            }),
+        },
+        agents: vec![
+            AgentConfig {
+                encoding: Some(Encoding::Json),
+                reply_timeout_ms: Some(1500),
+                ..AgentConfig::new("Weather", Framework::Civitas)
+            },
+            AgentConfig {
+                uuid: Some(Uuid::new_v5(&namespace, b"Ops")),
+                ..AgentConfig::new("Ops", Framework::Vox)
+            },
+            AgentConfig::new("Planner", Framework::PenguiFlow),
+        ],
+        delivery: DeliveryConfig {
+            dead_letter: "/queue/dead".into(),
+            in_flight: 64,
+            batch_max: 16,
+            batches_in_flight: 1,
+            mode: DeliveryMode::Transaction,
+            max_attempts: 5,
+            shutdown_timeout_ms: 2000,
+            receipt_timeout_ms: 3000,
+            max_hops: 4,
+            exclusive: true,
+            correlation_capacity: 10,
+            correlation_ttl_ms: 60_000,
+            reply_timeout_ms: 30_000,
+            max_body_bytes: 4096,
+        },
+        http: HttpConfig { listen: String::new() },
+        log: LogConfig { format: "json".into(), level: "stomp_agent_bridge=debug".into() },
+        mirror: Some(mirror::MirrorConfig {
+            tap: mirror::TapKind::RabbitmqFirehose,
+            destination: "/topic/copy".into(),
+            buffer: 5,
+            prefetch: 6,
+            max_backlog: 7,
+            probe_timeout_ms: 0,
+            topics: mirror::MirrorTopics {
+                civitas: "/topic/m.civitas.{direction}.{agent}".into(),
+                vox: String::new(),
+                penguiflow: "/topic/m.pf.{direction}.{agent}".into(),
+                canonical: "/topic/m.canonical.{direction}.{agent}".into(),
+            },
+        }),
+    }
+}
+
+#[test]
+fn a_serialised_config_reads_back_equal() {
+    let config = everything();
+    let text = toml::to_string(&config).unwrap();
+    assert_eq!(read_text(&text), config, "{text}");
+    let defaults = Config::new(BrokerConfig::new("stomp://127.0.0.1:61613"));
+    assert_eq!(read_text(&toml::to_string(&defaults).unwrap()), defaults);
+}
+
+#[test]
+fn the_constructors_give_what_a_file_gives_for_the_keys_left_out() {
+    let text = r#"
+        [broker]
+        url = "stomp://127.0.0.1:61613"
+        [protocols.civitas]
+        inbox = "/queue/civ.{agent}"
+        ingress = "/queue/civ.in"
+        [protocols.vox]
+        inbox = "/queue/vox.{agent}"
+        ingress = "/queue/vox.in"
+        namespace = "0d5f1a7e-3b7c-4c59-9a8e-6f3f2c1d9b10"
+        [protocols.penguiflow]
+        inbox = "/queue/pf.{agent}"
+        ingress = "/queue/pf.in"
+        [wiseagents.registry]
+        [[wiseagents.registry.agents]]
+        name = "Weather"
+        [[agents]]
+        name = "Weather"
+        protocol = "civitas"
+        [mirror]
+    "#;
+    let namespace = Uuid::parse_str("0d5f1a7e-3b7c-4c59-9a8e-6f3f2c1d9b10").unwrap();
+    let mut built = Config::new(BrokerConfig::new("stomp://127.0.0.1:61613"));
+    built.protocols = Protocols {
+        civitas: Some(CivitasConfig::new("/queue/civ.{agent}", "/queue/civ.in")),
+        vox: Some(VoxConfig::new("/queue/vox.{agent}", "/queue/vox.in", namespace)),
+        penguiflow: Some(PenguiFlowConfig::new("/queue/pf.{agent}", "/queue/pf.in")),
+    };
+    built.wiseagents.registry = Some(registry::RegistryConfig {
+        agents: vec![registry::RegisteredAgent::new("Weather")],
+        ..Default::default()
+    });
+    built.agents = vec![AgentConfig::new("Weather", Framework::Civitas)];
+    built.mirror = Some(mirror::MirrorConfig::default());
+    assert_eq!(read_text(text), built);
+}
+
+#[test]
+fn a_wise_agents_agent_is_not_serialised_as_a_proxied_one() {
+    let mut config = Config::new(BrokerConfig::new("stomp://127.0.0.1:61613"));
+    config.agents = vec![AgentConfig::new("Assistant", Framework::WiseAgents)];
+    let err = toml::to_string(&config).unwrap_err().to_string();
+    assert!(err.contains("cannot live in Wise Agents"), "{err}");
+}

@@ -1,10 +1,10 @@
 //! `[wiseagents.registry]`: where Wise Agents' registry lives (the settings of its
 //! `registry_config.yaml`) and how the proxied agents appear in it.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The registry's Redis and what the bridge writes there.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RegistryConfig {
     /// Redis host (`redis_host`).
@@ -37,7 +37,7 @@ pub struct RegistryConfig {
 }
 
 /// How one proxied agent is registered.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RegisteredAgent {
     /// The proxied agent's name.
@@ -51,6 +51,29 @@ pub struct RegisteredAgent {
     /// The tool's parameters, a JSON schema (default: `{}`).
     #[serde(default)]
     pub parameters: Option<serde_json::Value>,
+}
+
+impl Default for RegistryConfig {
+    /// The table with no keys: `[wiseagents.registry]` alone.
+    fn default() -> Self {
+        RegistryConfig {
+            host: default_host(),
+            port: default_port(),
+            username: None,
+            password: None,
+            db: 0,
+            context_host: None,
+            instance: default_instance(),
+            agents: Vec::new(),
+        }
+    }
+}
+
+impl RegisteredAgent {
+    /// The proxied agent `name`, with the default description and not a tool.
+    pub fn new(name: impl Into<String>) -> RegisteredAgent {
+        RegisteredAgent { name: name.into(), description: None, tool: false, parameters: None }
+    }
 }
 
 fn default_host() -> String {

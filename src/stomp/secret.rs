@@ -1,11 +1,16 @@
 //! A secret (the broker passcode): its text is reachable only through [`Secret::expose`],
 //! never through `Debug` or `Display`, so no log line, error or dump can carry it.
+//!
+//! It serialises as its plain text, so that a serialised `Config` is a configuration file that
+//! logs in (the tests and the load tools write theirs so): serialising a `Config` writes a
+//! configuration file, secret included, and nothing logs or serves a serialised `Config`
+//! (docs/OPERATING.md, "Configuration files written by code").
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Text that must not be shown.
-#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Secret(String);
 

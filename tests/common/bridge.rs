@@ -2,6 +2,7 @@
 //! played by Python stomp.py clients (tests/e2e/wa_agent.py).
 
 use super::Broker;
+use serde::Serialize;
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
@@ -10,6 +11,10 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
+use stomp_agent_bridge::config::{
+    AgentConfig, BrokerConfig, CivitasConfig, Config, DeliveryConfig, HttpConfig, LogConfig,
+    PenguiFlowConfig, Protocols, VoxConfig, WiseAgentsConfig,
+};
 
 /// Names and destinations no other test uses.
 pub struct Names {
@@ -56,67 +61,89 @@ impl Names {
     }
 }
 
-/// A configuration for `names` on `broker`; `agents` are `(name, protocol, extra TOML)`.
-pub fn config_toml(broker: Broker, names: &Names, agents: &[(&str, &str, &str)], http_port: u16) -> String {
+/// The VOX namespace of the tests' configurations.
+pub const VOX_NAMESPACE: &str = "0d5f1a7e-3b7c-4c59-9a8e-6f3f2c1d9b10";
+
+/// A proxied agent `name` in `protocol` (`civitas`, `vox` or `penguiflow`), with its
+/// framework's defaults.
+pub fn proxied(name: &str, protocol: &str) -> AgentConfig {
+    AgentConfig::new(name, protocol.parse().expect("a framework"))
+}
+
+/// The configuration for `names` on `broker`: every framework on this test's destinations,
+/// the proxied `agents`, the HTTP endpoint on `http_port`.
+pub fn config(broker: Broker, names: &Names, agents: Vec<AgentConfig>, http_port: u16) -> Config {
     let (login, passcode) = broker.credentials();
-    let mut toml = format!(
-        r#"[broker]
-url = "stomp://127.0.0.1:{port}"
-login = "{login}"
-passcode = "{passcode}"
-vhost = "/"
-heartbeat_ms = [2000, 2000]
-reconnect_max_ms = 1000
-
-[wiseagents]
-request_prefix = "{req}"
-response_prefix = "{resp}"
-default_context = "default"
-contexts = ["Books"]
-reply_agent = "{reply_agent}"
-
-[protocols.civitas]
-inbox = "{civ_in}"
-ingress = "{civ_ing}"
-
-[protocols.vox]
-inbox = "{vox_in}"
-ingress = "{vox_ing}"
-namespace = "0d5f1a7e-3b7c-4c59-9a8e-6f3f2c1d9b10"
-
-[protocols.penguiflow]
-inbox = "{pf_in}"
-ingress = "{pf_ing}"
-tenant = "acme"
-
-[delivery]
-dead_letter = "{dead}"
-in_flight = 64
-shutdown_timeout_ms = 5000
-receipt_timeout_ms = 5000
-
-[http]
-listen = "127.0.0.1:{http_port}"
-
-[log]
-format = "json"
-"#,
-        port = broker.port(),
-        req = names.request_prefix,
-        resp = names.response_prefix,
-        reply_agent = names.reply_agent(),
-        civ_in = names.dest("civitas.in.{agent}"),
-        civ_ing = names.dest("civitas.ingress"),
-        vox_in = names.dest("vox.in.{agent}"),
-        vox_ing = names.dest("vox.ingress"),
-        pf_in = names.dest("penguiflow.in.{agent}"),
-        pf_ing = names.dest("penguiflow.ingress"),
-        dead = names.dest("dead"),
-    );
-    for (name, protocol, extra) in agents {
-        toml.push_str(&format!("\n[[agents]]\nname = \"{name}\"\nprotocol = \"{protocol}\"\n{extra}\n"));
+    let namespace = VOX_NAMESPACE.parse().expect("a uuid");
+    Config {
+        broker: BrokerConfig {
+            login: Some(login.into()),
+            passcode: Some(passcode.into()),
+            heartbeat_ms: [2000, 2000],
+            reconnect_max_ms: 1000,
+            ..BrokerConfig::new(format!("stomp://127.0.0.1:{}", broker.port()))
+        },
+        wiseagents: WiseAgentsConfig {
+            request_prefix: names.request_prefix.clone(),
+            response_prefix: names.response_prefix.clone(),
+            contexts: vec!["Books".into()],
+            reply_agent: names.reply_agent(),
+            ..Default::default()
+        },
+        protocols: Protocols {
+            civitas: Some(CivitasConfig::new(
+                names.dest("civitas.in.{agent}"),
+                names.dest("civitas.ingress"),
+            )),
+            vox: Some(VoxConfig::new(names.dest("vox.in.{agent}"), names.dest("vox.ingress"), namespace)),
+            penguiflow: Some(PenguiFlowConfig {
+                tenant: "acme".into(),
+                ..PenguiFlowConfig::new(names.dest("penguiflow.in.{agent}"), names.dest("penguiflow.ingress"))
+            }),
+        },
+        agents,
+        delivery: DeliveryConfig {
+            dead_letter: names.dest("dead"),
+            in_flight: 64,
+            shutdown_timeout_ms: 5000,
+            receipt_timeout_ms: 5000,
+            ..Default::default()
+        },
+        http: HttpConfig { listen: format!("127.0.0.1:{http_port}") },
+        log: LogConfig { format: "json".into(), ..Default::default() },
+        mirror: None,
     }
-    toml
+}
+
+/// [`config`] with `edit` applied.
+pub fn config_with(
+    broker: Broker,
+    names: &Names,
+    agents: Vec<AgentConfig>,
+    http_port: u16,
+    edit: impl FnOnce(&mut Config),
+) -> Config {
+    let mut config = config(broker, names, agents, http_port);
+    edit(&mut config);
+    config
+}
+
+/// The bridge for `names` on `broker`, proxying `agents`, with [`config`] after `edit` and
+/// its HTTP endpoint on a free port; returns once it is ready.
+pub fn start_bridge(
+    broker: Broker,
+    names: &Names,
+    agents: Vec<AgentConfig>,
+    edit: impl FnOnce(&mut Config),
+) -> BridgeProcess {
+    let port = free_port();
+    BridgeProcess::start(&config_with(broker, names, agents, port, edit), port, &names.uid)
+}
+
+/// The text of a configuration file: a [`Config`], or a `toml::Table` made from one and
+/// broken on purpose.
+pub fn toml_text(config: &impl Serialize) -> String {
+    toml::to_string(config).expect("a configuration serialises")
 }
 
 /// A free TCP port on loopback.
@@ -140,20 +167,20 @@ const LOG_TAIL: usize = 200;
 impl BridgeProcess {
     /// Writes the config and starts `stomp-agent-bridge run`; returns once it logged
     /// "bridge ready" (it is subscribed).
-    pub fn start(toml: &str, http_port: u16, tag: &str) -> BridgeProcess {
-        let mut bridge = Self::spawn(toml, http_port, tag);
+    pub fn start(config: &Config, http_port: u16, tag: &str) -> BridgeProcess {
+        let mut bridge = Self::spawn(config, http_port, tag);
         bridge.wait_log("bridge ready", 30);
         bridge
     }
 
     /// Writes the config and starts `stomp-agent-bridge run` without waiting for it to be
     /// ready (for a bridge that cannot connect).
-    pub fn spawn(toml: &str, http_port: u16, tag: &str) -> BridgeProcess {
+    pub fn spawn(config: &Config, http_port: u16, tag: &str) -> BridgeProcess {
         let dir = std::env::temp_dir().join(format!("sab-e2e-{tag}"));
         std::fs::create_dir_all(&dir).unwrap();
-        let config = dir.join("bridge.toml");
-        std::fs::write(&config, toml).unwrap();
-        Self::spawn_with(config, http_port)
+        let path = dir.join("bridge.toml");
+        std::fs::write(&path, toml_text(config)).unwrap();
+        Self::spawn_with(path, http_port)
     }
 
     pub fn start_with(config: PathBuf, http_port: u16) -> BridgeProcess {
@@ -251,10 +278,11 @@ impl BridgeProcess {
         }
     }
 
-    /// Writes `toml` over the configuration file and sends SIGHUP (a reload).
+    /// Writes `config` (a [`Config`], or a broken `toml::Table`) over the configuration file
+    /// and sends SIGHUP (a reload).
     #[allow(dead_code)]
-    pub fn reload_with(&self, toml: &str) {
-        std::fs::write(&self.config, toml).unwrap();
+    pub fn reload_with(&self, config: &impl Serialize) {
+        std::fs::write(&self.config, toml_text(config)).unwrap();
         let pid = self.pid().to_string();
         assert!(Command::new("kill").args(["-HUP", &pid]).status().unwrap().success(), "kill -HUP");
     }

@@ -1,10 +1,11 @@
 //! A fake STOMP broker for tests that drive the real bridge in-process: the test plays the
 //! broker's side of one connection at a time and misbehaves on cue.
 
+use super::bridge::{proxied, toml_text};
 use futures_util::{SinkExt, StreamExt};
 use std::sync::Arc;
 use std::time::Duration;
-use stomp_agent_bridge::config::Config;
+use stomp_agent_bridge::config::{BrokerConfig, CivitasConfig, Config, DeliveryConfig};
 use stomp_agent_bridge::stomp::codec::Wire;
 use stomp_agent_bridge::stomp::{Command, Frame, Limits, StompCodec};
 use stomp_agent_bridge::telemetry::Metrics;
@@ -208,33 +209,37 @@ async fn until_disconnect(conn: &mut Conn) -> Vec<Frame> {
 }
 
 /// A configuration for the fake broker on `port`: the Civitas agent `Weather` (inbox
-/// `/queue/fake.civ.Weather`), heart-beats `heartbeat` (`"[0, 0]"`), and these `[delivery]` keys.
-pub fn weather_config(port: u16, heartbeat: &str, delivery: &str) -> String {
-    format!(
-        "[broker]\nurl = \"stomp://127.0.0.1:{port}\"\nheartbeat_ms = {heartbeat}\nreconnect_max_ms = 200\n\n\
-         [protocols.civitas]\ninbox = \"/queue/fake.civ.{{agent}}\"\ningress = \"/queue/fake.civ.ingress\"\n\n\
-         [[agents]]\nname = \"Weather\"\nprotocol = \"civitas\"\n\n[delivery]\n{delivery}\n\n[http]\nlisten = \"\"\n"
-    )
+/// `/queue/fake.civ.Weather`, ingress `/queue/fake.civ.ingress`), heart-beats
+/// `heartbeat_ms`, no HTTP endpoint, and `delivery`.
+pub fn weather_config(port: u16, heartbeat_ms: [u64; 2], delivery: DeliveryConfig) -> Config {
+    let url = format!("stomp://127.0.0.1:{port}");
+    let mut config =
+        Config::new(BrokerConfig { heartbeat_ms, reconnect_max_ms: 200, ..BrokerConfig::new(url) });
+    config.protocols.civitas = Some(CivitasConfig::new("/queue/fake.civ.{agent}", "/queue/fake.civ.ingress"));
+    config.agents = vec![proxied("Weather", "civitas")];
+    config.delivery = delivery;
+    config.http.listen = String::new();
+    config
 }
 
-/// Loads a configuration written for the fake broker's port.
-pub fn config(name: &str, toml: &str) -> Config {
+/// `config` as the bridge loads it, from a file.
+pub fn config(name: &str, config: &Config) -> Config {
     let dir = std::env::temp_dir().join(format!("sab-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("bridge.toml");
-    std::fs::write(&path, toml).unwrap();
+    std::fs::write(&path, toml_text(config)).unwrap();
     Config::load(&path).unwrap()
 }
 
 /// A listener on a free port, and the bridge running against it with the configuration
-/// `toml(port)` makes.
+/// `config(port)` makes.
 pub async fn start(
     name: &str,
-    toml: impl FnOnce(u16) -> String,
+    config: impl FnOnce(u16) -> Config,
 ) -> (TcpListener, Arc<Metrics>, CancellationToken, tokio::task::JoinHandle<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    let config = config(&format!("{name}-{port}"), &toml(port));
+    let config = self::config(&format!("{name}-{port}"), &config(port));
     let metrics = Arc::new(Metrics::default());
     let shutdown = CancellationToken::new();
     let (m, s) = (metrics.clone(), shutdown.clone());

@@ -3,6 +3,8 @@
 use crate::support::{self, BridgeProcess, Broker, unique};
 use std::path::PathBuf;
 use std::process::{Child, Command as Process, Stdio};
+use stomp_agent_bridge::config::{AgentConfig, CivitasConfig};
+use stomp_agent_bridge::envelope::codecs::Framework;
 
 /// The bridge as a process, with its own configuration.
 pub struct Bridge {
@@ -21,20 +23,15 @@ impl Bridge {
         ingress: &str,
     ) -> Bridge {
         let dir = support::temp_dir("load.bridge");
-        let (req, resp) = broker.prefixes();
-        let agents: String = std::iter::once(agent.to_owned())
+        let mut config = broker.bridge_config();
+        config.protocols.civitas = Some(CivitasConfig::new(inbox, ingress));
+        config.agents = std::iter::once(agent.to_owned())
             .chain((0..idle).map(|i| format!("{agent}Idle{i}")))
-            .map(|name| format!("[[agents]]\nname = \"{name}\"\nprotocol = \"civitas\"\n\n"))
+            .map(|name| AgentConfig::new(name, Framework::Civitas))
             .collect();
-        let config = format!(
-            "{}[wiseagents]\nrequest_prefix = \"{req}\"\nresponse_prefix = \"{resp}\"\n\n\
-             [protocols.civitas]\ninbox = \"{inbox}\"\ningress = \"{ingress}\"\n\n{agents}\
-             [delivery]\ndead_letter = \"/queue/{}\"\n\n[http]\nlisten = \"\"\n\n[log]\nformat = \"json\"\nlevel = \"info\"\n",
-            broker.config_section(""),
-            unique("load.dead")
-        );
+        config.delivery.dead_letter = format!("/queue/{}", unique("load.dead"));
         let path = dir.join("bridge.toml");
-        std::fs::write(&path, config).expect("config");
+        support::write_config(&path, &config);
         let process = BridgeProcess::start(bin, &path, false).unwrap_or_else(|e| panic!("{e}"));
         Bridge { process, _dir: dir }
     }

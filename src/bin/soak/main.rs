@@ -32,7 +32,10 @@ use std::path::PathBuf;
 use std::process::Command as Process;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use stomp_agent_bridge::config::{AgentConfig, CivitasConfig, PenguiFlowConfig, Protocols, VoxConfig};
 use stomp_agent_bridge::envelope::Intent;
+use stomp_agent_bridge::envelope::civitas::Encoding;
+use stomp_agent_bridge::envelope::codecs::Framework;
 use stomp_agent_bridge::envelope::wiseagents::WiseMessage;
 use stomp_agent_bridge::stomp::{AckMode, Client, Command, Event, Events, Frame, Message, Subscription};
 use support::bodies::{self, Civitas};
@@ -345,59 +348,25 @@ async fn wise_agents(ledger: Shared) {
 }
 
 fn bridge_config(dir: &std::path::Path, http_port: u16) -> PathBuf {
-    let config = format!(
-        r#"{broker}[wiseagents]
-request_prefix = "/queue/request/"
-response_prefix = "/queue/response/"
-agents = ["{CALLER}", "{WA_AGENT}"]
-
-[protocols.civitas]
-inbox = "/queue/soak.civitas.{{agent}}"
-ingress = "{civ}"
-
-[protocols.vox]
-inbox = "/queue/soak.vox.{{agent}}"
-ingress = "{vox}"
-namespace = "0d5f1a7e-3b7c-4c59-9a8e-6f3f2c1d9b10"
-
-[protocols.penguiflow]
-inbox = "/queue/soak.penguiflow.{{agent}}"
-ingress = "{pf}"
-
-[[agents]]
-name = "{CIV}"
-protocol = "civitas"
-
-[[agents]]
-name = "{IDX}"
-protocol = "civitas"
-encoding = "msgpack"
-
-[[agents]]
-name = "{VOX}"
-protocol = "vox"
-
-[[agents]]
-name = "{PF}"
-protocol = "penguiflow"
-
-[delivery]
-dead_letter = "{DEAD}"
-
-[http]
-listen = "127.0.0.1:{http_port}"
-
-[log]
-format = "json"
-level = "info"
-"#,
-        broker = broker().config_section("heartbeat_ms = [5000, 5000]\n"),
-        civ = INGRESS[0].1,
-        vox = INGRESS[1].1,
-        pf = INGRESS[2].1,
-    );
+    let mut config = broker().bridge_config();
+    config.broker.heartbeat_ms = [5000, 5000];
+    config.wiseagents.agents = vec![CALLER.into(), WA_AGENT.into()];
+    let namespace = "0d5f1a7e-3b7c-4c59-9a8e-6f3f2c1d9b10".parse().expect("a uuid");
+    config.protocols = Protocols {
+        civitas: Some(CivitasConfig::new("/queue/soak.civitas.{agent}", INGRESS[0].1)),
+        vox: Some(VoxConfig::new("/queue/soak.vox.{agent}", INGRESS[1].1, namespace)),
+        penguiflow: Some(PenguiFlowConfig::new("/queue/soak.penguiflow.{agent}", INGRESS[2].1)),
+    };
+    config.agents = vec![
+        AgentConfig::new(CIV, Framework::Civitas),
+        AgentConfig { encoding: Some(Encoding::Msgpack), ..AgentConfig::new(IDX, Framework::Civitas) },
+        AgentConfig::new(VOX, Framework::Vox),
+        AgentConfig::new(PF, Framework::PenguiFlow),
+    ];
+    config.delivery.dead_letter = DEAD.into();
+    config.http.listen = format!("127.0.0.1:{http_port}");
     let path = dir.join("soak-bridge.toml");
-    std::fs::write(&path, config).expect("write the bridge's configuration");
+    support::write_config(&path, &config);
     path
 }
 

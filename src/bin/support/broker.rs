@@ -1,7 +1,9 @@
 //! The brokers of `scripts/brokers.sh` as the tools reach them: URL, credentials, Wise Agents'
-//! prefixes, a connection, the `[broker]` section of a bridge configuration, and unique names.
+//! prefixes, a connection, the bridge's configuration for the broker, and unique names.
 
+use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
+use stomp_agent_bridge::config::{BrokerConfig, Config, LogConfig};
 use stomp_agent_bridge::stomp::{Client, ClientConfig, Events};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
@@ -53,13 +55,22 @@ impl Broker {
         }
     }
 
-    /// The `[broker]` section of a bridge configuration for this broker (then `extra` lines).
-    pub fn config_section(self, extra: &str) -> String {
+    /// A bridge configuration for this broker, with its credentials and Wise Agents' prefixes
+    /// as it allows them, no HTTP endpoint and JSON logs at `info`; no framework, no agent yet.
+    pub fn bridge_config(self) -> Config {
         let (login, passcode) = self.credentials();
-        format!(
-            "[broker]\nurl = \"{}\"\nlogin = \"{login}\"\npasscode = \"{passcode}\"\n{extra}\n",
-            self.url()
-        )
+        let broker = BrokerConfig {
+            login: Some(login.into()),
+            passcode: Some(passcode.into()),
+            ..BrokerConfig::new(self.url())
+        };
+        let mut config = Config::new(broker);
+        let (request_prefix, response_prefix) = self.prefixes();
+        config.wiseagents.request_prefix = request_prefix.into();
+        config.wiseagents.response_prefix = response_prefix.into();
+        config.http.listen = String::new();
+        config.log = LogConfig { format: "json".into(), level: "info".into() };
+        config
     }
 
     /// A connection, with `tune` applied to its configuration first; panics when the broker
@@ -73,6 +84,12 @@ impl Broker {
             .await
             .unwrap_or_else(|e| panic!("cannot reach {} on {}: {e}", self.name(), self.port()))
     }
+}
+
+/// Writes `config` to `path` as the bridge reads it.
+pub fn write_config(path: &Path, config: &Config) {
+    let text = toml::to_string(config).expect("a configuration serialises");
+    std::fs::write(path, text).expect("write the bridge's configuration");
 }
 
 pub fn now_nanos() -> u128 {

@@ -8,7 +8,7 @@
 pub mod bodies;
 pub mod broker;
 
-pub use broker::{Broker, unique};
+pub use broker::{Broker, unique, write_config};
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
