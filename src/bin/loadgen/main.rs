@@ -18,7 +18,8 @@
 //!    stomp.py script that confirms each SEND then acks its source, prefetch 256 per
 //!    subscription; run with `$SAB_VENV/bin/python`, default .venv), Wise Agents → Civitas;
 //!
-//! then end-to-end latency at half the bridge's peak rate (one hop and bridge), the bridge's
+//! then end-to-end latency at half the bridge's peak rate (one hop, the idle forwarder of run 2
+//! at the same rate, and the bridge), the bridge's
 //! CPU-seconds per 10,000 messages and peak RSS, and its RSS while it drains a backlog of
 //! `--backlog` messages that were waiting before it started. Prints a Markdown table and one
 //! JSON line. docs/PERFORMANCE.md explains the method. `LOADGEN_PERF=FILE` records a `perf`
@@ -337,6 +338,9 @@ struct Figures {
     civ_wa: f64,
     half: f64,
     lat_one: [f64; 3],
+    /// Two hops through the idle forwarder at the same rate: the floor of any bridge that
+    /// acknowledges only what the broker confirmed.
+    lat_forwarder: [f64; 3],
     lat_bridge: [f64; 3],
     cpu_per_10k: f64,
     peak_rss: f64,
@@ -348,16 +352,22 @@ struct Figures {
 
 /// The idle forwarder between two new queues (run 2): its rate.
 async fn idle_forwarder(b: Broker, n: usize) -> f64 {
+    let (two_hop, _) = through_forwarder(b, n, None).await;
+    eprintln!("[loadgen] two hops (idle forwarder): {two_hop:.0} msg/s");
+    two_hop
+}
+
+/// `n` messages through the idle forwarder, at `rate` if given: the rate and the latencies.
+async fn through_forwarder(b: Broker, n: usize, rate: Option<f64>) -> (f64, Vec<Duration>) {
     let (q1, q2) = (format!("/queue/{}", unique("load.hop1")), format!("/queue/{}", unique("load.hop2")));
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel();
     let (subscribed_tx, subscribed) = tokio::sync::oneshot::channel();
     let forwarder = tokio::spawn(forward(b, q1.clone(), q2.clone(), subscribed_tx, stop_rx));
     subscribed.await.expect("the forwarder subscribed");
-    let (two_hop, _) = run_path(b, &q1, &q2, n, None, wise_body).await;
+    let through = run_path(b, &q1, &q2, n, rate, wise_body).await;
     let _ = stop_tx.send(());
     let _ = forwarder.await;
-    eprintln!("[loadgen] two hops (idle forwarder): {two_hop:.0} msg/s");
-    two_hop
+    through
 }
 
 /// The destinations of the bridge's runs: one proxied agent's, and Civitas's.
@@ -404,6 +414,8 @@ async fn bridge_runs(args: &Args, names: &Names) -> Figures {
     let (lat_one, lat_bridge) = (latency(l1), latency(lb));
     eprintln!("[loadgen] latency at {half:.0} msg/s: one hop {lat_one:.2?} ms, bridge {lat_bridge:.2?} ms");
     bridge.stop();
+    let lat_forwarder = latency(through_forwarder(b, lat_n, Some(half)).await.1);
+    eprintln!("[loadgen] latency at {half:.0} msg/s: idle forwarder {lat_forwarder:.2?} ms");
     let many = many_agents(args, &names.inbox_pattern, &names.ingress).await;
     let reference = reference(args, &names.inbox_pattern, &names.ingress).await;
     let (backlog_rate, backlog_rss) = backlog(args, names).await;
@@ -412,6 +424,7 @@ async fn bridge_runs(args: &Args, names: &Names) -> Figures {
         civ_wa,
         half,
         lat_one,
+        lat_forwarder,
         lat_bridge,
         cpu_per_10k,
         peak_rss,
@@ -490,11 +503,11 @@ fn table(out: &mut impl Write, args: &Args, l: &Limits, f: &Figures) {
 
 /// The lines under the table, then the JSON line.
 fn summary(out: &mut impl Write, args: &Args, l: &Limits, f: &Figures) {
-    let (o, b) = (f.lat_one, f.lat_bridge);
+    let (o, w, b) = (f.lat_one, f.lat_forwarder, f.lat_bridge);
     let _ = writeln!(
         out,
-        "\nlatency at {:.0} msg/s (ms, p50 / p99 / p99.9): one hop {:.2} / {:.2} / {:.2}; bridge path {:.2} / {:.2} / {:.2}",
-        f.half, o[0], o[1], o[2], b[0], b[1], b[2]
+        "\nlatency at {:.0} msg/s (ms, p50 / p99 / p99.9): one hop {:.2} / {:.2} / {:.2}; idle forwarder {:.2} / {:.2} / {:.2}; bridge path {:.2} / {:.2} / {:.2}",
+        f.half, o[0], o[1], o[2], w[0], w[1], w[2], b[0], b[1], b[2]
     );
     let _ = writeln!(
         out,
@@ -515,7 +528,8 @@ fn summary(out: &mut impl Write, args: &Args, l: &Limits, f: &Figures) {
     let json = serde_json::json!({
         "broker": args.broker.name(), "messages": args.messages, "one_hop": l.one_hop, "two_hop": l.two_hop,
         "two_hop_core_bridge": l.core, "bridge_wa_to_civitas": f.wa_civ, "bridge_civitas_to_wa": f.civ_wa,
-        "latency_rate": f.half, "latency_one_hop_ms": f.lat_one, "latency_bridge_ms": f.lat_bridge,
+        "latency_rate": f.half, "latency_one_hop_ms": f.lat_one,
+        "latency_forwarder_ms": f.lat_forwarder, "latency_bridge_ms": f.lat_bridge,
         "cpu_s_per_10k": f.cpu_per_10k, "peak_rss_mib": f.peak_rss,
         "backlog": args.backlog, "backlog_rate": f.backlog_rate, "backlog_peak_rss_mib": f.backlog_rss.0,
         "agents": args.agents, "bridge_many_agents_wa_to_civitas": f.many,
