@@ -137,13 +137,19 @@ async fn a_wise_agents_request_answered_by_a_penguiflow_agent_comes_back_routed(
     assert_routed_reply(&call.caller.next(30), &planner, "Rome, 3 days");
 }
 
-async fn a_civitas_agent_asking_a_native_agent_gets_the_answer_with_its_correlation_id(broker: Broker) {
+/// A proxied Civitas `Researcher` and a native Wise Agents `Librarian` that answers one request:
+/// the names, the bridge, and the librarian subscribed.
+fn a_researcher_and_a_librarian(broker: Broker) -> (Names, String, String, BridgeProcess, WiseAgent) {
     let names = Names::new(broker);
-    let civ = names.agent("Researcher");
-    let native = names.agent("Librarian");
-    let _bridge = start_bridge(broker, &names, vec![proxied(&civ, "civitas")], |_| ());
+    let (civ, native) = (names.agent("Researcher"), names.agent("Librarian"));
+    let bridge = start_bridge(broker, &names, vec![proxied(&civ, "civitas")], |_| ());
     let server = WiseAgent::spawn(broker, &names, &["serve", &native, "1", "30"]);
     server.subscribed();
+    (names, civ, native, bridge, server)
+}
+
+async fn a_civitas_agent_asking_a_native_agent_gets_the_answer_with_its_correlation_id(broker: Broker) {
+    let (names, civ, native, _bridge, server) = a_researcher_and_a_librarian(broker);
     let (civitas, mut inbox) = agent_client(broker, &names.dest(&format!("civitas.in.{civ}"))).await;
     // Civitas's ask(): a new correlation_id, reply_to the asker.
     let ask = json!({"schema_version": 1, "id": "0193a1b2-0000-7000-8000-0000000000aa", "type": "message",
@@ -174,12 +180,7 @@ async fn a_civitas_agent_asking_a_native_agent_gets_the_answer_with_its_correlat
 /// Civitas's `Runtime.ask()` asks as `_runtime`, a name no queue serves: the native agent
 /// answers the bridge's own reply name, and the answer reaches the ask's `_reply.*` address.
 async fn a_civitas_runtime_ask_is_answered_through_the_bridges_reply_queue(broker: Broker) {
-    let names = Names::new(broker);
-    let civ = names.agent("Researcher");
-    let native = names.agent("Librarian");
-    let _bridge = start_bridge(broker, &names, vec![proxied(&civ, "civitas")], |_| ());
-    let server = WiseAgent::spawn(broker, &names, &["serve", &native, "1", "30"]);
-    server.subscribed();
+    let (names, _civ, native, _bridge, server) = a_researcher_and_a_librarian(broker);
     let reply_to = "_reply.0193a1b2-0000-7000-8000-0000000000dd";
     let (_c, mut inbox) = agent_client(broker, &names.dest(&format!("civitas.in.{reply_to}"))).await;
     let ask = json!({"schema_version": 1, "id": "0193a1b2-0000-7000-8000-0000000000ab", "type": "message",

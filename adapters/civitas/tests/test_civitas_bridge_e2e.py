@@ -36,6 +36,25 @@ def run(coro):
     return asyncio.run(asyncio.wait_for(coro, 90))
 
 
+def ask_in_a_runtime(broker, names, agent: AgentProcess, to: str, payload: dict, timeout: float):
+    """Runs a Civitas agency whose one agent is ``agent``, on the bridge's transport, and
+    returns what ``Runtime.ask(to, payload)`` answers."""
+
+    async def scenario():
+        runtime = Runtime(
+            supervisor=Supervisor("root", children=[agent]),
+            components=bridge_components(inbox=names.inbox("civitas"), ingress=names.ingress("civitas"),
+                                         link=broker.link()),
+        )
+        await runtime.start()
+        try:
+            return await runtime.ask(to, payload, timeout=timeout)
+        finally:
+            await runtime.stop()
+
+    return run(scenario())
+
+
 @pytest.mark.parametrize("encoding", ["json", "msgpack"])
 def test_a_wise_agents_agent_asks_a_civitas_agent_and_gets_the_reply_routed(broker, tmp_path, encoding):
     names = Names(broker)
@@ -75,20 +94,8 @@ def test_a_civitas_agent_asks_a_wise_agents_agent_with_ask_and_send_and_gets_its
     wa = WiseAgent(broker, librarian, answer=lambda req: f"found: {req['_message']}")
     Researcher.librarian = librarian
 
-    async def scenario():
-        runtime = Runtime(
-            supervisor=Supervisor("root", children=[Researcher(researcher)]),
-            components=bridge_components(inbox=names.inbox("civitas"), ingress=names.ingress("civitas"),
-                                         link=broker.link()),
-        )
-        await runtime.start()
-        try:
-            return await runtime.ask(researcher, {"topic": "dune"}, timeout=60)
-        finally:
-            await runtime.stop()
-
     try:
-        answer = run(scenario())
+        answer = ask_in_a_runtime(broker, names, Researcher(researcher), researcher, {"topic": "dune"}, 60)
         seen = wa.next_request(5)
         sent = wa.next_request(10)
     finally:
@@ -118,20 +125,9 @@ def test_a_runtime_ask_of_a_wise_agents_agent_gets_its_answer_though_the_runtime
                           contexts=["Books"])
     wa = WiseAgent(broker, librarian, answer=lambda req: f"found: {req['_message']}")
 
-    async def scenario():
-        runtime = Runtime(
-            supervisor=Supervisor("root", children=[WeatherAgent(helper)]),
-            components=bridge_components(inbox=names.inbox("civitas"), ingress=names.ingress("civitas"),
-                                         link=broker.link()),
-        )
-        await runtime.start()
-        try:
-            return await runtime.ask(librarian, {"message": "dune", "context_name": "Books"}, timeout=30)
-        finally:
-            await runtime.stop()
-
     try:
-        answer = run(scenario())
+        answer = ask_in_a_runtime(broker, names, WeatherAgent(helper), librarian,
+                                  {"message": "dune", "context_name": "Books"}, 30)
         seen = wa.next_request(5)
     finally:
         wa.close()
@@ -160,20 +156,8 @@ def test_a_civitas_ask_in_a_context_wise_agents_does_not_know_is_answered_in_the
     wa = WiseAgent(broker, librarian, answer=lambda req: f"found: {req['_message']}")
     ContextResearcher.librarian = librarian
 
-    async def scenario():
-        runtime = Runtime(
-            supervisor=Supervisor("root", children=[ContextResearcher(researcher)]),
-            components=bridge_components(inbox=names.inbox("civitas"), ingress=names.ingress("civitas"),
-                                         link=broker.link()),
-        )
-        await runtime.start()
-        try:
-            return await runtime.ask(researcher, {"topic": "dune"}, timeout=60)
-        finally:
-            await runtime.stop()
-
     try:
-        answer = run(scenario())
+        answer = ask_in_a_runtime(broker, names, ContextResearcher(researcher), researcher, {"topic": "dune"}, 60)
         seen = wa.next_request(5)
     finally:
         wa.close()
