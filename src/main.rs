@@ -172,7 +172,11 @@ fn run(path: &Path, log_format: Option<String>) -> ExitCode {
     };
     let set_level = init_logs(log_format.as_deref().unwrap_or(&config.log.format), &config.log.level);
     one_malloc_arena();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    // One thread: the daemon's work per message is a few microseconds, and every hop between
+    // threads (a connection's event loop, the engine, the other connection) was a wake-up on
+    // another core; on one thread the bridge used a third to a half less CPU per message and
+    // answered sooner, on all three brokers (docs/PERFORMANCE.md, "One thread").
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("cannot start the runtime: {e}");
@@ -183,9 +187,8 @@ fn run(path: &Path, log_format: Option<String>) -> ExitCode {
 }
 
 /// One malloc arena for the whole daemon, unless `MALLOC_ARENA_MAX` says otherwise. glibc's
-/// default, an arena for each thread that allocates (the runtime's workers, the main thread,
-/// the blocking pool), kept about 1 MiB more resident for no gain: the daemon's threads
-/// allocate little, and rarely at the same moment (docs/PERFORMANCE.md, "Memory").
+/// default, an arena for each thread that allocates (the runtime's threads, the blocking
+/// pool's), kept 1–2 MiB more resident for no gain (docs/PERFORMANCE.md, "Memory").
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn one_malloc_arena() {
     use std::ffi::c_int;
