@@ -108,7 +108,8 @@ pub struct CivitasMessage {
 
 /// How deeply msgpack may nest: as deeply as JSON may (serde_json stops at 128). rmp-serde's
 /// own limit, 1024, let a 2.7 KB body of nested arrays overflow a test thread's 2 MiB stack
-/// (found by fuzzing the pipeline); the daemon's worker threads have 2 MiB stacks too.
+/// (found by fuzzing the pipeline); a spawned thread's stack is 2 MiB too (the daemon itself
+/// runs on its main thread).
 const MSGPACK_MAX_DEPTH: usize = 128;
 
 /// Reads msgpack no deeper than [`MSGPACK_MAX_DEPTH`].
