@@ -1,19 +1,21 @@
 //! Every consumed message ends settled, path by path, against a fake STOMP broker that
 //! misbehaves on cue (a COMMIT never confirmed, a SEND refused with an ERROR, a COMMIT held
 //! on a live connection) while the real delivery engine runs in-process. Real-broker paths are
-//! in tests/bridge_delivery.rs and tests/backpressure.rs.
+//! in tests/bridge_delivery.rs and tests/backpressure.rs. The fake broker is in-process
+//! (`stomp+memory://`) and tokio's clock is paused: the receipt timeouts and heart-beat
+//! silences these tests wait out pass when nothing else can run, not in real time.
 
 mod common;
 
-use common::fake::{Conn, Pair, start as start_bridge, stop, stop_pair, wait_for, weather_config};
+use common::fake::{Conn, Pair, start_in_memory as start_bridge, stop, stop_pair, wait_for, weather_config};
 use futures_util::StreamExt;
 use std::sync::Arc;
 use std::time::Duration;
 use stomp_agent_bridge::config::{Config, DeliveryConfig, DeliveryMode};
 use stomp_agent_bridge::stomp::codec::Wire;
+use stomp_agent_bridge::stomp::memory::Listener;
 use stomp_agent_bridge::stomp::{Command, Frame};
 use stomp_agent_bridge::telemetry::Metrics;
-use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 const DEAD: &str = "/queue/fake.dead";
@@ -28,7 +30,7 @@ fn config(port: u16) -> Config {
     weather_config(port, [0, 0], delivery)
 }
 
-async fn start() -> (TcpListener, Arc<Metrics>, CancellationToken, tokio::task::JoinHandle<()>) {
+async fn start() -> (Listener, Arc<Metrics>, CancellationToken, tokio::task::JoinHandle<()>) {
     start_bridge("settle", config).await
 }
 
@@ -72,7 +74,7 @@ async fn refuse(conn: &mut Conn, send: &Frame) {
     conn.send(error).await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_commit_never_confirmed_resets_the_connection_and_the_redelivery_is_settled() {
     let (listener, metrics, shutdown, bridge) = start().await;
 
@@ -94,7 +96,7 @@ async fn a_commit_never_confirmed_resets_the_connection_and_the_redelivery_is_se
     stop(second, shutdown, bridge).await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_send_the_broker_refuses_is_tried_alone_then_dead_lettered_with_the_broker_reason() {
     let (listener, metrics, shutdown, bridge) = start().await;
     // max_attempts = 2: two refusals, each ending its connection (as STOMP says an ERROR does).
@@ -123,14 +125,14 @@ async fn a_send_the_broker_refuses_is_tried_alone_then_dead_lettered_with_the_br
 }
 
 /// The bridge with heart-beats both ways every second (silence past 3 s is a dead broker).
-async fn start_watched() -> (TcpListener, Arc<Metrics>, CancellationToken, tokio::task::JoinHandle<()>) {
+async fn start_watched() -> (Listener, Arc<Metrics>, CancellationToken, tokio::task::JoinHandle<()>) {
     start_bridge("settle-watched", |port| {
         weather_config(port, [1000, 1000], delivery(DeliveryMode::Transaction))
     })
     .await
 }
 
-async fn accept_watched(listener: &TcpListener) -> Conn {
+async fn accept_watched(listener: &Listener) -> Conn {
     let connected = Frame::new(Command::Connected).with("version", "1.2").with("heart-beat", "1000,1000");
     Conn::accept_with(listener, connected).await
 }
@@ -155,7 +157,7 @@ async fn alive_but_silent(conn: &mut Conn, how_long: Duration) {
 /// A broker that holds a COMMIT back (ActiveMQ's producer flow control does, until a consumer
 /// makes room) while it heart-beats: the bridge keeps the connection, reports the stall, and
 /// settles the batch once the receipt comes; nothing is redelivered.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_commit_held_on_a_live_connection_is_a_reported_stall_not_a_reset() {
     let (listener, metrics, shutdown, bridge) = start_watched().await;
     let mut conn = accept_watched(&listener).await;
@@ -189,7 +191,7 @@ async fn a_commit_held_on_a_live_connection_is_a_reported_stall_not_a_reset() {
 
 /// The same held COMMIT, then the broker falls silent: a stall does not hide a dead
 /// connection. The heart-beat watch ends it; the message is redelivered and settled.
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_stalled_connection_whose_heart_beats_stop_is_replaced_and_the_redelivery_settled() {
     let (listener, metrics, shutdown, bridge) = start_watched().await;
     let mut first = accept_watched(&listener).await;
@@ -201,7 +203,7 @@ async fn a_stalled_connection_whose_heart_beats_stop_is_replaced_and_the_redeliv
     assert!(metrics.stalled_for().is_some(), "stalled");
 
     // Silence: past 3 s (twice the promised second, plus one) the bridge gives up on it.
-    let silent = std::time::Instant::now();
+    let silent = tokio::time::Instant::now();
     assert_eq!(first.until_closed_settling_nothing().await, Vec::<Command>::new());
     let closed_after = silent.elapsed();
     assert!(closed_after < Duration::from_secs(5), "closed {closed_after:?} into the silence");
@@ -220,7 +222,7 @@ async fn a_stalled_connection_whose_heart_beats_stop_is_replaced_and_the_redeliv
 // The default mode, `confirm`: a receipt on every SEND, on a publishing connection of its own,
 // then the ACK on the consuming connection, outside any transaction.
 
-async fn start_confirming() -> (TcpListener, Arc<Metrics>, CancellationToken, tokio::task::JoinHandle<()>) {
+async fn start_confirming() -> (Listener, Arc<Metrics>, CancellationToken, tokio::task::JoinHandle<()>) {
     start_bridge("settle-confirm", |port| {
         weather_config(port, [0, 0], DeliveryConfig { max_attempts: 2, ..delivery(DeliveryMode::Auto) })
     })
@@ -251,7 +253,7 @@ async fn publishing_closed_settling_nothing(pair: &mut Pair) {
     assert_eq!(pair.publishing.until_closed_settling_nothing().await, Vec::<Command>::new());
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn in_confirm_mode_a_send_never_confirmed_is_not_acknowledged_and_is_published_again() {
     let (listener, metrics, shutdown, bridge) = start_confirming().await;
     let (mut pair, sub) = Pair::accept(&listener).await;
@@ -282,7 +284,7 @@ async fn in_confirm_mode_a_send_never_confirmed_is_not_acknowledged_and_is_publi
     stop_pair(pair, shutdown, bridge).await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn in_confirm_mode_a_send_the_broker_refuses_is_dead_lettered_with_the_broker_reason() {
     let (listener, metrics, shutdown, bridge) = start_confirming().await;
     let (mut pair, sub) = Pair::accept(&listener).await;
@@ -306,7 +308,7 @@ async fn in_confirm_mode_a_send_the_broker_refuses_is_dead_lettered_with_the_bro
     stop_pair(pair, shutdown, bridge).await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn the_asks_of_rolled_back_batches_are_forgotten_and_only_the_redeliveries_wait_for_answers() {
     // One batch of one at a time: the second request waits, already asked, behind the first;
     // when the first fails it is started on the broken connection and rolled back too.

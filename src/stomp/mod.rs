@@ -6,6 +6,7 @@
 pub mod client;
 pub mod codec;
 pub mod frame;
+pub mod memory;
 pub mod secret;
 pub mod session;
 pub mod transport;

@@ -13,12 +13,15 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::rustls::{self, AlertDescription, ClientConfig, RootCertStore, crypto};
 
-/// Where the broker is: `stomp://host:port` or `stomp+ssl://host:port`.
+/// Where the broker is: `stomp://host:port` or `stomp+ssl://host:port`; or, for tests,
+/// `stomp+memory://name`, an in-process broker (`stomp::memory`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BrokerUrl {
     pub host: String,
     pub port: u16,
     pub tls: bool,
+    /// `stomp+memory://`: `host` names an in-process listener; there is no port.
+    pub memory: bool,
 }
 
 impl FromStr for BrokerUrl {
@@ -33,6 +36,12 @@ impl FromStr for BrokerUrl {
             return Err(SessionError::Url { url: format!("…@{after}"), reason });
         }
         let bad = |reason| SessionError::Url { url: url.to_owned(), reason };
+        if let Some(name) = url.strip_prefix("stomp+memory://") {
+            return match name.is_empty() {
+                true => Err(bad("the in-process broker has no name")),
+                false => Ok(BrokerUrl { host: name.to_owned(), port: 0, tls: false, memory: true }),
+            };
+        }
         let (tls, rest) = if let Some(rest) = url.strip_prefix("stomp://") {
             (false, rest)
         } else if let Some(rest) = url.strip_prefix("stomp+ssl://") {
@@ -55,7 +64,7 @@ impl FromStr for BrokerUrl {
             }
             Some(p) => p.parse().map_err(|_| bad("the port is not a number from 1 to 65535"))?,
         };
-        Ok(BrokerUrl { host: host.to_owned(), port, tls })
+        Ok(BrokerUrl { host: host.to_owned(), port, tls, memory: false })
     }
 }
 
@@ -76,6 +85,9 @@ fn split_host_port(authority: &str) -> Option<(&str, Option<&str>)> {
 impl std::fmt::Display for BrokerUrl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let scheme = if self.tls { "stomp+ssl" } else { "stomp" };
+        if self.memory {
+            return write!(f, "stomp+memory://{}", self.host);
+        }
         match self.host.contains(':') {
             true => write!(f, "{scheme}://[{}]:{}", self.host, self.port),
             false => write!(f, "{scheme}://{}:{}", self.host, self.port),
@@ -100,6 +112,9 @@ impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 
 /// Opens TCP to the broker, and TLS over it when the URL asks.
 pub async fn open(url: &BrokerUrl, tls: Option<&TlsConnector>) -> Result<Box<dyn Io>, SessionError> {
+    if url.memory {
+        return Ok(Box::new(super::memory::connect(&url.host)?));
+    }
     let addr = format!("{}:{}", url.host, url.port);
     let tcp = TcpStream::connect((url.host.as_str(), url.port))
         .await

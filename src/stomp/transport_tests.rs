@@ -64,3 +64,24 @@ fn a_tls_alert_from_the_broker_says_it_refused_the_handshake_and_asks_about_the_
     let reset = SessionError::Frame(FrameError::Io(std::io::ErrorKind::ConnectionReset.into()));
     assert!(matches!(refused_handshake(reset, &none), SessionError::Frame(_)));
 }
+
+#[tokio::test]
+async fn an_in_process_broker_is_reached_by_its_name_and_an_unknown_name_is_refused() {
+    let url: BrokerUrl = "stomp+memory://fake-1".parse().unwrap();
+    assert!(url.memory && !url.tls);
+    assert_eq!((url.host.as_str(), url.to_string()), ("fake-1", "stomp+memory://fake-1".to_owned()));
+    assert!("stomp+memory://".parse::<BrokerUrl>().is_err());
+    let refused = open(&url, None).await.err().expect("nothing listens under that name yet");
+    assert!(matches!(refused, SessionError::Connect { .. }), "{refused}");
+
+    let listener = crate::stomp::memory::Listener::bind("fake-1");
+    let mut client = open(&url, None).await.unwrap();
+    let mut broker = listener.accept().await.unwrap();
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    client.write_all(b"CONNECT\n\n\0").await.unwrap();
+    let mut read = [0u8; 10];
+    broker.read_exact(&mut read).await.unwrap();
+    assert_eq!(&read, b"CONNECT\n\n\0");
+    drop(listener);
+    assert!(open(&url, None).await.is_err(), "a dropped listener takes its name with it");
+}

@@ -7,9 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 use stomp_agent_bridge::config::{BrokerConfig, CivitasConfig, Config, DeliveryConfig};
 use stomp_agent_bridge::stomp::codec::Wire;
-use stomp_agent_bridge::stomp::{Command, Frame, Limits, StompCodec};
+use stomp_agent_bridge::stomp::transport::Io;
+use stomp_agent_bridge::stomp::{Command, Frame, Limits, StompCodec, memory};
 use stomp_agent_bridge::telemetry::Metrics;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::time::timeout;
 use tokio_util::codec::Framed;
 use tokio_util::sync::CancellationToken;
@@ -17,11 +18,32 @@ use tokio_util::sync::CancellationToken;
 /// The request queue of the agent `Weather`.
 pub const REQUEST: &str = "/queue/request/Weather";
 
+/// Where the fake broker takes the bridge's connections: a TCP port, or an in-process
+/// listener (`stomp::memory`) for the tests that run under a paused clock.
+pub trait Accept {
+    async fn accept_io(&self) -> Box<dyn Io>;
+}
+
+impl Accept for TcpListener {
+    async fn accept_io(&self) -> Box<dyn Io> {
+        let (stream, _) =
+            timeout(Duration::from_secs(10), self.accept()).await.expect("the bridge connects").unwrap();
+        Box::new(stream)
+    }
+}
+
+impl Accept for memory::Listener {
+    async fn accept_io(&self) -> Box<dyn Io> {
+        let pipe = timeout(Duration::from_secs(10), self.accept()).await.expect("the bridge connects");
+        Box::new(pipe.expect("the listener is open"))
+    }
+}
+
 /// One connection of the fake broker, seen from the broker's side.
-pub struct Conn(pub Framed<TcpStream, StompCodec>);
+pub struct Conn(pub Framed<Box<dyn Io>, StompCodec>);
 
 impl Conn {
-    pub async fn accept(listener: &TcpListener) -> Conn {
+    pub async fn accept(listener: &impl Accept) -> Conn {
         Self::accept_with(
             listener,
             Frame::new(Command::Connected).with("version", "1.2").with("heart-beat", "0,0"),
@@ -30,16 +52,15 @@ impl Conn {
     }
 
     /// Accepts the bridge's next connection and answers its CONNECT with `answer`.
-    pub async fn accept_with(listener: &TcpListener, answer: Frame) -> Conn {
+    pub async fn accept_with(listener: &impl Accept, answer: Frame) -> Conn {
         let mut conn = Self::accept_raw(listener).await;
         conn.send(answer).await;
         conn
     }
 
     /// Accepts the bridge's next connection and reads its CONNECT, answering nothing.
-    pub async fn accept_raw(listener: &TcpListener) -> Conn {
-        let (stream, _) =
-            timeout(Duration::from_secs(10), listener.accept()).await.expect("the bridge connects").unwrap();
+    pub async fn accept_raw(listener: &impl Accept) -> Conn {
+        let stream = listener.accept_io().await;
         let mut conn = Conn(Framed::new(stream, StompCodec::new(Limits::default())));
         let connect = conn.next().await.expect("CONNECT");
         assert!(matches!(connect.command, Command::Connect | Command::Stomp), "{connect:?}");
@@ -107,7 +128,7 @@ impl Pair {
     /// Accepts both connections, the bridge's first start or after it lost both, and tells
     /// them apart: the consuming one is the one that subscribes. Confirms its SUBSCRIBEs (the
     /// agent `Weather`'s three) and returns the request queue's subscription id too.
-    pub async fn accept(listener: &TcpListener) -> (Pair, String) {
+    pub async fn accept(listener: &impl Accept) -> (Pair, String) {
         let mut a = Conn::accept(listener).await;
         let mut b = Conn::accept(listener).await;
         let (first, a_subscribes) = tokio::select! {
@@ -240,6 +261,28 @@ pub async fn start(
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let config = self::config(&format!("{name}-{port}"), &config(port));
+    let metrics = Arc::new(Metrics::default());
+    let shutdown = CancellationToken::new();
+    let (m, s) = (metrics.clone(), shutdown.clone());
+    let bridge = tokio::spawn(async move {
+        stomp_agent_bridge::bridge::run(config, m, s).await.expect("the bridge runs");
+    });
+    (listener, metrics, shutdown, bridge)
+}
+
+/// An in-process listener named after `name`, and the bridge running against it with the
+/// configuration `config` makes (its port unused): for tests under a paused clock.
+#[allow(dead_code)]
+pub async fn start_in_memory(
+    name: &str,
+    config: impl FnOnce(u16) -> Config,
+) -> (memory::Listener, Arc<Metrics>, CancellationToken, tokio::task::JoinHandle<()>) {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let listener = memory::Listener::bind(&format!("{name}-{}-{n}", std::process::id()));
+    let mut config = config(0);
+    config.broker.url = listener.url();
+    let config = self::config(&format!("{name}-mem-{n}"), &config);
     let metrics = Arc::new(Metrics::default());
     let shutdown = CancellationToken::new();
     let (m, s) = (metrics.clone(), shutdown.clone());
