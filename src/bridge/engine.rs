@@ -46,6 +46,10 @@ pub struct Engine {
     dead_letter: String,
     batch_max: usize,
     window: usize,
+    /// Messages the batches under way may hold at most (`Settlement::unconfirmed_cap`), and
+    /// how many they hold.
+    unconfirmed_max: usize,
+    in_batches: usize,
     max_attempts: u32,
     /// Work ready to settle, in arrival order.
     ready: VecDeque<Work>,
@@ -112,6 +116,8 @@ impl Engine {
             dead_letter: config.dead_letter.clone(),
             batch_max: config.batch_max,
             window: config.batches_in_flight,
+            unconfirmed_max: usize::MAX,
+            in_batches: 0,
             max_attempts: config.max_attempts,
             ready: VecDeque::new(),
             batches: FuturesUnordered::new(),
@@ -139,6 +145,12 @@ impl Engine {
     /// Whether the engine may take another message now.
     fn has_room(&self) -> bool {
         self.budget.is_none_or(|b| self.holding.load(Ordering::Relaxed) < b)
+    }
+
+    /// With at most `cap` messages in the batches under way (by default: as many as they hold).
+    pub fn with_unconfirmed_cap(mut self, cap: Option<usize>) -> Self {
+        self.unconfirmed_max = cap.unwrap_or(usize::MAX).max(1);
+        self
     }
 
     /// With the Wise Agents registry (by default: none).
@@ -222,8 +234,13 @@ impl Engine {
         if self.budget.is_some() && self.down & PUBLISHING != 0 {
             return;
         }
-        while self.batches.len() < self.window && !self.ready.is_empty() {
-            let batch = next_batch(&mut self.ready, &self.attempts, self.batch_max);
+        while self.batches.len() < self.window
+            && !self.ready.is_empty()
+            && self.in_batches < self.unconfirmed_max
+        {
+            let room = self.unconfirmed_max - self.in_batches;
+            let batch = next_batch(&mut self.ready, &self.attempts, self.batch_max.min(room));
+            self.in_batches += batch.len();
             self.metrics.in_flight(batch.len() as i64);
             let future = self.settler.start(batch).await;
             self.batches.push(Box::pin(future));
@@ -361,6 +378,7 @@ impl Engine {
     /// redeliver (see [`Engine::failed`]).
     fn finished(&mut self, done: Finished) {
         let Finished { works, result, acked } = done;
+        self.in_batches = self.in_batches.saturating_sub(works.len());
         self.metrics.in_flight(-(works.len() as i64));
         let mut works = works.into_iter();
         for work in works.by_ref().take(acked) {

@@ -113,6 +113,7 @@ async fn proxy(
     let held = Subscriptions::new(client.clone(), make, shutdown.clone());
     let mut engine =
         Engine::new(settler, pipeline, metrics.clone(), &config.delivery, publisher.clone(), budget)
+            .with_unconfirmed_cap(unconfirmed_cap(mode, publisher.server()))
             .with_registry(registry.clone());
     if let Some(requests) = reloads {
         let settle_within = Duration::from_millis(config.delivery.shutdown_timeout_ms);
@@ -182,6 +183,20 @@ async fn subscribe_all(
         "bridge ready"
     );
     Ok(subscriptions)
+}
+
+/// [`Settlement::unconfirmed_cap`], said once when it applies.
+fn unconfirmed_cap(mode: Settlement, server: Option<&str>) -> Option<usize> {
+    let cap = mode.unconfirmed_cap(server);
+    if let Some(cap) = cap {
+        info!(
+            server,
+            unconfirmed_max = cap,
+            "ActiveMQ Classic: at most this many SENDs await their receipts at once (it confirms a \
+             connection's SENDs one at a time; more would only wait, and be published twice by a crash)"
+        );
+    }
+    cap
 }
 
 /// The consuming connection's client when publishing has its own: it holds few messages

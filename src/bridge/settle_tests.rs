@@ -36,3 +36,21 @@ fn attempts_count_per_message_and_forget_the_oldest() {
     assert!(a.seen.len() <= ATTEMPTS_REMEMBERED);
     assert!(!a.is_suspect(0) && a.is_suspect(ATTEMPTS_REMEMBERED as u64 + 9));
 }
+
+#[test]
+fn only_activemq_classic_in_confirm_mode_caps_the_sends_awaiting_receipts() {
+    let classic = Some("ActiveMQ/5.17.2");
+    assert_eq!(Settlement::Confirm.unconfirmed_cap(classic), Some(ACTIVEMQ_UNCONFIRMED));
+    assert_eq!(
+        Settlement::Transaction.unconfirmed_cap(classic),
+        None,
+        "a rolled-back batch republishes nothing"
+    );
+    assert_eq!(
+        Settlement::Confirm
+            .unconfirmed_cap(Some("ActiveMQ-Artemis/2.37.0 ActiveMQ Artemis Messaging Engine")),
+        None
+    );
+    assert_eq!(Settlement::Confirm.unconfirmed_cap(Some("RabbitMQ/3.10.8")), None);
+    assert_eq!(Settlement::Confirm.unconfirmed_cap(None), None);
+}

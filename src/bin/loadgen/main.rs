@@ -256,16 +256,21 @@ async fn forward(
     };
     let window = setting("BATCHES_IN_FLIGHT", defaults.batches_in_flight);
     let batch_max = setting("BATCH_MAX", defaults.batch_max);
+    // As the engine: on ActiveMQ Classic at most a few SENDs awaiting their receipts.
+    let cap = mode.unconfirmed_cap(publisher.server()).unwrap_or(usize::MAX);
+    let mut in_batches = 0;
     tokio::pin!(stop);
     loop {
-        while batches.len() < window && !ready.is_empty() {
-            let batch = next_batch(&mut ready, &attempts, batch_max);
+        while batches.len() < window && !ready.is_empty() && in_batches < cap {
+            let batch = next_batch(&mut ready, &attempts, batch_max.min(cap - in_batches));
+            in_batches += batch.len();
             batches.push(settler.start(batch).await);
         }
         tokio::select! {
             _ = &mut stop => break,
             Some(done) = batches.next(), if !batches.is_empty() => {
                 assert!(done.result.is_ok(), "forwarder batch failed: {:?}", done.result.err());
+                in_batches -= done.works.len();
                 for w in done.works { w.source.settle(stomp_agent_bridge::bridge::delivery::Settled::Acked, &mut tally); }
             }
             Some(Event::Message(m)) = events.recv() => {
