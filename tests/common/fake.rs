@@ -252,6 +252,17 @@ pub fn config(name: &str, config: &Config) -> Config {
     Config::load(&path).unwrap()
 }
 
+/// The bridge running in-process on `config`: its metrics, its shutdown, its task.
+fn run_bridge(config: Config) -> (Arc<Metrics>, CancellationToken, tokio::task::JoinHandle<()>) {
+    let metrics = Arc::new(Metrics::default());
+    let shutdown = CancellationToken::new();
+    let (m, s) = (metrics.clone(), shutdown.clone());
+    let bridge = tokio::spawn(async move {
+        stomp_agent_bridge::bridge::run(config, m, s).await.expect("the bridge runs");
+    });
+    (metrics, shutdown, bridge)
+}
+
 /// A listener on a free port, and the bridge running against it with the configuration
 /// `config(port)` makes.
 pub async fn start(
@@ -261,12 +272,7 @@ pub async fn start(
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let config = self::config(&format!("{name}-{port}"), &config(port));
-    let metrics = Arc::new(Metrics::default());
-    let shutdown = CancellationToken::new();
-    let (m, s) = (metrics.clone(), shutdown.clone());
-    let bridge = tokio::spawn(async move {
-        stomp_agent_bridge::bridge::run(config, m, s).await.expect("the bridge runs");
-    });
+    let (metrics, shutdown, bridge) = run_bridge(config);
     (listener, metrics, shutdown, bridge)
 }
 
@@ -283,12 +289,7 @@ pub async fn start_in_memory(
     let mut config = config(0);
     config.broker.url = listener.url();
     let config = self::config(&format!("{name}-mem-{n}"), &config);
-    let metrics = Arc::new(Metrics::default());
-    let shutdown = CancellationToken::new();
-    let (m, s) = (metrics.clone(), shutdown.clone());
-    let bridge = tokio::spawn(async move {
-        stomp_agent_bridge::bridge::run(config, m, s).await.expect("the bridge runs");
-    });
+    let (metrics, shutdown, bridge) = run_bridge(config);
     (listener, metrics, shutdown, bridge)
 }
 
