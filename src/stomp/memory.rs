@@ -23,6 +23,8 @@ fn registry() -> &'static Registry {
 /// The broker's end: the connections made to its name, in order.
 pub struct Listener {
     name: String,
+    /// Its own entry in the registry, told apart from a later listener of the same name.
+    entry: mpsc::UnboundedSender<DuplexStream>,
     accepted: tokio::sync::Mutex<mpsc::UnboundedReceiver<DuplexStream>>,
 }
 
@@ -30,8 +32,8 @@ impl Listener {
     /// Listens under `name` (replacing an earlier listener of that name).
     pub fn bind(name: &str) -> Listener {
         let (tx, rx) = mpsc::unbounded_channel();
-        registry().lock().unwrap_or_else(|e| e.into_inner()).insert(name.to_owned(), tx);
-        Listener { name: name.to_owned(), accepted: tokio::sync::Mutex::new(rx) }
+        registry().lock().unwrap_or_else(|e| e.into_inner()).insert(name.to_owned(), tx.clone());
+        Listener { name: name.to_owned(), entry: tx, accepted: tokio::sync::Mutex::new(rx) }
     }
 
     /// The next connection made to this name.
@@ -47,7 +49,10 @@ impl Listener {
 
 impl Drop for Listener {
     fn drop(&mut self) {
-        registry().lock().unwrap_or_else(|e| e.into_inner()).remove(&self.name);
+        let mut listeners = registry().lock().unwrap_or_else(|e| e.into_inner());
+        if listeners.get(&self.name).is_some_and(|tx| tx.same_channel(&self.entry)) {
+            listeners.remove(&self.name);
+        }
     }
 }
 
