@@ -8,7 +8,7 @@ use super::reload::{Reload, Reloads};
 use super::settle::{Settlement, Settler};
 use super::subscriptions::{MakeSubscription, Subscriptions};
 use crate::broker::{client_config, connect};
-use crate::config::{Config, Discovery};
+use crate::config::{Config, DeliveryConfig, Discovery};
 use crate::stomp::{AckMode, Client, ClientConfig, Message, SessionError, Subscription};
 use crate::telemetry::Metrics;
 use std::collections::HashSet;
@@ -113,7 +113,7 @@ async fn proxy(
     let held = Subscriptions::new(client.clone(), make, shutdown.clone());
     let mut engine =
         Engine::new(settler, pipeline, metrics.clone(), &config.delivery, publisher.clone(), budget)
-            .with_unconfirmed_cap(unconfirmed_cap(mode, publisher.server()))
+            .with_unconfirmed_cap(unconfirmed_cap(mode, &config.delivery, publisher.server()))
             .with_registry(registry.clone());
     if let Some(requests) = reloads {
         let settle_within = Duration::from_millis(config.delivery.shutdown_timeout_ms);
@@ -186,14 +186,13 @@ async fn subscribe_all(
 }
 
 /// [`Settlement::unconfirmed_cap`], said once when it applies.
-fn unconfirmed_cap(mode: Settlement, server: Option<&str>) -> Option<usize> {
-    let cap = mode.unconfirmed_cap(server);
+fn unconfirmed_cap(mode: Settlement, delivery: &DeliveryConfig, server: Option<&str>) -> Option<usize> {
+    let cap = mode.unconfirmed_cap(delivery.unconfirmed_max, server);
     if let Some(cap) = cap {
         info!(
             server,
             unconfirmed_max = cap,
-            "ActiveMQ Classic: at most this many SENDs await their receipts at once (it confirms a \
-             connection's SENDs one at a time; more would only wait, and be published twice by a crash)"
+            "at most this many SENDs await their receipts at once: a crash publishes at most these twice"
         );
     }
     cap

@@ -38,19 +38,18 @@ fn attempts_count_per_message_and_forget_the_oldest() {
 }
 
 #[test]
-fn only_activemq_classic_in_confirm_mode_caps_the_sends_awaiting_receipts() {
+fn activemq_classic_and_rabbitmq_in_confirm_mode_cap_the_sends_awaiting_receipts() {
     let classic = Some("ActiveMQ/5.17.2");
-    assert_eq!(Settlement::Confirm.unconfirmed_cap(classic), Some(ACTIVEMQ_UNCONFIRMED));
-    assert_eq!(
-        Settlement::Transaction.unconfirmed_cap(classic),
-        None,
-        "a rolled-back batch republishes nothing"
-    );
-    assert_eq!(
-        Settlement::Confirm
-            .unconfirmed_cap(Some("ActiveMQ-Artemis/2.37.0 ActiveMQ Artemis Messaging Engine")),
-        None
-    );
-    assert_eq!(Settlement::Confirm.unconfirmed_cap(Some("RabbitMQ/3.10.8")), None);
-    assert_eq!(Settlement::Confirm.unconfirmed_cap(None), None);
+    let artemis = Some("ActiveMQ-Artemis/2.37.0 ActiveMQ Artemis Messaging Engine");
+    let confirm = Settlement::Confirm;
+    assert_eq!(confirm.unconfirmed_cap(None, classic), Some(ACTIVEMQ_UNCONFIRMED));
+    assert_eq!(confirm.unconfirmed_cap(None, Some("RabbitMQ/3.10.8")), Some(RABBITMQ_UNCONFIRMED));
+    assert_eq!(confirm.unconfirmed_cap(None, artemis), None, "Artemis drops the repeats");
+    assert_eq!(confirm.unconfirmed_cap(None, None), None);
+    let transaction = Settlement::Transaction;
+    assert_eq!(transaction.unconfirmed_cap(None, classic), None, "a rolled-back batch republishes nothing");
+    // `delivery.unconfirmed_max` wins in confirm mode, on any broker; never in a transaction.
+    assert_eq!(confirm.unconfirmed_cap(Some(3), classic), Some(3));
+    assert_eq!(confirm.unconfirmed_cap(Some(100), artemis), Some(100));
+    assert_eq!(transaction.unconfirmed_cap(Some(3), classic), None);
 }

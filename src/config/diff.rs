@@ -104,6 +104,7 @@ fn refused_keys(old: &Config, new: &Config, d: &mut Diff) {
             "cannot change without a restart (the subscriptions' prefetch is set at SUBSCRIBE)",
         ),
         ("delivery.exclusive", o.exclusive != n.exclusive, RESTART),
+        ("delivery.unconfirmed_max", o.unconfirmed_max != n.unconfirmed_max, RESTART),
         ("delivery.receipt_timeout_ms", o.receipt_timeout_ms != n.receipt_timeout_ms, RESTART),
         ("delivery.shutdown_timeout_ms", o.shutdown_timeout_ms != n.shutdown_timeout_ms, RESTART),
         (

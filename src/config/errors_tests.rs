@@ -113,7 +113,7 @@ fn values_set_by_the_environment_name_the_variable_instead_of_a_line() {
         r#"error: broker.url: cannot set broker.url.host: `broker.url` is not a table
  --> the environment variable BRIDGE__BROKER__URL__HOST (over DIR/c.toml)
 
-error: delivery.batchmax: unknown key, expected one of dead_letter, in_flight, batch_max, batches_in_flight, mode, max_attempts, shutdown_timeout_ms, receipt_timeout_ms, max_hops, exclusive, correlation_capacity, correlation_ttl_ms, reply_timeout_ms, max_body_bytes
+error: delivery.batchmax: unknown key, expected one of dead_letter, in_flight, batch_max, batches_in_flight, mode, max_attempts, shutdown_timeout_ms, receipt_timeout_ms, max_hops, exclusive, correlation_capacity, correlation_ttl_ms, reply_timeout_ms, max_body_bytes, unconfirmed_max
  --> the environment variable BRIDGE__DELIVERY__BATCHMAX (over DIR/c.toml)
   = help: did you mean `batch_max`?
 
@@ -243,4 +243,16 @@ fn two_variables_that_differ_only_in_case_are_refused_rather_than_one_silently_w
 
 error: DIR/c.toml has 1 problem"#
     );
+}
+
+#[test]
+fn a_cap_of_no_unconfirmed_sends_is_refused_and_an_unset_one_is_the_brokers() {
+    let text = "[broker]\nurl = \"stomp://127.0.0.1:61613\"\n[delivery]\nunconfirmed_max = 0\n";
+    let out = report("cap", text, &[]);
+    assert!(
+        out.starts_with("error: delivery.unconfirmed_max: must be at least 1\n --> DIR/c.toml:4:19"),
+        "{out}"
+    );
+    let unset: Config = toml::from_str("[broker]\nurl = \"stomp://127.0.0.1:61613\"\n").unwrap();
+    assert_eq!(unset.delivery.unconfirmed_max, None);
 }

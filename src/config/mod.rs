@@ -244,8 +244,9 @@ pub struct DeliveryConfig {
     /// Where messages that cannot be parsed, translated or routed go, with the reason.
     #[serde(default = "default_dead_letter")]
     pub dead_letter: String,
-    /// Messages the broker may hand the bridge before it acknowledges any, across all
-    /// subscriptions: each subscription's prefetch is an equal share of it.
+    /// Messages the bridge holds at most (received, not yet acknowledged), across all
+    /// subscriptions: in `confirm` mode one busy subscription may hold all of them; in
+    /// `transaction` mode each subscription's prefetch is an equal share of it.
     #[serde(default = "default_in_flight")]
     pub in_flight: usize,
     /// Most messages settled by one transaction (a batch is what is ready, up to this).
@@ -285,6 +286,10 @@ pub struct DeliveryConfig {
     /// instead of being refused by the broker. The default is what the bridge reads itself.
     #[serde(default = "default_max_body_bytes")]
     pub max_body_bytes: usize,
+    /// SENDs awaiting their receipts at once, all batches together (`confirm` mode): what a
+    /// `kill -9` publishes twice at most. Unset: the broker's (`Settlement::unconfirmed_cap`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unconfirmed_max: Option<usize>,
 }
 
 /// The HTTP endpoint for `/metrics`, `/healthz` and `/readyz`.
@@ -434,6 +439,7 @@ impl Default for DeliveryConfig {
             correlation_ttl_ms: default_correlation_ttl_ms(),
             reply_timeout_ms: 0,
             max_body_bytes: default_max_body_bytes(),
+            unconfirmed_max: None,
         }
     }
 }

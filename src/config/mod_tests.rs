@@ -219,6 +219,7 @@ fn everything() -> Config {
             correlation_ttl_ms: 60_000,
             reply_timeout_ms: 30_000,
             max_body_bytes: 4096,
+            unconfirmed_max: Some(12),
         },
         http: HttpConfig { listen: String::new() },
         log: LogConfig { format: "json".into(), level: "stomp_agent_bridge=debug".into() },

@@ -113,6 +113,9 @@ impl Config {
                 bad(key, "must be at least 1".into());
             }
         }
+        if self.delivery.unconfirmed_max == Some(0) {
+            bad("delivery.unconfirmed_max", "must be at least 1".into());
+        }
         if self.delivery.max_hops == 0 {
             bad("delivery.max_hops", "must be at least 1".into());
         }

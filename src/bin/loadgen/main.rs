@@ -256,8 +256,9 @@ async fn forward(
     };
     let window = setting("BATCHES_IN_FLIGHT", defaults.batches_in_flight);
     let batch_max = setting("BATCH_MAX", defaults.batch_max);
-    // As the engine: on ActiveMQ Classic at most a few SENDs awaiting their receipts.
-    let cap = mode.unconfirmed_cap(publisher.server()).unwrap_or(usize::MAX);
+    // As the engine: on ActiveMQ Classic and RabbitMQ at most a few SENDs awaiting their receipts.
+    let cap = std::env::var("BRIDGE__DELIVERY__UNCONFIRMED_MAX").ok().and_then(|v| v.parse().ok());
+    let cap = mode.unconfirmed_cap(cap, publisher.server()).unwrap_or(usize::MAX);
     let mut in_batches = 0;
     tokio::pin!(stop);
     loop {
