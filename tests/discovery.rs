@@ -1,9 +1,10 @@
-//! Discovery of the queues of agents named by a glob, against the fake broker: each queue is
-//! subscribed once, whatever the broker's receipts do, and unsubscribed at the end.
+//! Discovery of the queues of agents named by a glob, against the fake broker (in memory,
+//! under tokio's paused clock): each queue is subscribed once, whatever the broker's receipts
+//! do, and unsubscribed at the end.
 
 mod common;
 
-use common::fake::{Conn, Pair, start, stop_pair, weather_config};
+use common::fake::{Conn, Pair, start_in_memory, stop_pair, weather_config};
 use stomp_agent_bridge::config::{Config, DeliveryConfig};
 use stomp_agent_bridge::stomp::{Command, Frame};
 
@@ -11,8 +12,8 @@ const ADVISORY: &str = "/topic/ActiveMQ.Advisory.Queue";
 
 /// The fake broker's configuration with the agents `Civ*` in place of `Weather`.
 fn config(port: u16) -> Config {
-    let mut config =
-        weather_config(port, [0, 0], DeliveryConfig { receipt_timeout_ms: 300, ..Default::default() });
+    // The default receipt timeout (5 s): the clock is paused, so waiting it out takes no time.
+    let mut config = weather_config(port, [0, 0], DeliveryConfig::default());
     config.agents[0].name = "Civ*".into();
     config
 }
@@ -39,9 +40,9 @@ async fn subscribed(conn: &mut Conn, confirm: bool) -> (String, String) {
     (header("destination"), header("id"))
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_discovered_queue_whose_receipt_is_late_is_subscribed_once_and_unsubscribed_at_the_end() {
-    let (listener, _metrics, shutdown, bridge) = start("discovery", config).await;
+    let (listener, _metrics, shutdown, bridge) = start_in_memory("discovery", config).await;
     let mut conn = Conn::accept(&listener).await;
     // Confirm mode publishes on a connection of its own; nothing is published here.
     let publishing = Conn::accept(&listener).await;
@@ -51,7 +52,7 @@ async fn a_discovered_queue_whose_receipt_is_late_is_subscribed_once_and_unsubsc
     assert_eq!(advisory, ADVISORY);
 
     announce(&mut conn, &advisory_id, 1, "request/CivScout").await;
-    // No RECEIPT: the bridge's wait (300 ms) runs out. STOMP 1.2 would have ended the
+    // No RECEIPT: the bridge's wait (`receipt_timeout_ms`) runs out. STOMP 1.2 would have ended the
     // connection with an ERROR had the broker refused the SUBSCRIBE, so it stands.
     let (late, late_id) = subscribed(&mut conn, false).await;
     assert_eq!(late, "/queue/request/CivScout");
