@@ -52,8 +52,8 @@ async fn a_discovered_queue_whose_receipt_is_late_is_subscribed_once_and_unsubsc
     assert_eq!(advisory, ADVISORY);
 
     announce(&mut conn, &advisory_id, 1, "request/CivScout").await;
-    // No RECEIPT: the bridge's wait (`receipt_timeout_ms`) runs out. STOMP 1.2 would have ended the
-    // connection with an ERROR had the broker refused the SUBSCRIBE, so it stands.
+    // No RECEIPT: the bridge's wait (`receipt_timeout_ms`) runs out. STOMP 1.2 would have
+    // ended the connection with an ERROR had the broker refused the SUBSCRIBE, so it stands.
     let (late, late_id) = subscribed(&mut conn, false).await;
     assert_eq!(late, "/queue/request/CivScout");
 

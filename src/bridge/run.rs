@@ -8,7 +8,7 @@ use super::reload::{Reload, Reloads};
 use super::settle::{Settlement, Settler};
 use super::subscriptions::{MakeSubscription, Subscriptions};
 use crate::broker::{client_config, connect};
-use crate::config::{Config, DeliveryConfig, Discovery};
+use crate::config::{Config, Discovery};
 use crate::stomp::{AckMode, Client, ClientConfig, Message, SessionError, Subscription};
 use crate::telemetry::Metrics;
 use std::collections::HashSet;
@@ -113,7 +113,7 @@ async fn proxy(
     let held = Subscriptions::new(client.clone(), make, shutdown.clone());
     let mut engine =
         Engine::new(settler, pipeline, metrics.clone(), &config.delivery, publisher.clone(), budget)
-            .with_unconfirmed_cap(unconfirmed_cap(mode, &config.delivery, publisher.server()))
+            .with_unconfirmed_cap(unconfirmed_cap(mode, config.delivery.unconfirmed_max, publisher.server()))
             .with_registry(registry.clone());
     if let Some(requests) = reloads {
         let settle_within = Duration::from_millis(config.delivery.shutdown_timeout_ms);
@@ -186,8 +186,8 @@ async fn subscribe_all(
 }
 
 /// [`Settlement::unconfirmed_cap`], said once when it applies.
-fn unconfirmed_cap(mode: Settlement, delivery: &DeliveryConfig, server: Option<&str>) -> Option<usize> {
-    let cap = mode.unconfirmed_cap(delivery.unconfirmed_max, server);
+fn unconfirmed_cap(mode: Settlement, configured: Option<usize>, server: Option<&str>) -> Option<usize> {
+    let cap = mode.unconfirmed_cap(configured, server);
     if let Some(cap) = cap {
         info!(
             server,

@@ -108,13 +108,11 @@ impl Config {
             ("delivery.batches_in_flight", self.delivery.batches_in_flight),
             ("delivery.max_attempts", self.delivery.max_attempts as usize),
             ("delivery.max_body_bytes", self.delivery.max_body_bytes),
+            ("delivery.unconfirmed_max", self.delivery.unconfirmed_max.unwrap_or(1)),
         ] {
             if value == 0 {
                 bad(key, "must be at least 1".into());
             }
-        }
-        if self.delivery.unconfirmed_max == Some(0) {
-            bad("delivery.unconfirmed_max", "must be at least 1".into());
         }
         if self.delivery.max_hops == 0 {
             bad("delivery.max_hops", "must be at least 1".into());

@@ -251,14 +251,13 @@ async fn forward(
     // The bridge's own settings (and the same environment overrides), so that the forwarder
     // is the bridge with nothing to translate.
     let defaults = stomp_agent_bridge::config::DeliveryConfig::default();
-    let setting = |key: &str, default: usize| {
-        std::env::var(format!("BRIDGE__DELIVERY__{key}")).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    let setting = |key: &str| -> Option<usize> {
+        std::env::var(format!("BRIDGE__DELIVERY__{key}")).ok().and_then(|v| v.parse().ok())
     };
-    let window = setting("BATCHES_IN_FLIGHT", defaults.batches_in_flight);
-    let batch_max = setting("BATCH_MAX", defaults.batch_max);
+    let window = setting("BATCHES_IN_FLIGHT").unwrap_or(defaults.batches_in_flight);
+    let batch_max = setting("BATCH_MAX").unwrap_or(defaults.batch_max);
     // As the engine: on ActiveMQ Classic and RabbitMQ at most a few SENDs awaiting their receipts.
-    let cap = std::env::var("BRIDGE__DELIVERY__UNCONFIRMED_MAX").ok().and_then(|v| v.parse().ok());
-    let cap = mode.unconfirmed_cap(cap, publisher.server()).unwrap_or(usize::MAX);
+    let cap = mode.unconfirmed_cap(setting("UNCONFIRMED_MAX"), publisher.server()).unwrap_or(usize::MAX);
     let mut in_batches = 0;
     tokio::pin!(stop);
     loop {
