@@ -137,12 +137,6 @@ fn read_text(text: &str) -> Config {
 /// (but `broker.passcode_file`, which is not set with `passcode`).
 fn everything() -> Config {
     let namespace = Uuid::parse_str("0d5f1a7e-3b7c-4c59-9a8e-6f3f2c1d9b10").unwrap();
-    let registered = registry::RegisteredAgent {
-        description: Some("Knows the weather".into()),
-        tool: true,
-        parameters: Some(serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}}})),
-        ..registry::RegisteredAgent::new("Weather")
-    };
     Config {
         broker: BrokerConfig {
             login: Some("admin".into()),
@@ -155,26 +149,7 @@ fn everything() -> Config {
             reconnect_max_ms: 1000,
             ..BrokerConfig::new("stomp+ssl://127.0.0.1:61614")
         },
-        wiseagents: WiseAgentsConfig {
-            request_prefix: "/queue/request.".into(),
-            response_prefix: "/queue/response.".into(),
-            default_context: "Books".into(),
-            agents: vec!["Asker".into()],
-            discovery: Discovery::None,
-            contexts: vec!["Trips.*".into()],
-            ack_contexts: vec!["*_PhasedCoordinator.*".into()],
-            registry: Some(registry::RegistryConfig {
-                host: "redis.local".into(),
-                port: 6380,
-                username: Some("bridge".into()),
-                password: Some("redis-pw".into()),
-                db: 2,
-                context_host: Some("redis.public".into()),
-                instance: "test".into(),
-                agents: vec![registered],
-            }),
-            reply_agent: "_bridge2".into(),
-        },
+        wiseagents: every_wiseagents_key(),
         protocols: Protocols {
             civitas: Some(CivitasConfig {
                 encoding: Encoding::Msgpack,
@@ -204,40 +179,80 @@ fn everything() -> Config {
             },
             AgentConfig::new("Planner", Framework::PenguiFlow),
         ],
-        delivery: DeliveryConfig {
-            dead_letter: "/queue/dead".into(),
-            in_flight: 64,
-            batch_max: 16,
-            batches_in_flight: 1,
-            mode: DeliveryMode::Transaction,
-            max_attempts: 5,
-            shutdown_timeout_ms: 2000,
-            receipt_timeout_ms: 3000,
-            max_hops: 4,
-            exclusive: true,
-            correlation_capacity: 10,
-            correlation_ttl_ms: 60_000,
-            reply_timeout_ms: 30_000,
-            max_body_bytes: 4096,
-            unconfirmed_max: Some(12),
-        },
+        delivery: every_delivery_key(),
         http: HttpConfig { listen: String::new() },
         log: LogConfig { format: "json".into(), level: "stomp_agent_bridge=debug".into() },
-        mirror: Some(mirror::MirrorConfig {
-            tap: mirror::TapKind::RabbitmqFirehose,
-            destination: "/topic/copy".into(),
-            buffer: 5,
-            prefetch: 6,
-            max_backlog: 7,
-            probe_timeout_ms: 0,
-            topics: mirror::MirrorTopics {
-                civitas: "/topic/m.civitas.{direction}.{agent}".into(),
-                vox: String::new(),
-                penguiflow: "/topic/m.pf.{direction}.{agent}".into(),
-                canonical: "/topic/m.canonical.{direction}.{agent}".into(),
-            },
-        }),
+        mirror: every_mirror_key(),
     }
+}
+
+/// `[wiseagents]` with every key set, the registry's included.
+fn every_wiseagents_key() -> WiseAgentsConfig {
+    let registered = registry::RegisteredAgent {
+        description: Some("Knows the weather".into()),
+        tool: true,
+        parameters: Some(serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}}})),
+        ..registry::RegisteredAgent::new("Weather")
+    };
+    WiseAgentsConfig {
+        request_prefix: "/queue/request.".into(),
+        response_prefix: "/queue/response.".into(),
+        default_context: "Books".into(),
+        agents: vec!["Asker".into()],
+        discovery: Discovery::None,
+        contexts: vec!["Trips.*".into()],
+        ack_contexts: vec!["*_PhasedCoordinator.*".into()],
+        registry: Some(registry::RegistryConfig {
+            host: "redis.local".into(),
+            port: 6380,
+            username: Some("bridge".into()),
+            password: Some("redis-pw".into()),
+            db: 2,
+            context_host: Some("redis.public".into()),
+            instance: "test".into(),
+            agents: vec![registered],
+        }),
+        reply_agent: "_bridge2".into(),
+    }
+}
+
+/// `[delivery]` with every key away from its default.
+fn every_delivery_key() -> DeliveryConfig {
+    DeliveryConfig {
+        dead_letter: "/queue/dead".into(),
+        in_flight: 64,
+        batch_max: 16,
+        batches_in_flight: 1,
+        mode: DeliveryMode::Transaction,
+        max_attempts: 5,
+        shutdown_timeout_ms: 2000,
+        receipt_timeout_ms: 3000,
+        max_hops: 4,
+        exclusive: true,
+        correlation_capacity: 10,
+        correlation_ttl_ms: 60_000,
+        reply_timeout_ms: 30_000,
+        max_body_bytes: 4096,
+        unconfirmed_max: Some(12),
+    }
+}
+
+/// `[mirror]` with every key set.
+fn every_mirror_key() -> Option<mirror::MirrorConfig> {
+    Some(mirror::MirrorConfig {
+        tap: mirror::TapKind::RabbitmqFirehose,
+        destination: "/topic/copy".into(),
+        buffer: 5,
+        prefetch: 6,
+        max_backlog: 7,
+        probe_timeout_ms: 0,
+        topics: mirror::MirrorTopics {
+            civitas: "/topic/m.civitas.{direction}.{agent}".into(),
+            vox: String::new(),
+            penguiflow: "/topic/m.pf.{direction}.{agent}".into(),
+            canonical: "/topic/m.canonical.{direction}.{agent}".into(),
+        },
+    })
 }
 
 #[test]
