@@ -1,14 +1,14 @@
 //! A connection lost and made again, with a burst settled on each, leaves nothing behind:
 //! the bridge's live heap (counted by the daemon's own allocator, installed here) is the same
 //! after many more reconnects and bursts. The soak sees the same on a real broker (docs/HARDENING.md).
+//! In memory, under tokio's paused clock: the reconnect backoffs take no real time.
 
 mod common;
 
-use common::fake::{Conn, Pair, start as start_bridge, stop_pair, wait_for, weather_config};
+use common::fake::{Accept, Conn, Pair, start_in_memory, stop_pair, wait_for, weather_config};
 use stomp_agent_bridge::config::DeliveryConfig;
 use stomp_agent_bridge::stomp::Command;
 use stomp_agent_bridge::telemetry::heap::{Counting, live_bytes};
-use tokio::net::TcpListener;
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
@@ -32,7 +32,7 @@ async fn one_connection(pair: &mut Pair, sub: &str, round: usize) {
 }
 
 /// The consuming connection dropped and made again, its subscriptions confirmed.
-async fn reconnected_after(listener: &TcpListener, dropped: Conn) -> (Conn, String) {
+async fn reconnected_after(listener: &impl Accept, dropped: Conn) -> (Conn, String) {
     drop(dropped);
     let mut conn = Conn::accept(listener).await;
     let sub = conn.subscriptions().await;
@@ -41,11 +41,11 @@ async fn reconnected_after(listener: &TcpListener, dropped: Conn) -> (Conn, Stri
 
 const BURST: usize = 32;
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn many_reconnects_leave_the_live_heap_where_a_few_left_it() {
     // The correlation table is kept full from the start (Weather never answers), so the asks
     // it holds do not grow with the rounds.
-    let (listener, metrics, shutdown, bridge) = start_bridge("heap-reconnects", |port| {
+    let (listener, metrics, shutdown, bridge) = start_in_memory("heap-reconnects", |port| {
         let delivery = DeliveryConfig {
             dead_letter: "/queue/fake.dead".into(),
             correlation_capacity: 2,

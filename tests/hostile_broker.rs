@@ -1,11 +1,12 @@
 //! A hostile broker: garbage instead of CONNECTED, absurd heart-beats, a RECEIPT for a frame
 //! never sent, an oversized frame, endless headers, garbage mid-stream, an ERROR mid-stream,
 //! then silence. The bridge drops each connection cleanly (never settling on a broken one),
-//! reconnects, and the message caught in the middle is redelivered and delivered once.
+//! reconnects, and the message caught in the middle is redelivered and delivered once. In
+//! memory, under tokio's paused clock: the silence and the backoffs take no real time.
 
 mod common;
 
-use common::fake::{Conn, REQUEST, start, stop, wait_for, weather_config};
+use common::fake::{Conn, REQUEST, start_in_memory, stop, wait_for, weather_config};
 use std::time::Duration;
 use stomp_agent_bridge::config::{Config, DeliveryConfig, DeliveryMode};
 use stomp_agent_bridge::stomp::{Command, Frame};
@@ -23,9 +24,9 @@ fn connected(heart_beat: &str) -> Frame {
     Frame::new(Command::Connected).with("version", "1.2").with("heart-beat", heart_beat)
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_hostile_broker_costs_connections_never_a_message() {
-    let (listener, metrics, shutdown, bridge) = start("hostile-broker", config).await;
+    let (listener, metrics, shutdown, bridge) = start_in_memory("hostile-broker", config).await;
 
     // Garbage where CONNECTED belongs: the first connection fails, the bridge tries again.
     let mut conn = Conn::accept_raw(&listener).await;

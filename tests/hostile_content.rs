@@ -1,10 +1,11 @@
 //! Hostile content through the whole bridge, against the fake broker: each body is refused
 //! with its reason on the dead-letter queue (`bridge-error-kind`) and counted by kind, and the
-//! stream carries on; Civitas control types cannot be reached from Wise Agents text.
+//! stream carries on; Civitas control types cannot be reached from Wise Agents text. In
+//! memory, under tokio's paused clock.
 
 mod common;
 
-use common::fake::{Conn, Pair, start, stop_pair, wait_for, weather_config};
+use common::fake::{Conn, Pair, start_in_memory, stop_pair, wait_for, weather_config};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use stomp_agent_bridge::config::{Config, DeliveryConfig, DeliveryMode};
@@ -114,9 +115,9 @@ async fn settled(pair: &mut Pair, n: usize) -> Frame {
     sent
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn hostile_bodies_are_dead_lettered_with_their_reason_counted_and_the_stream_goes_on() {
-    let (listener, metrics, shutdown, bridge) = start("hostile", config).await;
+    let (listener, metrics, shutdown, bridge) = start_in_memory("hostile", config).await;
     let mut conn = Conn::accept(&listener).await;
     let publishing = Conn::accept(&listener).await;
     let mut subscriptions = HashMap::new();
