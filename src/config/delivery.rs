@@ -65,7 +65,8 @@ pub struct DeliveryConfig {
     #[serde(default = "default_max_body_bytes")]
     pub max_body_bytes: usize,
     /// SENDs awaiting their receipts at once, all batches together (`confirm` mode): what a
-    /// `kill -9` publishes twice at most. Unset: the broker's (`Settlement::unconfirmed_cap`).
+    /// `kill -9` publishes twice, the broker's confirmations permitting (docs/OPERATING.md,
+    /// "Batches"). Unset: the broker's (`Settlement::unconfirmed_cap`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unconfirmed_max: Option<usize>,
 }
