@@ -527,18 +527,15 @@ pub fn dead_letter_frame(
 }
 
 #[cfg(test)]
-#[path = "pipeline_tests.rs"]
+#[path = "mod_tests.rs"]
 mod tests;
 
 #[cfg(test)]
-#[path = "pipeline_harness.rs"]
 mod harness;
 
-#[path = "pipeline_streams.rs"]
 mod streams;
 pub use streams::StreamKey;
 use streams::{Decoded, Whole};
 
-#[path = "pipeline_settings.rs"]
 mod settings;
 pub use settings::{ConversationSettings, Settings, stream_bounds};

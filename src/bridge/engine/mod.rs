@@ -77,7 +77,7 @@ pub struct Engine {
     tally: Tally,
     /// The ids of the asks the pipeline makes.
     ids: Ids,
-    /// Configuration reloads to follow (`engine_reload.rs`).
+    /// Configuration reloads to follow (`engine/reload.rs`).
     reloads: Option<super::reload::Reloads>,
     /// Shutting down: a failed batch is given back to the broker, not published again.
     stopping: bool,
@@ -634,5 +634,4 @@ fn source_label(pipeline: &Pipeline, destination: &str) -> &'static str {
     }
 }
 
-#[path = "engine_reload.rs"]
 mod reload;
