@@ -238,13 +238,13 @@ impl LateReply<'_> {
 
 /// A receipt (VOX `message_acknowledged`): consumed, not forwarded; the ask it names, if
 /// any, stays pending for its answer.
-pub struct Receipt<'a> {
+pub struct Acknowledgement<'a> {
     pub route: &'a str,
     pub source: &'a str,
     pub message_id: &'a str,
 }
 
-impl Receipt<'_> {
+impl Acknowledgement<'_> {
     pub fn emit(&self, metrics: &Metrics) {
         debug!(
             outcome = "receipt",

@@ -11,8 +11,8 @@ use crate::config::DeliveryConfig;
 use crate::envelope::Clock;
 use crate::stomp::{AckRef, Client, Event, Events, Message};
 use crate::telemetry::{
-    BatchFailed, ChunkTaken, DeadLettered, Delivered, Disconnected, LateReply, Metrics, Receipt, Reconnected,
-    ReplyTimedOut, Unsettled,
+    Acknowledgement, BatchFailed, ChunkTaken, DeadLettered, Delivered, Disconnected, LateReply, Metrics,
+    Reconnected, ReplyTimedOut, Unsettled,
 };
 use crate::wise_registry::member::WiseFrame;
 use crate::wise_registry::stage::{Check, Checked, Stage, source_key};
@@ -77,7 +77,7 @@ pub struct Engine {
     tally: Tally,
     /// The ids of the asks the pipeline makes.
     ids: Ids,
-    /// Configuration reloads to follow (`engine/reload.rs`).
+    /// Configuration reloads to follow (`engine/reconfigure.rs`).
     reloads: Option<super::reload::Reloads>,
     /// Shutting down: a failed batch is given back to the broker, not published again.
     stopping: bool,
@@ -609,8 +609,8 @@ fn report(work: &Work, metrics: &Metrics) {
             unmatched_reply: *unmatched_reply,
         }
         .emit(metrics),
-        Outcome::Absorbed(Absorbed::Receipt { route }) => {
-            Receipt { route, source: &m.destination, message_id: &m.ack.message_id }.emit(metrics)
+        Outcome::Absorbed(Absorbed::Acknowledgement { route }) => {
+            Acknowledgement { route, source: &m.destination, message_id: &m.ack.message_id }.emit(metrics)
         }
         Outcome::Absorbed(Absorbed::LateReply { route, ask }) => {
             LateReply { route, source: &m.destination, message_id: &m.ack.message_id, ask }.emit(metrics)
@@ -634,4 +634,4 @@ fn source_label(pipeline: &Pipeline, destination: &str) -> &'static str {
     }
 }
 
-mod reload;
+mod reconfigure;
