@@ -18,9 +18,10 @@ use crate::routing::RouteError;
 use crate::stomp::SessionError;
 use pipeline::StreamKey;
 
-/// Why one message could not be bridged.
+/// Why one message could not be bridged: it is dead-lettered with the reason, and the stream
+/// carries on (as rumqttc's `StateError`).
 #[derive(Debug, thiserror::Error)]
-pub enum BridgeError {
+pub enum MessageError {
     #[error(transparent)]
     Envelope(#[from] EnvelopeError),
     #[error(transparent)]
@@ -31,41 +32,45 @@ pub enum BridgeError {
     Loop { hops: u32 },
     /// A message that completed a stream failed: the whole stream is dead-lettered as `body`.
     #[error("{error}")]
-    Whole { error: Box<BridgeError>, body: bytes::Bytes, stream: StreamKey },
-    #[error(transparent)]
-    Stomp(#[from] SessionError),
+    Whole { error: Box<MessageError>, body: bytes::Bytes, stream: StreamKey },
     #[error("the message expired {ago:.3} s before it arrived (its deadline or ttl passed)")]
     Expired { ago: f64 },
-    #[error("the configuration cannot be used: {0}")]
-    Config(String),
     #[error("the broker refused what this message caused {attempts} times: {reason}")]
     Refused { attempts: u32, reason: String },
-    #[error("the mirror stopped: {0}")]
-    Mirror(#[from] crate::mirror::MirrorError),
     #[error("translated, the body is {size} bytes, over delivery.max_body_bytes ({limit})")]
     TooLarge { size: usize, limit: usize },
     #[error("the Wise Agents registry: {0}")]
     Registry(#[from] crate::wise_registry::store::RegistryError),
 }
 
-impl BridgeError {
+impl MessageError {
     /// The `bridge-error-kind` header and the metrics label.
     pub fn kind(&self) -> &'static str {
         match self {
-            BridgeError::Envelope(e) => e.kind(),
-            BridgeError::Route(RouteError::NoRecipient) => "no_recipient",
-            BridgeError::Route(RouteError::BadRecipient(_)) => "bad_recipient",
-            BridgeError::Route(RouteError::UnknownSource(_)) | BridgeError::UnknownSource(_) => {
-                "unknown_source"
-            }
-            BridgeError::Loop { .. } => "loop",
-            BridgeError::Whole { error, .. } => error.kind(),
-            BridgeError::Stomp(_) | BridgeError::Refused { .. } => "broker",
-            BridgeError::Config(_) => "config",
-            BridgeError::Expired { .. } => "expired",
-            BridgeError::Mirror(_) => "mirror",
-            BridgeError::TooLarge { .. } => "too_large",
-            BridgeError::Registry(_) => "registry",
+            MessageError::Envelope(e) => e.kind(),
+            MessageError::Route(RouteError::NoRecipient) => "no_recipient",
+            MessageError::Route(RouteError::BadRecipient(_)) => "bad_recipient",
+            MessageError::UnknownSource(_) => "unknown_source",
+            MessageError::Loop { .. } => "loop",
+            MessageError::Whole { error, .. } => error.kind(),
+            MessageError::Refused { .. } => "broker",
+            MessageError::Expired { .. } => "expired",
+            MessageError::TooLarge { .. } => "too_large",
+            MessageError::Registry(_) => "registry",
         }
     }
+}
+
+/// Why the daemon stops (as rumqttc's `ConnectionError`): a configuration it cannot use, a
+/// subscription the broker refused, the mirror or the registry failing at start.
+#[derive(Debug, thiserror::Error)]
+pub enum BridgeError {
+    #[error(transparent)]
+    Stomp(#[from] SessionError),
+    #[error("the configuration cannot be used: {0}")]
+    Config(String),
+    #[error("the mirror stopped: {0}")]
+    Mirror(#[from] crate::mirror::MirrorError),
+    #[error("the Wise Agents registry: {0}")]
+    Registry(#[from] crate::wise_registry::store::RegistryError),
 }

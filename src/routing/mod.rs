@@ -18,8 +18,6 @@ pub enum RouteError {
     NoRecipient,
     #[error("{0:?} is not an agent name a destination can be made of")]
     BadRecipient(String),
-    #[error("the bridge does not consume {0:?}")]
-    UnknownSource(String),
 }
 
 /// What a consumed destination is.

@@ -3,7 +3,7 @@
 //! itself: batches are futures it polls beside new messages, so receipts and deliveries never
 //! wait behind each other.
 
-use super::BridgeError;
+use super::MessageError;
 use super::delivery::{Delivery, Outcome, Settled, Tally, Work};
 use super::pipeline::{Absorbed, Consumed, Now, Outgoing, Pipeline, Processed, dead_letter_frame};
 use super::settle::{Attempts, Failure, Finished, Settlement, Settler, next_batch, route_of, work_key};
@@ -66,8 +66,8 @@ pub struct Engine {
     /// The handles alive now; with a `budget`, no message is taken while it is reached.
     holding: Arc<AtomicUsize>,
     budget: Option<usize>,
-    /// Which connections are down (bit 0: consuming, bit 1: publishing).
-    down: u8,
+    /// Which of its connections are up.
+    links: Links,
     /// The Wise Agents registry's stage, when configured (`[wiseagents.registry]`).
     registry: Option<Stage>,
     /// Work whose frame the registry's stage is checking, by check id; still this engine's.
@@ -96,9 +96,49 @@ fn now(ids: &mut Ids) -> Now<'_> {
     }
 }
 
-/// The consuming and the publishing connection, as bits of [`Engine::down`].
-const CONSUMING: u8 = 1;
-const PUBLISHING: u8 = 2;
+/// One of the engine's two connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Link {
+    Consuming,
+    Publishing,
+}
+
+/// The state of the consuming and the publishing connection (one connection in transaction
+/// mode, where only `Consuming` is used).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Links {
+    Up,
+    Down(Link),
+    BothDown,
+}
+
+impl Links {
+    fn is_down(self, link: Link) -> bool {
+        match self {
+            Links::Up => false,
+            Links::Down(down) => down == link,
+            Links::BothDown => true,
+        }
+    }
+
+    fn lost(self, link: Link) -> Links {
+        match self {
+            Links::Up => Links::Down(link),
+            Links::Down(down) if down == link => self,
+            Links::Down(_) | Links::BothDown => Links::BothDown,
+        }
+    }
+
+    fn back(self, link: Link) -> Links {
+        match self {
+            Links::BothDown => {
+                Links::Down(if link == Link::Consuming { Link::Publishing } else { Link::Consuming })
+            }
+            Links::Down(down) if down == link => Links::Up,
+            other => other,
+        }
+    }
+}
 
 impl Engine {
     /// `budget`: the most handles held at once, past which the engine takes no message (so the
@@ -132,7 +172,7 @@ impl Engine {
             publisher,
             holding: Arc::new(AtomicUsize::new(0)),
             budget,
-            down: 0,
+            links: Links::Up,
             registry: None,
             checking: HashMap::new(),
             next_check: 0,
@@ -241,7 +281,7 @@ impl Engine {
     async fn start_batches(&mut self) {
         // Nothing is published while the publishing connection is known to be down: work given
         // back to `ready` by a failed batch waits for it, rather than failing again at once.
-        if self.budget.is_some() && self.down & PUBLISHING != 0 {
+        if self.budget.is_some() && self.links.is_down(Link::Publishing) {
             return;
         }
         while self.batches.len() < self.window
@@ -295,7 +335,7 @@ impl Engine {
                 let outcome = Outcome::Absorbed(Absorbed::Chunk { route });
                 Work { source: delivery, stream: None, publish: Vec::new(), outcome }
             }
-            Err(BridgeError::Whole { error, body, stream }) => {
+            Err(MessageError::Whole { error, body, stream }) => {
                 let mut work = self.dead_letter_work(delivery, &error, Some(body));
                 work.stream = Some(stream);
                 work
@@ -338,7 +378,7 @@ impl Engine {
             Err(error) => {
                 self.forget_ask(&work);
                 let Work { source, stream, .. } = work;
-                let mut dead = self.dead_letter_work(source, &BridgeError::Registry(error), None);
+                let mut dead = self.dead_letter_work(source, &MessageError::Registry(error), None);
                 dead.stream = stream;
                 self.ready_up(dead);
             }
@@ -350,7 +390,7 @@ impl Engine {
         let refused = self.attempts.of(&work).filter(|(n, _)| *n >= self.max_attempts).cloned();
         let work = match refused {
             Some((attempts, reason)) if matches!(work.outcome, Outcome::Delivered { .. }) => {
-                let error = BridgeError::Refused { attempts, reason };
+                let error = MessageError::Refused { attempts, reason };
                 let Work { source, stream, .. } = work;
                 let mut dead = self.dead_letter_work(source, &error, None);
                 dead.stream = stream;
@@ -362,7 +402,7 @@ impl Engine {
     }
 
     /// The dead letter of `source`: its body unchanged, or `body` (a whole stream) instead.
-    fn dead_letter_work(&self, source: Delivery, error: &BridgeError, body: Option<bytes::Bytes>) -> Work {
+    fn dead_letter_work(&self, source: Delivery, error: &MessageError, body: Option<bytes::Bytes>) -> Work {
         let m = &source.message;
         let body = body.unwrap_or_else(|| m.frame.body.clone());
         let mut frame =
@@ -458,7 +498,7 @@ impl Engine {
             // duplicate id); resetting the consuming connection to have it redelivered made
             // Artemis strand messages "delivering" to consumers that no longer existed after
             // a run of FAIL refusals (tests/backpressure.rs). Otherwise the broker redelivers.
-            let held = work.source.ack_ref().epoch >= self.epoch && self.down & CONSUMING == 0;
+            let held = work.source.ack_ref().epoch >= self.epoch && !self.links.is_down(Link::Consuming);
             if self.budget.is_some() && !failure.acking && held && !self.stopping {
                 again.push(work);
             } else {
@@ -493,25 +533,25 @@ impl Engine {
         if let Event::Reconnected { epoch } = event {
             self.new_epoch(epoch);
         }
-        self.on_connection_event(event, CONSUMING);
+        self.on_connection_event(event, Link::Consuming);
     }
 
     /// The publishing connection has no subscription: only its losses and returns come.
     fn on_publishing_event(&mut self, event: Event) {
-        self.on_connection_event(event, PUBLISHING);
+        self.on_connection_event(event, Link::Publishing);
     }
 
     /// Readiness follows both connections: ready once neither is down.
-    fn on_connection_event(&mut self, event: Event, link: u8) {
-        let which = if link == CONSUMING { "consuming" } else { "publishing" };
+    fn on_connection_event(&mut self, event: Event, link: Link) {
+        let which = if link == Link::Consuming { "consuming" } else { "publishing" };
         match event {
             Event::ConnectionLost(e) => {
-                self.down |= link;
+                self.links = self.links.lost(link);
                 Disconnected { reason: &format!("{which} connection: {e}") }.emit(&self.metrics)
             }
             Event::Reconnected { .. } => {
-                self.down &= !link;
-                if self.down == 0 {
+                self.links = self.links.back(link);
+                if self.links == Links::Up {
                     Reconnected.emit(&self.metrics);
                 } else {
                     info!(connection = which, "reconnected; waiting for the other connection");
@@ -635,3 +675,7 @@ fn source_label(pipeline: &Pipeline, destination: &str) -> &'static str {
 }
 
 mod reconfigure;
+
+#[cfg(test)]
+#[path = "mod_tests.rs"]
+mod tests;

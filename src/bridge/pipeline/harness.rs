@@ -21,7 +21,7 @@ pub(super) struct Tested {
 }
 
 impl Tested {
-    pub(super) fn process(&mut self, m: &Message) -> Result<Processed, BridgeError> {
+    pub(super) fn process(&mut self, m: &Message) -> Result<Processed, MessageError> {
         let mut ids = next_id;
         let mut now = Now { at: tokio::time::Instant::now().into_std(), unix: self.unix, ids: &mut ids };
         self.pipeline.process(Consumed::of(m), &mut now)

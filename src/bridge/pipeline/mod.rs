@@ -3,7 +3,7 @@
 //! function of the message, the pipeline's state and the time and ids it is handed: one task
 //! owns it (no locks), and it reads no clock and makes no ids of its own.
 
-use super::BridgeError;
+use super::MessageError;
 use crate::envelope::codecs::{Framework, Origin};
 use crate::envelope::correlation::ReplyRoute;
 use crate::envelope::penguiflow::stream::StreamAssembler;
@@ -193,16 +193,16 @@ impl Pipeline {
     }
 
     /// Decides what to publish for `msg`.
-    pub fn process(&mut self, msg: Consumed, now: &mut Now) -> Result<Processed, BridgeError> {
+    pub fn process(&mut self, msg: Consumed, now: &mut Now) -> Result<Processed, MessageError> {
         let hops = hops(msg);
         if hops >= self.settings.max_hops {
-            return Err(BridgeError::Loop { hops });
+            return Err(MessageError::Loop { hops });
         }
         let source = self
             .settings
             .router
             .classify(msg.destination)
-            .ok_or_else(|| BridgeError::UnknownSource(msg.destination.to_owned()))?;
+            .ok_or_else(|| MessageError::UnknownSource(msg.destination.to_owned()))?;
         let (from, env, whole) = match self.decode(&source, msg, now)? {
             Some((from, env, whole)) => (from, env, whole),
             None => return Ok(Processed::Chunk),
@@ -214,7 +214,7 @@ impl Pipeline {
             Ok(Processed::Absorbed { why, .. }) => Ok(Processed::Absorbed { why, stream: Some(stream) }),
             Ok(Processed::Chunk) => Ok(Processed::Chunk),
             // The whole stream goes to the dead-letter destination, as one body.
-            Err(error) => Err(BridgeError::Whole { error: Box::new(error), body, stream }),
+            Err(error) => Err(MessageError::Whole { error: Box::new(error), body, stream }),
         }
     }
 
@@ -227,12 +227,12 @@ impl Pipeline {
         mut env: Envelope,
         hops: u32,
         now: &mut Now,
-    ) -> Result<Processed, BridgeError> {
+    ) -> Result<Processed, MessageError> {
         if let Some(msg) = msg {
             read_headers(msg, &mut env);
         }
         if let Some(ago) = env.deadline.map(|d| now.unix - d).filter(|ago| *ago > 0.0) {
-            return Err(BridgeError::Expired { ago });
+            return Err(MessageError::Expired { ago });
         }
         let absorbed = |why| Ok(Processed::Absorbed { why, stream: None });
         let mut asker = None;
@@ -280,7 +280,7 @@ impl Pipeline {
     }
 
     /// The envelope of a message and the framework it came from, or a chunk taken in.
-    fn decode(&mut self, source: &Source, msg: Consumed, now: &mut Now) -> Result<Decoded, BridgeError> {
+    fn decode(&mut self, source: &Source, msg: Consumed, now: &mut Now) -> Result<Decoded, MessageError> {
         let content_type = msg.header("content-type");
         let codecs = &self.settings.codecs;
         match source {
@@ -406,7 +406,7 @@ impl Pipeline {
 
 impl Settings {
     /// Where `env` goes; an answer to a `_reply.*` address in its asker's encoding.
-    fn target(&self, env: &Envelope, asker: Option<&str>) -> Result<Target, BridgeError> {
+    fn target(&self, env: &Envelope, asker: Option<&str>) -> Result<Target, MessageError> {
         let mut target = self.router.target(env)?;
         if target.framework == Framework::Civitas && target.encoding.is_none() {
             target.encoding = asker.and_then(|a| self.router.proxied(a)).and_then(|p| p.encoding);
@@ -422,10 +422,10 @@ impl Settings {
         (hops, from): (u32, &str),
         correlated: bool,
         now: &mut Now,
-    ) -> Result<Outgoing, BridgeError> {
+    ) -> Result<Outgoing, MessageError> {
         let encoded = self.codecs.encode(target.framework, env, target.encoding, now)?;
         if encoded.body.len() > self.max_body {
-            return Err(BridgeError::TooLarge { size: encoded.body.len(), limit: self.max_body });
+            return Err(MessageError::TooLarge { size: encoded.body.len(), limit: self.max_body });
         }
         let mut frame = Frame::new(Command::Send)
             .with("destination", target.destination.clone())
@@ -511,7 +511,7 @@ pub fn dead_letter_frame(
     source: &str,
     body: Bytes,
     content_type: Option<&str>,
-    error: &BridgeError,
+    error: &MessageError,
 ) -> Frame {
     let reason: String =
         error.to_string().chars().map(|c| if c.is_control() { ' ' } else { c }).take(1024).collect();

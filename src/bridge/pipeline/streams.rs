@@ -2,7 +2,7 @@
 //! frames taken in chunk by chunk (each acknowledged at once), joined into one answer, and the
 //! error answer of a stream given up on.
 
-use super::{BridgeError, Consumed, Now, Outgoing, Pipeline, Processed};
+use super::{Consumed, MessageError, Now, Outgoing, Pipeline, Processed};
 use crate::envelope::civitas::{self, CivitasMessage, Encoding};
 use crate::envelope::civitas_stream::{self, StreamFrame};
 use crate::envelope::codecs::Framework;
@@ -23,7 +23,11 @@ pub enum StreamKey {
 
 impl Pipeline {
     /// PenguiFlow, where a stream chunk is taken in until its stream is whole.
-    pub(super) fn decode_penguiflow(&mut self, msg: Consumed, now: &mut Now) -> Result<Decoded, BridgeError> {
+    pub(super) fn decode_penguiflow(
+        &mut self,
+        msg: Consumed,
+        now: &mut Now,
+    ) -> Result<Decoded, MessageError> {
         let message = PenguiMessage::decode(msg.body())?;
         let Payload::StreamChunk(chunk) = Payload::classify(&message.payload) else {
             return Ok(Some((Framework::PenguiFlow, penguiflow::to_envelope(message, now)?, None)));
@@ -43,7 +47,7 @@ impl Pipeline {
 
     /// Civitas, where the frames of a `stream_reply()` answer are taken in until the answer
     /// is whole, then become one reply (`envelope::civitas_stream`).
-    pub(super) fn decode_civitas(&mut self, msg: Consumed, now: &mut Now) -> Result<Decoded, BridgeError> {
+    pub(super) fn decode_civitas(&mut self, msg: Consumed, now: &mut Now) -> Result<Decoded, MessageError> {
         let encoding = Encoding::of(msg.header("content-type"), msg.body())?;
         let reply = match civitas_stream::classify(CivitasMessage::decode(msg.body(), encoding)?)? {
             StreamFrame::Message(message) => message,
@@ -115,7 +119,7 @@ impl Pipeline {
 
 /// The error answer of a stream given up on, for its asker: from the first chunk's message
 /// (where the whole answer would have gone), `CANNOT_ANSWER` with the reason.
-fn stream_error(key: &StreamKey, abandoned: Abandoned, now: &mut Now) -> Result<Envelope, BridgeError> {
+fn stream_error(key: &StreamKey, abandoned: Abandoned, now: &mut Now) -> Result<Envelope, MessageError> {
     let Abandoned { error, template: mut first } = abandoned;
     first.payload = serde_json::json!({"text": "", "citations": []});
     let mut env = match key {
@@ -144,9 +148,9 @@ fn whole_message(
     env: Result<Envelope, EnvelopeError>,
     stream: StreamKey,
     body: Bytes,
-) -> Result<Decoded, BridgeError> {
+) -> Result<Decoded, MessageError> {
     match env {
         Ok(env) => Ok(Some((fw, env, Some(Whole { stream, body })))),
-        Err(e) => Err(BridgeError::Whole { error: Box::new(e.into()), body, stream }),
+        Err(e) => Err(MessageError::Whole { error: Box::new(e.into()), body, stream }),
     }
 }
