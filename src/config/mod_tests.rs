@@ -135,7 +135,7 @@ fn read_text(text: &str) -> Config {
 
 /// A configuration with every section and table set, and every key away from its default
 /// (but `broker.passcode_file`, which is not set with `passcode`).
-fn everything() -> Config {
+pub(super) fn everything() -> Config {
     let namespace = Uuid::parse_str("0d5f1a7e-3b7c-4c59-9a8e-6f3f2c1d9b10").unwrap();
     Config {
         broker: BrokerConfig {
