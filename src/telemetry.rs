@@ -13,6 +13,7 @@ use tracing::{debug, info, warn};
 
 pub mod heap;
 pub mod mirror;
+pub mod registry;
 pub mod reload;
 mod render;
 
@@ -55,6 +56,8 @@ pub struct Metrics {
     pub mirror: mirror::MirrorMetrics,
     /// Configuration reloads (`SIGHUP`).
     pub reload: reload::ReloadMetrics,
+    /// The Wise Agents registry's stage.
+    pub registry: registry::RegistryMetrics,
 }
 
 /// The stalls open now: an id each, and since when its batch has waited for the broker.
@@ -153,6 +156,7 @@ impl Metrics {
             return Err("not connected or not subscribed".into());
         }
         self.mirror.readiness()?;
+        self.registry.readiness()?;
         match self.stalled_for() {
             Some(waited) => Err(format!(
                 "publishing stalled: no confirmation from the broker for {} s; holding {} messages",
@@ -234,13 +238,13 @@ impl LateReply<'_> {
 
 /// A receipt (VOX `message_acknowledged`): consumed, not forwarded; the ask it names, if
 /// any, stays pending for its answer.
-pub struct Receipt<'a> {
+pub struct Acknowledgement<'a> {
     pub route: &'a str,
     pub source: &'a str,
     pub message_id: &'a str,
 }
 
-impl Receipt<'_> {
+impl Acknowledgement<'_> {
     pub fn emit(&self, metrics: &Metrics) {
         debug!(
             outcome = "receipt",

@@ -31,7 +31,7 @@ fn events_count_what_they_log_and_render_as_prometheus_text() {
 fn conversation_events_count_under_their_own_outcomes() {
     let m = Metrics::default();
     LateReply { route: "civitas->late", source: "/q", message_id: "1", ask: "a" }.emit(&m);
-    Receipt { route: "vox->receipt", source: "/q", message_id: "2" }.emit(&m);
+    Acknowledgement { route: "vox->receipt", source: "/q", message_id: "2" }.emit(&m);
     ReplyTimedOut { route: "timeout->wiseagents", destination: "/d" }.emit(&m);
     m.set_pending_asks(7);
     assert_eq!(m.messages("civitas->late", "late_reply"), 1);

@@ -6,104 +6,16 @@
 
 mod common;
 
-use common::bridge::{BridgeProcess, Names, config_with, free_port, proxied};
-use common::{Broker, next_message, wa_body};
-use serde_json::{Value, json};
-use stomp_agent_bridge::config::Config;
+use common::Broker;
+use common::bridge::{BridgeProcess, Names, free_port};
+use common::registry::*;
+use serde_json::json;
 use stomp_agent_bridge::config::registry::{RegisteredAgent, RegistryConfig};
 use stomp_agent_bridge::envelope::Intent;
-use stomp_agent_bridge::envelope::wiseagents::WiseMessage;
-use stomp_agent_bridge::stomp::{AckMode, Client, Command, Events, Frame, Subscription};
 use stomp_agent_bridge::wise_registry::dumps::dumps;
 use stomp_agent_bridge::wise_registry::pickle::{Value as Py, loads};
-use stomp_agent_bridge::wise_registry::resp::{Connection, Reply};
-use stomp_agent_bridge::wise_registry::store::{OWNERS, context, metadata};
-
-fn redis_port() -> u16 {
-    std::env::var("SAB_REDIS_PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(6379)
-}
-
-async fn redis() -> Connection {
-    Connection::open("127.0.0.1", redis_port(), None, 0)
-        .await
-        .expect("Redis on SAB_REDIS_PORT (scripts/test.sh starts it)")
-}
-
-async fn cmd(r: &mut Connection, args: &[&[u8]]) -> Reply {
-    r.call(args).await.unwrap().ok().unwrap()
-}
-
-async fn hget(r: &mut Connection, key: &str, field: &str) -> Option<Vec<u8>> {
-    cmd(r, &[b"HGET", key.as_bytes(), field.as_bytes()]).await.into_bytes().unwrap()
-}
-
-/// A context as core.py registers it, with its collaboration's fields.
-async fn collaboration(r: &mut Connection, ctx: &str, fields: &[(&str, Vec<u8>)]) {
-    cmd(r, &[b"HSET", b"contexts", ctx.as_bytes(), &context(ctx, "127.0.0.1", redis_port())]).await;
-    for (field, value) in fields {
-        cmd(r, &[b"HSET", ctx.as_bytes(), field.as_bytes(), value]).await;
-    }
-}
-
-fn strs(items: &[&str]) -> Vec<u8> {
-    dumps(&Py::List(items.iter().map(|s| Py::Str((*s).into())).collect()))
-}
-
-/// `[wiseagents.registry]` of this test: the Redis on `port`, this test's instance.
-fn registry(names: &Names, port: u16) -> RegistryConfig {
-    RegistryConfig { port, instance: format!("test-{}", names.uid), ..Default::default() }
-}
-
-/// The configuration for the proxied Civitas agent `civ` with the registry `registry`, then `edit`.
-fn config(
-    names: &Names,
-    civ: &str,
-    http_port: u16,
-    registry: RegistryConfig,
-    edit: impl FnOnce(&mut Config),
-) -> Config {
-    config_with(Broker::ActiveMq, names, vec![proxied(civ, "civitas")], http_port, |c| {
-        c.wiseagents.registry = Some(registry);
-        edit(c);
-    })
-}
-
-/// The bridge with `CivStep` (a Civitas agent), `agents` saying how it is registered.
-fn start(names: &Names, civ: &str, agents: Vec<RegisteredAgent>) -> BridgeProcess {
-    let port = free_port();
-    let registry = RegistryConfig { agents, ..registry(names, redis_port()) };
-    BridgeProcess::start(&config(names, civ, port, registry, |_| ()), port, &names.uid)
-}
-
-async fn listen(dest: &str) -> (Client, Events) {
-    let (client, events) = Broker::ActiveMq.connect().await;
-    client.subscribe(Subscription::new(dest, AckMode::Auto)).await.unwrap();
-    (client, events)
-}
-
-async fn send(client: &Client, dest: &str, body: Vec<u8>) {
-    let frame =
-        Frame::new(Command::Send).with("destination", dest).with("persistent", "true").with_body(body);
-    client.send_confirmed(frame).await.unwrap();
-}
-
-/// The Civitas agent: takes the next request from its inbox and answers it as `reply()` does.
-async fn civitas_answers(client: &Client, inbox: &mut Events, names: &Names, civ: &str, text: &str) -> Value {
-    let asked: Value = serde_json::from_slice(next_message(inbox, 20).await.body()).unwrap();
-    let reply = json!({"type": "reply", "sender": civ, "recipient": asked["reply_to"],
-        "correlation_id": asked["correlation_id"], "payload": {"message": text}});
-    send(client, &names.dest("civitas.ingress"), reply.to_string().into_bytes()).await;
-    asked
-}
-
-async fn next_wise(events: &mut Events) -> (String, WiseMessage) {
-    let m = next_message(events, 20).await;
-    (m.destination.clone(), WiseMessage::parse(m.body()).unwrap())
-}
-
-fn ask(text: &str, sender: &str, ctx: &str) -> Vec<u8> {
-    wa_body(json!({"_message": text, "_sender": sender, "_context_name": ctx}))
-}
+use stomp_agent_bridge::wise_registry::resp::Reply;
+use stomp_agent_bridge::wise_registry::store::{OWNERS, metadata};
 
 #[tokio::test]
 async fn a_proxied_agent_is_registered_with_its_description_and_tool_and_removed_on_a_clean_stop() {
@@ -261,15 +173,6 @@ async fn a_civitas_ask_names_a_context_that_exists_in_the_registry() {
     assert!(bridge.terminate(20).success());
 }
 
-/// Polls Redis (there is no event to wait for) until `agent` is in `agents` or not.
-async fn until_registered(r: &mut Connection, agent: &str, want: bool, secs: u64) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
-    while hget(r, "agents", agent).await.is_some() != want {
-        assert!(std::time::Instant::now() < deadline, "{agent} registered: {} after {secs} s", !want);
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
-}
-
 #[tokio::test]
 async fn two_instances_register_an_agent_once_and_it_comes_back_when_redis_loses_it() {
     let names = Names::new(Broker::ActiveMq);
@@ -323,44 +226,4 @@ async fn a_sequence_that_restarts_after_the_proxied_agent_sends_the_first_query_
     };
     assert_eq!(chat.last().and_then(|m| m.get("content")), Some(&Py::Str("not good enough".into())));
     assert!(bridge.terminate(20).success());
-}
-
-// Multi-threaded: the proxy's tasks run while the test waits for the bridge synchronously.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_message_that_cannot_be_checked_against_the_registry_is_dead_lettered_and_the_next_one_reconnects()
-{
-    let names = Names::new(Broker::ActiveMq);
-    let civ = names.agent("CivAsks");
-    let native = names.agent("Native");
-    let proxy = common::Proxy::start(redis_port()).await;
-    let port = free_port();
-    // The context this bridge creates names the proxy's port in its `_config`, which Wise Agents
-    // reconnects to on loading it: a context of its own, removed at the end, so that no later
-    // test (adapters/wiseagents, which runs after this suite on the same Redis) loads a
-    // `default` pointing at a closed port (seen: upstream's agent failed with ConnectionError).
-    let context = format!("Ctx{}", names.uid);
-    let registry = registry(&names, proxy.port);
-    let config = config(&names, &civ, port, registry, |c| c.wiseagents.default_context = context.clone());
-    let bridge = BridgeProcess::start(&config, port, &names.uid);
-    let (_d, mut dead) = listen(&names.dest("dead")).await;
-    let (_n, mut requests) = listen(&names.request(&native)).await;
-    let (civ_client, _) = Broker::ActiveMq.connect().await;
-    let ask = |text: &str| {
-        json!({"type": "message", "sender": civ, "recipient": native, "payload": {"message": text}})
-            .to_string()
-            .into_bytes()
-    };
-    proxy.freeze(); // Redis stops answering on the bridge's connection.
-    send(&civ_client, &names.dest("civitas.ingress"), ask("lost in Redis")).await;
-    let m = next_message(&mut dead, 20).await;
-    assert_eq!(m.header("bridge-error-kind"), Some("registry"), "{:?}", m.frame.headers);
-    assert!(m.header("bridge-error").unwrap_or_default().contains("Redis did not answer"));
-    send(&civ_client, &names.dest("civitas.ingress"), ask("after")).await;
-    let (_, m) = next_wise(&mut requests).await;
-    assert_eq!(m.message, "after", "a new connection to Redis");
-    assert_eq!(m.context_name.as_deref(), Some(context.as_str()));
-    proxy.cut();
-    assert!(bridge.terminate(20).success());
-    let mut r = redis().await;
-    cmd(&mut r, &[b"HDEL", b"contexts", context.as_bytes()]).await;
 }

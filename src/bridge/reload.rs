@@ -8,7 +8,7 @@ use super::subscriptions::Subscriptions;
 use crate::config::Config;
 use crate::config::diff::diff;
 use crate::telemetry::Metrics;
-use crate::telemetry::reload::{ConfigReloaded, Outcome};
+use crate::telemetry::reload::{ConfigReloaded, ReloadOutcome};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -62,39 +62,39 @@ impl Reloader {
     }
 
     /// One reload, to its outcome (logged, counted, and kept for `GET /config`).
-    pub async fn reload(&mut self) -> Outcome {
+    pub async fn reload(&mut self) -> ReloadOutcome {
         let (outcome, reason) = self.attempt().await;
         let file = self.path.display().to_string();
         ConfigReloaded { outcome, file: &file, reason: &reason }.emit(&self.metrics.reload);
         outcome
     }
 
-    async fn attempt(&mut self) -> (Outcome, String) {
+    async fn attempt(&mut self) -> (ReloadOutcome, String) {
         let new = match Config::load_with_env(&self.path, Some(self.env.clone())) {
             Ok(new) => new,
-            Err(report) => return (Outcome::Invalid, report.to_string()),
+            Err(report) => return (ReloadOutcome::Invalid, report.to_string()),
         };
         let diff = diff(&self.running, &new);
         if !diff.refused.is_empty() {
-            return (Outcome::Refused, diff.refusals());
+            return (ReloadOutcome::Refused, diff.refusals());
         }
         if diff.is_empty() {
-            return (Outcome::Applied, "nothing changed".into());
+            return (ReloadOutcome::Applied, "nothing changed".into());
         }
         if !self.metrics.is_subscribed() {
             return (
-                Outcome::Refused,
+                ReloadOutcome::Refused,
                 "the bridge is still subscribing: send SIGHUP again once it is ready".into(),
             );
         }
         let (done, answer) = oneshot::channel();
-        let stopping = || (Outcome::Refused, "the bridge is stopping".to_owned());
+        let stopping = || (ReloadOutcome::Refused, "the bridge is stopping".to_owned());
         if self.engine.send(Reload { config: new.clone(), done }).await.is_err() {
             return stopping();
         }
         let subscriptions = match answer.await {
             Ok(Ok(subscriptions)) => subscriptions,
-            Ok(Err(why)) => return (Outcome::Refused, why),
+            Ok(Err(why)) => return (ReloadOutcome::Refused, why),
             Err(_) => return stopping(),
         };
         let mut changes = diff.live.join(", ");
@@ -104,7 +104,7 @@ impl Reloader {
             }
         }
         self.running = new;
-        (Outcome::Applied, format!("{changes}; {subscriptions}"))
+        (ReloadOutcome::Applied, format!("{changes}; {subscriptions}"))
     }
 }
 

@@ -11,6 +11,7 @@ use crate::broker::{client_config, connect};
 use crate::config::{Config, Discovery};
 use crate::stomp::{AckMode, Client, ClientConfig, Message, SessionError, Subscription};
 use crate::telemetry::Metrics;
+use crate::wise_registry::stage::Stage;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -114,7 +115,7 @@ async fn proxy(
     let mut engine =
         Engine::new(settler, pipeline, metrics.clone(), &config.delivery, publisher.clone(), budget)
             .with_unconfirmed_cap(unconfirmed_cap(mode, config.delivery.unconfirmed_max, publisher.server()))
-            .with_registry(registry.clone());
+            .with_registry(registry.clone().map(|r| Stage::spawn(r, metrics.clone(), shutdown.clone())));
     if let Some(requests) = reloads {
         let settle_within = Duration::from_millis(config.delivery.shutdown_timeout_ms);
         let (subscriptions, retired) = (held.clone(), Default::default());

@@ -152,7 +152,7 @@ pub struct Envelope {
     /// echoes it (Civitas `correlation_id`, PenguiFlow `meta.correlation_id`).
     pub reply_token: Option<String>,
     /// A receipt, not an answer (VOX `message_acknowledged`).
-    pub receipt: bool,
+    pub acknowledgement: bool,
 }
 
 /// Why one message cannot be read or written. The message is dead-lettered with this as its

@@ -184,7 +184,7 @@ pub fn to_envelope(msg: VoxMessage, opts: &VoxOptions) -> Result<Envelope, Envel
         timestamp: Some(parse_time(&msg.emitted_at)?),
         ..Envelope::default()
     };
-    env.receipt = msg.kind == "message_acknowledged";
+    env.acknowledgement = msg.kind == "message_acknowledged";
     env.extra.insert("vox.message_source".into(), Value::String(msg.message_source));
     if !KNOWN_TYPES.contains(&msg.kind.as_str()) {
         env.extra.insert("vox.type".into(), Value::String(msg.kind));

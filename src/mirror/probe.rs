@@ -61,7 +61,7 @@ pub fn fix(config: &MirrorConfig) -> String {
     }
 }
 
-enum Outcome {
+enum Probed {
     Seen,
     Unseen,
     Again,
@@ -81,17 +81,17 @@ impl Probe {
                 Frame::new(Command::Send).with("destination", self.queue.clone()).with_body(id.clone());
             let sent = self.client.send(frame).await.is_ok();
             let outcome = self
-                .wait(&mut signals, sent.then_some(id.as_str()), (self.timeout, Outcome::Unseen), &shutdown)
+                .wait(&mut signals, sent.then_some(id.as_str()), (self.timeout, Probed::Unseen), &shutdown)
                 .await;
             let wait_for_again = match outcome {
-                Outcome::Stop => return,
-                Outcome::Again => continue,
-                Outcome::Seen => {
+                Probed::Stop => return,
+                Probed::Again => continue,
+                Probed::Seen => {
                     self.metrics.mirror.set_tap(TapState::Seen);
                     info!(probe = %self.queue, "mirror: the tap shows the probe");
                     true
                 }
-                Outcome::Unseen => {
+                Probed::Unseen => {
                     self.metrics.mirror.set_tap(TapState::Blind);
                     warn!(probe = %self.queue, fix = %self.fix, "mirror: the tap shows nothing: a probe sent to a Wise Agents queue did not come back through it");
                     false
@@ -99,8 +99,8 @@ impl Probe {
             };
             // Seen: probe again after a reconnect; unseen: also after `timeout`.
             let retry = if wait_for_again { Duration::from_secs(365 * 86_400) } else { self.timeout };
-            match self.wait(&mut signals, None, (retry, Outcome::Again), &shutdown).await {
-                Outcome::Stop => return,
+            match self.wait(&mut signals, None, (retry, Probed::Again), &shutdown).await {
+                Probed::Stop => return,
                 _ => self.metrics.mirror.set_tap(TapState::Probing),
             }
         }
@@ -112,19 +112,19 @@ impl Probe {
         &self,
         signals: &mut mpsc::Receiver<Signal>,
         id: Option<&str>,
-        (limit, late): (Duration, Outcome),
+        (limit, late): (Duration, Probed),
         stop: &CancellationToken,
-    ) -> Outcome {
+    ) -> Probed {
         let deadline = tokio::time::sleep(limit);
         tokio::pin!(deadline);
         loop {
             tokio::select! {
-                _ = stop.cancelled() => return Outcome::Stop,
+                _ = stop.cancelled() => return Probed::Stop,
                 _ = &mut deadline => return late,
                 signal = signals.recv() => match signal {
-                    None => return Outcome::Stop,
-                    Some(Signal::Again) => return Outcome::Again,
-                    Some(Signal::Seen(body)) if id == Some(body.as_str()) => return Outcome::Seen,
+                    None => return Probed::Stop,
+                    Some(Signal::Again) => return Probed::Again,
+                    Some(Signal::Seen(body)) if id == Some(body.as_str()) => return Probed::Seen,
                     Some(Signal::Seen(_)) => continue,
                 },
             }

@@ -8,7 +8,7 @@ use tracing::{info, warn};
 
 /// How a reload ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub enum ReloadOutcome {
     /// The new configuration is running (for new messages).
     Applied,
     /// It is valid but changes keys that cannot change live: nothing changed.
@@ -17,17 +17,17 @@ pub enum Outcome {
     Invalid,
 }
 
-impl Outcome {
+impl ReloadOutcome {
     pub const fn as_str(self) -> &'static str {
         match self {
-            Outcome::Applied => "applied",
-            Outcome::Refused => "refused",
-            Outcome::Invalid => "invalid",
+            ReloadOutcome::Applied => "applied",
+            ReloadOutcome::Refused => "refused",
+            ReloadOutcome::Invalid => "invalid",
         }
     }
 }
 
-const OUTCOMES: [Outcome; 3] = [Outcome::Applied, Outcome::Refused, Outcome::Invalid];
+const OUTCOMES: [ReloadOutcome; 3] = [ReloadOutcome::Applied, ReloadOutcome::Refused, ReloadOutcome::Invalid];
 
 /// The reload counters and the last reload's outcome.
 #[derive(Debug, Default)]
@@ -39,7 +39,7 @@ pub struct ReloadMetrics {
 
 #[derive(Debug, Clone)]
 struct Last {
-    outcome: Outcome,
+    outcome: ReloadOutcome,
     file: String,
     reason: String,
     at_unix_ms: u64,
@@ -47,7 +47,7 @@ struct Last {
 
 impl ReloadMetrics {
     /// Reloads that ended with `outcome`.
-    pub fn count(&self, outcome: Outcome) -> u64 {
+    pub fn count(&self, outcome: ReloadOutcome) -> u64 {
         self.counts[outcome as usize].load(Ordering::Relaxed)
     }
 
@@ -89,7 +89,7 @@ impl ReloadMetrics {
 
 /// One reload's outcome: `reason` is what changed (applied) or why nothing did.
 pub struct ConfigReloaded<'a> {
-    pub outcome: Outcome,
+    pub outcome: ReloadOutcome,
     pub file: &'a str,
     pub reason: &'a str,
 }
@@ -98,16 +98,16 @@ impl ConfigReloaded<'_> {
     pub fn emit(&self, metrics: &ReloadMetrics) {
         let outcome = self.outcome.as_str();
         match self.outcome {
-            Outcome::Applied => {
+            ReloadOutcome::Applied => {
                 info!(outcome, file = self.file, changes = self.reason, "configuration reloaded")
             }
-            Outcome::Refused => warn!(
+            ReloadOutcome::Refused => warn!(
                 outcome,
                 file = self.file,
                 reason = self.reason,
                 "configuration reload refused; still running on the previous configuration"
             ),
-            Outcome::Invalid => warn!(
+            ReloadOutcome::Invalid => warn!(
                 outcome,
                 file = self.file,
                 reason = self.reason,

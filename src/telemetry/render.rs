@@ -20,6 +20,7 @@ impl Metrics {
         self.render_latency(&mut out);
         self.mirror.render(&mut out);
         self.reload.render(&mut out);
+        self.registry.render(&mut out);
         out
     }
 

@@ -1,10 +1,11 @@
 //! Proxied agents as members of a Wise Agents system: registered while the bridge runs, and
 //! their answers handled as `WiseAgent.handle_response` (core.py ~899–956) would handle them
-//! in the context's collaboration. The bridge calls [`WiseRegistry::before_publish`] on
-//! every frame it is about to publish; everything here is async Redis work.
+//! in the context's collaboration. The bridge asks [`WiseRegistry::needs`] of every frame it
+//! is about to publish, and the registry's stage (`stage.rs`) runs [`WiseRegistry::apply`]
+//! on those that do, off the bridge's engine.
 
 use super::resp::RedisError;
-use super::store::{Collaboration, Member, RegistryError, Store};
+use super::store::{Answer, Collaboration, Context, Member, RegistryError, Routed, Store};
 use crate::config::Config;
 use crate::config::registry::RegistryConfig;
 use crate::envelope::Intent;
@@ -20,13 +21,21 @@ use tracing::{info, warn};
 pub const REFRESH: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// With `[wiseagents.registry]`: the proxied agents registered, and kept registered until
-/// `shutdown` (checked every [`REFRESH`]). A name another process holds is an error.
+/// `shutdown` (checked every [`REFRESH`]). A name another process holds is an error; Redis
+/// not answering is not (they are registered when it does).
 pub async fn start(
     config: &Config,
     shutdown: &CancellationToken,
 ) -> Result<Option<Arc<WiseRegistry>>, RegistryError> {
     let Some(registry) = WiseRegistry::of(config) else { return Ok(None) };
-    registry.start().await?;
+    match registry.start().await {
+        // Redis away at start is no reason not to bridge: the keeper registers the agents
+        // once it answers, and the messages that need it wait for it.
+        Err(error) if error.is_unavailable() => {
+            warn!(%error, every_s = REFRESH.as_secs(), "the Wise Agents registry does not answer: registering when it does")
+        }
+        started => started?,
+    }
     let registry = Arc::new(registry);
     let (keeper, shutdown) = (registry.clone(), shutdown.clone());
     tokio::spawn(async move {
@@ -51,8 +60,9 @@ pub struct WiseRegistry {
     store: Mutex<Option<Store>>,
 }
 
-/// Where a frame to a Wise Agents queue goes.
-struct WiseFrame {
+/// A frame to a Wise Agents queue, read: which kind of queue, and its message.
+#[derive(Debug, Clone)]
+pub struct WiseFrame {
     request: bool,
     message: WiseMessage,
 }
@@ -141,28 +151,38 @@ impl WiseRegistry {
         }
     }
 
-    /// Before a frame to a Wise Agents queue is published: its context exists in the
-    /// registry (created if not), and a proxied agent's answer is routed as its context's
-    /// collaboration says. Other frames are left alone.
-    pub async fn before_publish(&self, frame: &mut Frame) -> Result<(), RegistryError> {
-        let Some(mut wise) = self
-            .wise_frame(frame)
-            .filter(|w| w.message.context_name.as_deref().is_some_and(|c| !c.is_empty()))
-        else {
-            return Ok(());
-        };
+    /// The frame's Wise Agents message, if the registry has work to do before it is published:
+    /// a frame to a Wise Agents queue that names a context. Pure; other frames are left alone.
+    pub fn needs(&self, frame: &Frame) -> Option<WiseFrame> {
+        self.wise_frame(frame).filter(|w| w.message.context_name.as_deref().is_some_and(|c| !c.is_empty()))
+    }
+
+    /// Before `frame` ([`WiseRegistry::needs`] gave `wise`) is published: its context exists
+    /// in the registry (created if not), and a proxied agent's answer is routed as its
+    /// context's collaboration says, with the collaboration's writes made once per `source`
+    /// (the consumed message's key: a redelivery writes nothing again and is routed as the
+    /// first delivery was).
+    pub async fn apply(
+        &self,
+        frame: &mut Frame,
+        wise: &WiseFrame,
+        source: &str,
+    ) -> Result<(), RegistryError> {
         let mut guard = self.store.lock().await;
         let result = async {
             let store = connected(&mut guard, &self.config).await?;
             let ctx = wise.message.context_name.clone().unwrap_or_default();
             store.ensure_context(&ctx).await?;
-            let answerer = wise.message.sender.as_deref().filter(|s| self.is_member(s)).map(str::to_owned);
-            match answerer {
-                Some(answerer) if !wise.request => {
-                    self.route_answer(store, frame, &mut wise, &ctx, &answerer).await
-                }
-                _ => Ok(()),
+            let answerer = wise.message.sender.as_deref().filter(|s| self.is_member(s));
+            let (Some(answerer), false) = (answerer, wise.request) else { return Ok(()) };
+            let asker = self.recipient(frame).unwrap_or_default();
+            let text = &wise.message.message;
+            let decide = |c: &Context| self.decide(c, &ctx, answerer, &asker, text);
+            if let Some(routed) = store.answer_once(&ctx, source, decide).await? {
+                set_header(frame, "destination", routed.destination);
+                frame.body = routed.body.into_bytes().into();
             }
+            Ok(())
         }
         .await;
         if let Err(error) = &result {
@@ -171,48 +191,41 @@ impl WiseRegistry {
         result
     }
 
-    /// `handle_response` for a proxied agent's answer in context `ctx`.
-    async fn route_answer(
+    /// `handle_response` for `answerer`'s answer `text` to `asker` in context `ctx`, decided
+    /// from what the context holds; `None` when it goes as it is (independent).
+    fn decide(
         &self,
-        store: &mut Store,
-        frame: &mut Frame,
-        wise: &mut WiseFrame,
+        context: &Context,
         ctx: &str,
         answerer: &str,
-    ) -> Result<(), RegistryError> {
-        let text = wise.message.message.clone();
-        let plain = |message: String| WiseMessage {
-            message,
+        asker: &str,
+        text: &str,
+    ) -> Result<Option<Answer>, RegistryError> {
+        let plain = |message: &str| WiseMessage {
+            message: message.to_owned(),
             sender: Some(answerer.to_owned()),
             context_name: Some(ctx.to_owned()),
             ..WiseMessage::default()
         };
-        let (request, to, message) = match store.collaboration(ctx).await? {
-            Collaboration::Independent => return Ok(()),
+        let sequence = &context.sequence;
+        let (request, to, message, append, clear_restart) = match context.collaboration {
+            Collaboration::Independent => return Ok(None),
             Collaboration::Shared => {
-                store.append_answer(ctx, &text).await?;
-                let asker = self.recipient(frame).unwrap_or_default();
-                (false, asker, WiseMessage { message_type: Some(Intent::Ack), ..plain(text) })
+                let ack = WiseMessage { message_type: Some(Intent::Ack), ..plain(text) };
+                (false, asker.to_owned(), ack, Some(text), false)
             }
             Collaboration::Sequential { memory } => {
-                if memory {
-                    store.append_answer(ctx, &text).await?;
-                }
-                let sequence = store.agents_sequence(ctx).await?;
+                let append = memory.then_some(text);
                 let next = sequence.iter().position(|a| a == answerer).and_then(|i| sequence.get(i + 1));
                 match next {
-                    Some(next) => (true, next.clone(), plain(text)),
-                    None if store.restart_sequence(ctx).await? && !sequence.is_empty() => {
-                        let query = store.current_query(ctx).await?.unwrap_or_default();
-                        store.clear_restart_sequence(ctx).await?;
-                        (true, sequence[0].clone(), plain(query))
+                    Some(next) => (true, next.clone(), plain(text), append, false),
+                    None if context.restart && !sequence.is_empty() => {
+                        let query = context.query.as_deref().unwrap_or_default();
+                        (true, sequence[0].clone(), plain(query), append, true)
                     }
                     None => {
-                        let to = store
-                            .route_response_to(ctx)
-                            .await?
-                            .unwrap_or_else(|| self.recipient(frame).unwrap_or_default());
-                        (false, to, plain(text))
+                        let to = context.route_response_to.clone().unwrap_or_else(|| asker.to_owned());
+                        (false, to, plain(text), append, false)
                     }
                 }
             }
@@ -222,9 +235,8 @@ impl WiseRegistry {
             return Err(RegistryError::Shape { key: ctx.into(), field: "route_response_to".into(), why });
         }
         let prefix = if request { &self.request_prefix } else { &self.response_prefix };
-        set_header(frame, "destination", format!("{prefix}{to}"));
-        frame.body = message.to_yaml().into_bytes().into();
-        Ok(())
+        let routed = Routed { destination: format!("{prefix}{to}"), body: message.to_yaml() };
+        Ok(Some(Answer { routed, append: append.map(str::to_owned), clear_restart }))
     }
 
     fn is_member(&self, name: &str) -> bool {

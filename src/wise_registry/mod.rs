@@ -5,4 +5,5 @@ pub mod dumps;
 pub mod member;
 pub mod pickle;
 pub mod resp;
+pub mod stage;
 pub mod store;

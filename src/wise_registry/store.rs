@@ -11,6 +11,11 @@ use crate::config::registry::RegistryConfig;
 pub const OWNERS: &str = "stomp-agent-bridge:owners";
 /// Optimistic transactions retried at most (Wise Agents retries for ever).
 const MAX_RETRIES: usize = 100;
+/// The prefix of the records of answers handled (`answer_once`), one per source message.
+pub const ANSWERED: &str = "stomp-agent-bridge:answered:";
+/// How long such a record is kept: a redelivery later than this (the bridge down for a day
+/// with the answer unacknowledged) would append the answer again.
+pub const ANSWERED_FOR: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
 /// Why a registry operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -31,6 +36,18 @@ pub enum RegistryError {
 }
 
 impl RegistryError {
+    /// Redis is away, slow or contended: nothing is wrong with the message or the registry's
+    /// data, and the same call may succeed later. Every other error is the data's (a pickle or
+    /// a field of a shape Wise Agents does not write, a value of the wrong Redis type) or a
+    /// name taken.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            RegistryError::Redis(RedisError::Server(message)) => !message.starts_with("WRONGTYPE"),
+            RegistryError::Redis(_) | RegistryError::Contended(_) => true,
+            RegistryError::Taken { .. } | RegistryError::Pickle { .. } | RegistryError::Shape { .. } => false,
+        }
+    }
+
     fn pickle(key: &str, field: &str, error: PickleError) -> Self {
         RegistryError::Pickle { key: key.to_owned(), field: field.to_owned(), error }
     }
@@ -46,14 +63,63 @@ pub struct Member {
 }
 
 /// A context's collaboration, as `handle_response` reads it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Collaboration {
+    #[default]
     Independent,
     Sequential {
         memory: bool,
     },
     /// Phased or chat: the answer goes into the chat completion, the reply is ACK.
     Shared,
+}
+
+/// What an answer's routing reads of its context's hash.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Context {
+    pub collaboration: Collaboration,
+    /// `agents_sequence` (sequential only; missing: empty).
+    pub sequence: Vec<String>,
+    /// `restart_sequence` (sequential only; missing: false).
+    pub restart: bool,
+    /// `get_current_query()`, the first of `queries` (read only when `restart`).
+    pub query: Option<String>,
+    /// `route_response_to`, a plain string (sequential only).
+    pub route_response_to: Option<String>,
+}
+
+/// Where an answer goes and what it says, as its frame carries them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Routed {
+    pub destination: String,
+    pub body: String,
+}
+
+impl Routed {
+    /// As recorded: the destination, a newline, the body.
+    fn write(&self) -> Vec<u8> {
+        format!("{}\n{}", self.destination, self.body).into_bytes()
+    }
+
+    fn read(recorded: &[u8]) -> Routed {
+        let text = String::from_utf8_lossy(recorded);
+        let (destination, body) = text.split_once('\n').unwrap_or((&text, ""));
+        Routed { destination: destination.to_owned(), body: body.to_owned() }
+    }
+}
+
+/// What handling an answer does: where it goes, and what it writes in its context.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub routed: Routed,
+    /// The text appended to `llm_chat_completion` as the assistant's.
+    pub append: Option<String>,
+    /// `set_restart_sequence(False)`.
+    pub clear_restart: bool,
+}
+
+fn decode(key: &str, field: &str, bytes: &[u8]) -> Result<Value, RegistryError> {
+    loads(bytes).map_err(|e| RegistryError::pickle(key, field, e))
 }
 
 fn s(text: &str) -> Value {
@@ -233,82 +299,113 @@ impl Store {
         Ok(reply == Reply::Int(1))
     }
 
-    /// The context's collaboration type (`collaboration_type`, a plain string; missing:
-    /// independent).
-    pub async fn collaboration(&mut self, ctx: &str) -> Result<Collaboration, RegistryError> {
-        let kind = self.hget(ctx, "collaboration_type").await?;
-        Ok(match kind.as_deref() {
+    /// Reads what answering in `ctx` depends on (its collaboration and sequence fields).
+    async fn read_context(&mut self, ctx: &str) -> Result<Context, RegistryError> {
+        let fields: [&[u8]; 5] = [
+            b"collaboration_type",
+            b"agents_sequence",
+            b"restart_sequence",
+            b"queries",
+            b"route_response_to",
+        ];
+        let mut args: Vec<&[u8]> = vec![b"HMGET", ctx.as_bytes()];
+        args.extend(fields);
+        let Reply::Array(Some(values)) = self.call(&args).await? else {
+            return Err(RedisError::Protocol("HMGET answered no array").into());
+        };
+        let mut values = values.into_iter().map(Reply::into_bytes);
+        let mut next = || values.next().unwrap_or(Ok(None));
+        let (kind, sequence, restart, queries, route) = (next()?, next()?, next()?, next()?, next()?);
+        let collaboration = match kind.as_deref() {
             Some(b"sequential") => Collaboration::Sequential { memory: false },
             Some(b"sequential_memory") => Collaboration::Sequential { memory: true },
             Some(b"phased" | b"chat") => Collaboration::Shared,
             _ => Collaboration::Independent,
-        })
-    }
-
-    /// A pickled field of the context's hash.
-    async fn field(&mut self, ctx: &str, field: &str) -> Result<Option<Value>, RegistryError> {
-        match self.hget(ctx, field).await? {
-            Some(bytes) => loads(&bytes).map(Some).map_err(|e| RegistryError::pickle(ctx, field, e)),
-            None => Ok(None),
-        }
-    }
-
-    /// `agents_sequence` (missing: empty).
-    pub async fn agents_sequence(&mut self, ctx: &str) -> Result<Vec<String>, RegistryError> {
-        let shape = || RegistryError::Shape {
-            key: ctx.into(),
-            field: "agents_sequence".into(),
-            why: "not a list of str",
         };
-        match self.field(ctx, "agents_sequence").await? {
-            Some(v) => v.as_str_list().ok_or_else(shape),
-            None => Ok(Vec::new()),
+        let mut context = Context { collaboration, ..Context::default() };
+        if !matches!(collaboration, Collaboration::Sequential { .. }) {
+            return Ok(context);
         }
-    }
-
-    /// `route_response_to`, a plain string.
-    pub async fn route_response_to(&mut self, ctx: &str) -> Result<Option<String>, RegistryError> {
-        Ok(self.hget(ctx, "route_response_to").await?.map(|b| String::from_utf8_lossy(&b).into_owned()))
-    }
-
-    /// `restart_sequence` (missing: false).
-    pub async fn restart_sequence(&mut self, ctx: &str) -> Result<bool, RegistryError> {
-        Ok(matches!(self.field(ctx, "restart_sequence").await?, Some(Value::Bool(true))))
-    }
-
-    /// `set_restart_sequence(False)`.
-    pub async fn clear_restart_sequence(&mut self, ctx: &str) -> Result<(), RegistryError> {
-        let value = dumps(&Value::Bool(false));
-        self.call(&[b"HSET", ctx.as_bytes(), b"restart_sequence", &value]).await.map(|_| ())
-    }
-
-    /// `get_current_query()`: the first of `queries`.
-    pub async fn current_query(&mut self, ctx: &str) -> Result<Option<String>, RegistryError> {
-        let first = match self.field(ctx, "queries").await? {
-            Some(Value::List(items)) => items.into_iter().next(),
-            _ => None,
+        let shape = |why| RegistryError::Shape { key: ctx.into(), field: "agents_sequence".into(), why };
+        context.sequence = match sequence {
+            Some(bytes) => {
+                decode(ctx, "agents_sequence", &bytes)?.as_str_list().ok_or(shape("not a list of str"))?
+            }
+            None => Vec::new(),
         };
-        Ok(first.and_then(|v| v.as_str().map(str::to_owned)))
+        context.restart = match restart {
+            Some(bytes) => matches!(decode(ctx, "restart_sequence", &bytes)?, Value::Bool(true)),
+            None => false,
+        };
+        // `get_current_query()`: the first of `queries`.
+        if let (true, Some(bytes)) = (context.restart, queries) {
+            if let Value::List(items) = decode(ctx, "queries", &bytes)? {
+                context.query = items.into_iter().next().and_then(|v| v.as_str().map(str::to_owned));
+            }
+        }
+        context.route_response_to = route.map(|b| String::from_utf8_lossy(&b).into_owned());
+        Ok(context)
     }
 
-    /// `append_chat_completion({"role": "assistant", "content": text})` with Wise Agents' own
-    /// transaction: WATCH the context's hash, read, MULTI, HSET, EXEC, again if it changed.
-    pub async fn append_answer(&mut self, ctx: &str, text: &str) -> Result<(), RegistryError> {
-        let item = Value::Dict(vec![(s("role"), s("assistant")), (s("content"), s(text))]);
+    /// An answer in `ctx` handled once per source message, however often the broker delivers
+    /// it: `decide` reads the context; its writes (the answer appended to `llm_chat_completion`
+    /// with Wise Agents' own read-modify-write, `restart_sequence` cleared) and a record of
+    /// where the answer went, kept [`ANSWERED_FOR`] under `source`, are made in one
+    /// transaction. A source seen before gets its recorded routing again and writes nothing.
+    /// `None`: the context's collaboration leaves the answer as it is.
+    pub async fn answer_once(
+        &mut self,
+        ctx: &str,
+        source: &str,
+        decide: impl Fn(&Context) -> Result<Option<Answer>, RegistryError>,
+    ) -> Result<Option<Routed>, RegistryError> {
+        let record = format!("{ANSWERED}{source}");
         for _ in 0..MAX_RETRIES {
-            self.call(&[b"WATCH", ctx.as_bytes()]).await?;
-            let stored = self.hget(ctx, "llm_chat_completion").await?;
-            let updated = match append(stored.as_deref(), &item) {
-                Ok(updated) => updated,
-                Err(e) => {
+            self.call(&[b"WATCH", ctx.as_bytes(), record.as_bytes()]).await?;
+            let answer = match self.read_context(ctx).await.and_then(|c| decide(&c)) {
+                Ok(Some(answer)) => answer,
+                other => {
                     self.call(&[b"UNWATCH"]).await?;
-                    return Err(RegistryError::pickle(ctx, "llm_chat_completion", e));
+                    return other.map(|_| None);
                 }
             };
-            if self.exec(&[vec![&b"HSET"[..], ctx.as_bytes(), b"llm_chat_completion", &updated]]).await? {
-                return Ok(());
+            if let Some(recorded) = self.call(&[b"GET", record.as_bytes()]).await?.into_bytes()? {
+                self.call(&[b"UNWATCH"]).await?;
+                return Ok(Some(Routed::read(&recorded)));
+            }
+            let chat = match &answer.append {
+                Some(text) => Some(self.appended(ctx, text).await?),
+                None => None,
+            };
+            let routed = answer.routed.write();
+            let ttl = ANSWERED_FOR.as_secs().to_string();
+            let mut commands = Vec::new();
+            if let Some(chat) = &chat {
+                commands.push(vec![&b"HSET"[..], ctx.as_bytes(), b"llm_chat_completion", chat]);
+            }
+            let cleared = dumps(&Value::Bool(false));
+            if answer.clear_restart {
+                commands.push(vec![&b"HSET"[..], ctx.as_bytes(), b"restart_sequence", &cleared]);
+            }
+            commands.push(vec![&b"SET"[..], record.as_bytes(), &routed, b"EX", ttl.as_bytes()]);
+            if self.exec(&commands).await? {
+                return Ok(Some(answer.routed));
             }
         }
         Err(RegistryError::Contended(ctx.into()))
+    }
+
+    /// `llm_chat_completion` with `{"role": "assistant", "content": text}` appended
+    /// (`append_chat_completion`), read under the caller's WATCH.
+    async fn appended(&mut self, ctx: &str, text: &str) -> Result<Vec<u8>, RegistryError> {
+        let item = Value::Dict(vec![(s("role"), s("assistant")), (s("content"), s(text))]);
+        let stored = self.hget(ctx, "llm_chat_completion").await?;
+        match append(stored.as_deref(), &item) {
+            Ok(updated) => Ok(updated),
+            Err(e) => {
+                self.call(&[b"UNWATCH"]).await?;
+                Err(RegistryError::pickle(ctx, "llm_chat_completion", e))
+            }
+        }
     }
 }

@@ -15,6 +15,7 @@ macro_rules! on {
 pub mod bridge;
 pub mod fake;
 pub mod generate;
+pub mod registry;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -98,7 +98,10 @@ fn rule3_a_vox_receipt_does_not_consume_the_ask() {
     let mut p = pipeline();
     let asked = json_of(&sent(&mut p, &wa_ask("Ops", Some("call_1"), "default")));
     let receipt = p.process(&msg(VOX_IN, vox_reply("message_acknowledged", &asked, ""))).unwrap();
-    assert!(matches!(receipt, Processed::Absorbed { why: Absorbed::Receipt { .. }, .. }), "{receipt:?}");
+    assert!(
+        matches!(receipt, Processed::Absorbed { why: Absorbed::Acknowledgement { .. }, .. }),
+        "{receipt:?}"
+    );
     assert_eq!(p.pending_asks(), 1);
     let out = sent(&mut p, &msg(VOX_IN, vox_reply("command_result", &asked, "done")));
     let answer = wa_of(&out);

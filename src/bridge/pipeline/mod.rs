@@ -55,7 +55,7 @@ pub enum Processed {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Absorbed {
     /// A receipt (VOX `message_acknowledged`): the ask stays pending for its answer.
-    Receipt { route: String },
+    Acknowledgement { route: String },
     /// An answer after its ask's reply timeout (the asker had its error answer).
     LateReply { route: String, ask: String },
     /// A stream chunk, its text kept until the stream is whole.
@@ -66,9 +66,9 @@ impl Absorbed {
     /// `<from>->receipt` or `<from>->late`, for metrics.
     pub fn route(&self) -> &str {
         match self {
-            Absorbed::Receipt { route } | Absorbed::LateReply { route, .. } | Absorbed::Chunk { route } => {
-                route
-            }
+            Absorbed::Acknowledgement { route }
+            | Absorbed::LateReply { route, .. }
+            | Absorbed::Chunk { route } => route,
         }
     }
 }
@@ -162,7 +162,7 @@ enum Correlation {
     /// No pending ask (a bridge restart, or aged out), but the reply carries its route.
     Token(ReplyRoute),
     Late(PendingAsk),
-    Receipt,
+    Acknowledgement,
 }
 
 /// The STOMP header that carries a context the bridge would not write into `_context_name`.
@@ -237,7 +237,9 @@ impl Pipeline {
         let absorbed = |why| Ok(Processed::Absorbed { why, stream: None });
         let mut asker = None;
         let (correlated, wise_context) = match self.correlate(source, &mut env, now.at) {
-            Correlation::Receipt => return absorbed(Absorbed::Receipt { route: format!("{from}->receipt") }),
+            Correlation::Acknowledgement => {
+                return absorbed(Absorbed::Acknowledgement { route: format!("{from}->receipt") });
+            }
             Correlation::Late(ask) => {
                 return absorbed(Absorbed::LateReply { route: format!("{from}->late"), ask: ask.id });
             }
@@ -321,20 +323,20 @@ impl Pipeline {
             Source::WiseAgents { .. } => return Correlation::None,
             Source::Ingress(_) => (env.correlation_id.as_deref().and_then(ReplyRoute::from_token), None),
         };
-        if token.is_none() && env.direction != Direction::Response && !env.receipt {
+        if token.is_none() && env.direction != Direction::Response && !env.acknowledgement {
             return Correlation::None;
         }
         let ask_id = token.as_ref().and_then(|t| t.ask.clone()).or_else(|| env.in_reply_to.clone());
         let found = match (&ask_id, &in_order) {
-            (Some(id), _) => table.answer_by_id(id, env.receipt, at),
+            (Some(id), _) => table.answer_by_id(id, env.acknowledgement, at),
             (None, Some((asker, answerer))) => table.answer_in_order(asker, answerer, at),
             (None, None) => None,
         };
         match (found, token) {
-            (_, _) if env.receipt => Correlation::Receipt,
+            (_, _) if env.acknowledgement => Correlation::Acknowledgement,
             (Some(Matched::Answer(ask)), _) => Correlation::Ask(ask),
             (Some(Matched::Late(ask)), _) => Correlation::Late(ask),
-            (Some(Matched::Acknowledged(_)), _) => Correlation::Receipt,
+            (Some(Matched::Acknowledged(_)), _) => Correlation::Acknowledgement,
             (None, Some(route)) => Correlation::Token(route),
             (None, None) => Correlation::None,
         }
@@ -527,18 +529,15 @@ pub fn dead_letter_frame(
 }
 
 #[cfg(test)]
-#[path = "pipeline_tests.rs"]
+#[path = "mod_tests.rs"]
 mod tests;
 
 #[cfg(test)]
-#[path = "pipeline_harness.rs"]
 mod harness;
 
-#[path = "pipeline_streams.rs"]
 mod streams;
 pub use streams::StreamKey;
 use streams::{Decoded, Whole};
 
-#[path = "pipeline_settings.rs"]
 mod settings;
 pub use settings::{ConversationSettings, Settings, stream_bounds};

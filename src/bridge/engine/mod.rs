@@ -11,13 +11,14 @@ use crate::config::DeliveryConfig;
 use crate::envelope::Clock;
 use crate::stomp::{AckRef, Client, Event, Events, Message};
 use crate::telemetry::{
-    BatchFailed, ChunkTaken, DeadLettered, Delivered, Disconnected, LateReply, Metrics, Receipt, Reconnected,
-    ReplyTimedOut, Unsettled,
+    Acknowledgement, BatchFailed, ChunkTaken, DeadLettered, Delivered, Disconnected, LateReply, Metrics,
+    Reconnected, ReplyTimedOut, Unsettled,
 };
-use crate::wise_registry::member::WiseRegistry;
+use crate::wise_registry::member::WiseFrame;
+use crate::wise_registry::stage::{Check, Checked, Stage, source_key};
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -67,13 +68,16 @@ pub struct Engine {
     budget: Option<usize>,
     /// Which connections are down (bit 0: consuming, bit 1: publishing).
     down: u8,
-    /// The Wise Agents registry, when configured (`[wiseagents.registry]`).
-    registry: Option<Arc<WiseRegistry>>,
+    /// The Wise Agents registry's stage, when configured (`[wiseagents.registry]`).
+    registry: Option<Stage>,
+    /// Work whose frame the registry's stage is checking, by check id; still this engine's.
+    checking: HashMap<u64, Work>,
+    next_check: u64,
     /// How the handles taken so far ended.
     tally: Tally,
     /// The ids of the asks the pipeline makes.
     ids: Ids,
-    /// Configuration reloads to follow (`engine_reload.rs`).
+    /// Configuration reloads to follow (`engine/reconfigure.rs`).
     reloads: Option<super::reload::Reloads>,
     /// Shutting down: a failed batch is given back to the broker, not published again.
     stopping: bool,
@@ -130,6 +134,8 @@ impl Engine {
             budget,
             down: 0,
             registry: None,
+            checking: HashMap::new(),
+            next_check: 0,
             tally: Tally::default(),
             ids: Box::new(crate::envelope::new_uuid7),
             reloads: None,
@@ -142,9 +148,12 @@ impl Engine {
         self.pipeline.router()
     }
 
-    /// Whether the engine may take another message now.
+    /// Whether the engine may take another message now: under its budget, with at most half
+    /// of it waiting for the registry (so that traffic that needs no registry still flows
+    /// while Redis is away).
     fn has_room(&self) -> bool {
-        self.budget.is_none_or(|b| self.holding.load(Ordering::Relaxed) < b)
+        self.budget
+            .is_none_or(|b| self.holding.load(Ordering::Relaxed) < b && self.checking.len() < (b / 2).max(1))
     }
 
     /// With at most `cap` messages in the batches under way (by default: as many as they hold).
@@ -153,8 +162,8 @@ impl Engine {
         self
     }
 
-    /// With the Wise Agents registry (by default: none).
-    pub fn with_registry(mut self, registry: Option<Arc<WiseRegistry>>) -> Self {
+    /// With the Wise Agents registry's stage (by default: none).
+    pub fn with_registry(mut self, registry: Option<Stage>) -> Self {
         self.registry = registry;
         self
     }
@@ -179,6 +188,7 @@ impl Engine {
                 // publishing connection's return, which readiness waits for.
                 Some(event) = next_event(&mut publishing) => self.on_publishing_event(event),
                 Some(done) = self.batches.next(), if !self.batches.is_empty() => self.finished(done),
+                Some(checked) = next_checked(&mut self.registry) => self.checked(checked),
                 Some(ack) = self.dropped.recv() => self.unsettled(&ack, client).await,
                 Some(reload) = next_reload(&mut self.reloads) => self.reconfigure(reload).await,
                 event = events.recv(), if room => match event {
@@ -260,12 +270,7 @@ impl Engine {
             .held_in(self.holding.clone());
         let processed = self.pipeline.process(Consumed::of(&delivery.message), &mut now(&mut self.ids));
         let work = match processed {
-            Ok(Processed::Send(mut out)) => {
-                if let Err(error) = self.before_publish(&mut out).await {
-                    let work = self.dead_letter_work(delivery, &error, None);
-                    self.ready_up(work);
-                    return;
-                }
+            Ok(Processed::Send(out)) => {
                 let destination = out.frame.header("destination").unwrap_or_default().to_owned();
                 let outcome = Outcome::Delivered {
                     route: out.route,
@@ -274,7 +279,11 @@ impl Engine {
                     unmatched_reply: out.unmatched_reply,
                     ask: out.ask,
                 };
-                Work { source: delivery, stream: out.stream, publish: vec![out.frame], outcome }
+                let work = Work { source: delivery, stream: out.stream, publish: Vec::new(), outcome };
+                match self.registry.as_ref().and_then(|r| r.needs(&out.frame)) {
+                    Some(wise) => return self.check_in_registry(work, out.frame, wise),
+                    None => Work { publish: vec![out.frame], ..work },
+                }
             }
             // Nothing to publish: acknowledged (a chunk's text is kept by the pipeline).
             Ok(Processed::Absorbed { why, stream }) => {
@@ -296,16 +305,44 @@ impl Engine {
         self.ready_up(work);
     }
 
-    /// The Wise Agents registry's part (issue 21): the frame's context made to exist, a
-    /// proxied agent's answer routed by its collaboration. On failure the ask is taken back
-    /// (the message is dead-lettered).
-    async fn before_publish(&mut self, out: &mut Outgoing) -> Result<(), BridgeError> {
-        let Some(registry) = &self.registry else { return Ok(()) };
-        let checked = registry.before_publish(&mut out.frame).await;
-        if let (Err(_), Some(ask)) = (&checked, &out.ask) {
-            self.pipeline.forget_ask(ask);
+    /// Hands `frame`, what `work` publishes, to the registry's stage (the context made to
+    /// exist, a proxied agent's answer routed by its collaboration); the work waits here for
+    /// the result.
+    fn check_in_registry(&mut self, work: Work, frame: crate::stomp::Frame, wise: WiseFrame) {
+        let Some(stage) = &self.registry else { return self.ready_up(Work { publish: vec![frame], ..work }) };
+        let m = &work.source.message;
+        let source = source_key(&m.destination, &m.frame.body);
+        self.next_check += 1;
+        stage.check(Check { id: self.next_check, frame, wise, source });
+        self.checking.insert(self.next_check, work);
+        self.metrics.registry.set_held(self.checking.len());
+    }
+
+    /// The registry's result for a work: ready to publish, or dead-lettered with the
+    /// registry's reason (its ask taken back). Work of a connection gone is released.
+    fn checked(&mut self, Checked { id, result }: Checked) {
+        let Some(mut work) = self.checking.remove(&id) else { return };
+        self.metrics.registry.set_held(self.checking.len());
+        if work.source.ack_ref().epoch < self.epoch {
+            self.forget_ask(&work);
+            return self.release(work);
         }
-        Ok(checked?)
+        match result {
+            Ok(frame) => {
+                if let Outcome::Delivered { destination, .. } = &mut work.outcome {
+                    frame.header("destination").unwrap_or_default().clone_into(destination);
+                }
+                work.publish.push(frame);
+                self.ready_up(work);
+            }
+            Err(error) => {
+                self.forget_ask(&work);
+                let Work { source, stream, .. } = work;
+                let mut dead = self.dead_letter_work(source, &BridgeError::Registry(error), None);
+                dead.stream = stream;
+                self.ready_up(dead);
+            }
+        }
     }
 
     /// Queues work, unless the broker refused its output too often: then its dead letter.
@@ -493,6 +530,15 @@ impl Engine {
         let (stale, current): (Vec<Work>, Vec<Work>) =
             self.ready.drain(..).partition(|w| w.source.ack_ref().epoch < epoch);
         self.ready = current.into();
+        let stale_checks: Vec<u64> = self
+            .checking
+            .iter()
+            .filter(|(_, w)| w.source.ack_ref().epoch < epoch)
+            .map(|(id, _)| *id)
+            .collect();
+        let stale = stale.into_iter().chain(stale_checks.iter().filter_map(|id| self.checking.remove(id)));
+        let stale: Vec<Work> = stale.collect();
+        self.metrics.registry.set_held(self.checking.len());
         for work in stale {
             // Never started: its request was not published; its redelivery asks again.
             self.forget_ask(&work);
@@ -517,9 +563,11 @@ impl Engine {
     }
 
     fn release_all(&mut self) {
-        for work in std::mem::take(&mut self.ready) {
+        let checking = std::mem::take(&mut self.checking).into_values();
+        for work in std::mem::take(&mut self.ready).into_iter().chain(checking) {
             self.release(work);
         }
+        self.metrics.registry.set_held(0);
     }
 }
 
@@ -527,6 +575,14 @@ impl Engine {
 async fn next_event(events: &mut Option<Events>) -> Option<Event> {
     match events {
         Some(events) => events.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The next check the registry's stage finished (never, without a registry).
+async fn next_checked(stage: &mut Option<Stage>) -> Option<Checked> {
+    match stage {
+        Some(stage) => stage.next().await,
         None => std::future::pending().await,
     }
 }
@@ -553,8 +609,8 @@ fn report(work: &Work, metrics: &Metrics) {
             unmatched_reply: *unmatched_reply,
         }
         .emit(metrics),
-        Outcome::Absorbed(Absorbed::Receipt { route }) => {
-            Receipt { route, source: &m.destination, message_id: &m.ack.message_id }.emit(metrics)
+        Outcome::Absorbed(Absorbed::Acknowledgement { route }) => {
+            Acknowledgement { route, source: &m.destination, message_id: &m.ack.message_id }.emit(metrics)
         }
         Outcome::Absorbed(Absorbed::LateReply { route, ask }) => {
             LateReply { route, source: &m.destination, message_id: &m.ack.message_id, ask }.emit(metrics)
@@ -578,5 +634,4 @@ fn source_label(pipeline: &Pipeline, destination: &str) -> &'static str {
     }
 }
 
-#[path = "engine_reload.rs"]
-mod reload;
+mod reconfigure;

@@ -1,0 +1,130 @@
+//! What the Wise Agents registry's stage lets an operator observe: the messages waiting for
+//! Redis, and whether Redis answers. Each change of state is one event that logs and counts.
+
+use std::fmt::Write;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use tokio::time::Instant;
+use tracing::{info, warn};
+
+/// The registry stage's gauges and counters, rendered under `/metrics` when it runs.
+#[derive(Debug, Default)]
+pub struct RegistryMetrics {
+    /// Set when the stage starts: without a registry nothing is rendered.
+    enabled: AtomicBool,
+    /// Messages waiting for their registry work (checked, or waiting for Redis).
+    held: AtomicI64,
+    /// Since when Redis has not answered the stage (`None`: the last call succeeded).
+    down_since: Mutex<Option<Instant>>,
+    /// Registry calls that failed on Redis (not on the data) and were tried again.
+    retries: AtomicU64,
+}
+
+impl RegistryMetrics {
+    /// The stage runs: its families are rendered from now on.
+    pub fn enable(&self) {
+        self.enabled.store(true, Ordering::Relaxed);
+    }
+
+    /// How many messages wait for the registry now.
+    pub fn set_held(&self, n: usize) {
+        self.held.store(i64::try_from(n).unwrap_or(i64::MAX), Ordering::Relaxed);
+    }
+
+    pub fn held(&self) -> i64 {
+        self.held.load(Ordering::Relaxed)
+    }
+
+    /// Whether the last registry call failed on Redis.
+    pub fn is_down(&self) -> bool {
+        self.down_since.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+    }
+
+    /// Not ready while Redis does not answer: the messages that need it are held.
+    pub fn readiness(&self) -> Result<(), String> {
+        let since = *self.down_since.lock().unwrap_or_else(|e| e.into_inner());
+        match since {
+            Some(since) => Err(format!(
+                "the Wise Agents registry (Redis) has not answered for {} s: holding {} messages that need it \
+                 (other traffic flows)",
+                since.elapsed().as_secs(),
+                self.held()
+            )),
+            None => Ok(()),
+        }
+    }
+
+    pub(super) fn render(&self, out: &mut String) {
+        if !self.enabled.load(Ordering::Relaxed) {
+            return;
+        }
+        let since = *self.down_since.lock().unwrap_or_else(|e| e.into_inner());
+        let families: [(&str, &str, &str, String); 4] = [
+            (
+                "bridge_registry_held",
+                "Messages waiting for their Wise Agents registry work (held while Redis does not answer).",
+                "gauge",
+                self.held().to_string(),
+            ),
+            (
+                "bridge_registry_up",
+                "1 while Redis answers the registry stage.",
+                "gauge",
+                u8::from(since.is_none()).to_string(),
+            ),
+            (
+                "bridge_registry_down_seconds",
+                "How long Redis has not answered the registry stage (0: it answers).",
+                "gauge",
+                since.map_or(0.0, |s| s.elapsed().as_secs_f64()).to_string(),
+            ),
+            (
+                "bridge_registry_retries_total",
+                "Registry calls that failed on Redis and were tried again (the message waited).",
+                "counter",
+                self.retries.load(Ordering::Relaxed).to_string(),
+            ),
+        ];
+        for (name, help, kind, value) in families {
+            let _ = write!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n");
+        }
+    }
+}
+
+/// A registry call failed on Redis: the message waits and the call is tried again. Logged
+/// when Redis goes away, not on every retry.
+pub struct RegistryUnavailable<'a> {
+    pub error: &'a str,
+}
+
+impl RegistryUnavailable<'_> {
+    pub fn emit(&self, metrics: &RegistryMetrics) {
+        metrics.retries.fetch_add(1, Ordering::Relaxed);
+        let mut since = metrics.down_since.lock().unwrap_or_else(|e| e.into_inner());
+        if since.is_none() {
+            *since = Some(Instant::now());
+            warn!(
+                error = self.error,
+                held = metrics.held(),
+                "the Wise Agents registry (Redis) does not answer: holding the messages that need it \
+                 until it does; other traffic flows"
+            );
+        }
+    }
+}
+
+/// A registry call succeeded: if Redis had been away, it is back.
+pub struct RegistryAnswered;
+
+impl RegistryAnswered {
+    pub fn emit(&self, metrics: &RegistryMetrics) {
+        let mut since = metrics.down_since.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(down) = since.take() {
+            info!(
+                after_s = down.elapsed().as_secs_f64(),
+                held = metrics.held(),
+                "the Wise Agents registry (Redis) answers again: delivering the messages held for it"
+            );
+        }
+    }
+}
