@@ -15,8 +15,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import msgpack
-from civitas.messages import _uuid7
 from sab_stomp import AsyncLink, LinkConfig
+
+from .ids import uuid7
 
 log = logging.getLogger("civitas_stomp")
 
@@ -142,7 +143,7 @@ class StompTransport:
     async def request(self, address: str, data: bytes, timeout: float | None) -> bytes:
         """ask(): a temporary reply address, injected as ``reply_to``; a local answer comes
         to it directly, an answer from the bridge by the request's ``correlation_id``."""
-        reply_address = f"_reply.{_uuid7()}"
+        reply_address = f"_reply.{uuid7()}"
         queue: asyncio.Queue[bytes] = asyncio.Queue(maxsize=1)
         self._reply_queues[reply_address] = queue
         message = self._serializer.deserialize(data)
