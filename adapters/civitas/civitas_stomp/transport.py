@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import msgpack
-from sab_stomp import AsyncLink, LinkConfig
+from sab_stomp import AsyncLink, FrameHandler, LinkConfig, MessageFrame
 
 from .ids import uuid7
 
@@ -97,8 +97,8 @@ class StompTransport:
     def has_reply_address(self, address: str) -> bool:
         return address in self._reply_queues
 
-    def _inbound(self, address: str) -> Callable[[Any], Awaitable[None]]:
-        async def on_frame(frame: Any) -> None:
+    def _inbound(self, address: str) -> FrameHandler:
+        async def on_frame(frame: MessageFrame) -> None:
             data = self._as_ours(frame.body, frame.headers.get("content-type"))
             reply_address = self._reply_address_of(data)
             if reply_address is not None:
@@ -178,7 +178,7 @@ class StompTransport:
             return None
         destination = self._inbox.replace("{agent}", reply_address)
 
-        async def on_frame(frame: Any) -> None:
+        async def on_frame(frame: MessageFrame) -> None:
             queue = self._reply_queues.get(reply_address)
             if queue is None or queue.full():
                 log.warning("a second or late answer at %s: dropped", destination)

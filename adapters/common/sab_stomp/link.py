@@ -58,11 +58,25 @@ class LinkConfig:
         return cfg
 
 
+@dataclass(frozen=True, slots=True)
+class MessageFrame:
+    """A MESSAGE frame as the link hands it over: stomp.py's headers and body, and the
+    connection it came on (``generation``), so that it is acknowledged only on that one."""
+
+    headers: dict[str, str]
+    body: bytes
+    generation: int
+
+
+#: What :meth:`AsyncLink.subscribe` hands each message to; its return acknowledges it.
+FrameHandler = Callable[[MessageFrame], Awaitable[None]]
+
+
 @dataclass
 class _Sub:
     id: str
     destination: str
-    on_message: Callable[[stomp.utils.Frame], None]
+    on_message: Callable[[MessageFrame], None]
     headers: dict[str, str] = field(default_factory=dict)
 
 
@@ -162,13 +176,13 @@ class Link(stomp.ConnectionListener):
         if event is not None:
             event.set()
 
-    def on_message(self, frame: Any) -> None:
+    def on_message(self, frame: stomp.utils.Frame) -> None:
         sub = self._subs.get(frame.headers.get("subscription", ""))
         if sub is None:
             return
-        frame.sab_generation = self._generation
+        message = MessageFrame(headers=frame.headers, body=frame.body, generation=self._generation)
         try:
-            sub.on_message(frame)
+            sub.on_message(message)
         except Exception:  # noqa: BLE001 — never let a callback kill the receiver thread
             log.exception("%s: handing over a message from %s failed", self.name, sub.destination)
 
@@ -176,7 +190,7 @@ class Link(stomp.ConnectionListener):
     def wait_connected(self, timeout: float) -> bool:
         return self._connected.wait(timeout)
 
-    def subscribe(self, destination: str, on_message: Callable[[Any], None],
+    def subscribe(self, destination: str, on_message: Callable[[MessageFrame], None],
                   headers: dict[str, str] | None = None) -> str:
         """Consumes ``destination`` with client-individual acknowledgement, now and after
         every reconnection; returns the subscription id."""
@@ -199,20 +213,20 @@ class Link(stomp.ConnectionListener):
             except Exception:  # noqa: BLE001 — the connection went: nothing to undo
                 pass
 
-    def ack(self, frame: Any) -> None:
+    def ack(self, frame: MessageFrame) -> None:
         """Acknowledges a message (on the connection it came from: after a reconnection the
         broker redelivers it instead, which is the at-least-once promise)."""
         self._settle(frame, "ack")
 
-    def nack(self, frame: Any) -> None:
+    def nack(self, frame: MessageFrame) -> None:
         """Refuses a message without requeueing it (``requeue:false``, which RabbitMQ reads;
         ActiveMQ moves a NACKed message to its DLQ)."""
         self._settle(frame, "nack", requeue="false")
 
-    def _settle(self, frame: Any, how: str, **headers: str) -> None:
+    def _settle(self, frame: MessageFrame, how: str, **headers: str) -> None:
         conn = self._conn
         ack_id = frame.headers.get("ack") or frame.headers.get("message-id")
-        if conn is None or ack_id is None or getattr(frame, "sab_generation", None) != self._generation:
+        if conn is None or ack_id is None or frame.generation != self._generation:
             return  # it came on a connection since lost: the broker redelivers it
         try:
             getattr(conn, how)(ack_id, **headers)
@@ -276,13 +290,13 @@ class AsyncLink:
     async def stop(self) -> None:
         await asyncio.to_thread(self.link.stop)
 
-    async def subscribe(self, destination: str, handler: Callable[[Any], Awaitable[None]],
+    async def subscribe(self, destination: str, handler: FrameHandler,
                         headers: dict[str, str] | None = None) -> str:
         loop = self._loop or asyncio.get_running_loop()
         self._loop = loop
         link = self.link
 
-        def on_message(frame: Any) -> None:
+        def on_message(frame: MessageFrame) -> None:
             future = asyncio.run_coroutine_threadsafe(self._guarded(handler, frame, destination), loop)
 
             def settle(done: Any) -> None:
@@ -300,7 +314,7 @@ class AsyncLink:
 
         return await asyncio.to_thread(self.link.subscribe, destination, on_message, headers)
 
-    async def _guarded(self, handler: Callable[[Any], Awaitable[None]], frame: Any, source: str) -> None:
+    async def _guarded(self, handler: FrameHandler, frame: MessageFrame, source: str) -> None:
         try:
             await handler(frame)
         except SendFailed:

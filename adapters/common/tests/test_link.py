@@ -4,10 +4,12 @@ returned, and a lost connection is reconnected with the subscriptions restored."
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import socket
 
+import pytest
 import stomp
-from sab_stomp import AsyncLink
+from sab_stomp import AsyncLink, MessageFrame
 from sab_stomp.testing import Broker, Names
 
 
@@ -149,3 +151,26 @@ def test_a_message_the_framework_refuses_goes_to_the_dead_letter_queue_with_the_
     assert (headers["bridge-error-kind"], headers["bridge-source"]) == ("adapter", inbox)
     assert after == b"after", "the refused message was settled, not redelivered"
     assert counted == 1
+
+
+def test_a_handler_is_given_the_links_own_frame_which_names_the_connection_it_came_on(broker):
+    names = Names(broker)
+    queue = names.dest("link.frame")
+    send(broker, queue, "hello")
+
+    async def scenario():
+        frames: asyncio.Queue = asyncio.Queue()
+        link = AsyncLink(broker.link(), name="frame")
+        await link.start()
+        await link.subscribe(queue, frames.put)
+        frame = await frames.get()
+        generation = link.link._generation
+        await link.stop()
+        return frame, generation
+
+    frame, generation = run(scenario())
+    assert isinstance(frame, MessageFrame), type(frame)
+    assert (frame.body, frame.headers["destination"]) == (b"hello", queue)
+    assert frame.generation == generation == 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        frame.generation = 2  # nothing marks a frame after the fact

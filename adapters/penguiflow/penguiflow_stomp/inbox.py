@@ -9,6 +9,7 @@ from typing import Any
 
 from penguiflow.bus import BusEnvelope
 from penguiflow.types import Headers, Message
+from sab_stomp import MessageFrame
 
 from .bus import BridgeBus
 
@@ -50,7 +51,7 @@ class BridgeInbox:
             self._drain.cancel()
         await self.bus.link.stop()
 
-    async def _on_frame(self, frame: Any) -> None:
+    async def _on_frame(self, frame: MessageFrame) -> None:
         message = Message.model_validate_json(frame.body)
         correlation = message.meta.get("correlation_id")
         waiting = self._pending.pop(correlation, None) if isinstance(correlation, str) else None

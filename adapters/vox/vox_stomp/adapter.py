@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from sab_stomp import AsyncLink, LinkConfig
+from sab_stomp import AsyncLink, LinkConfig, MessageFrame
 from vox.messaging import MSG_COMMAND_ERROR, MSG_COMMAND_REQUEST, VOXMessage
 
 log = logging.getLogger("vox_stomp")
@@ -62,7 +62,7 @@ class VoxBridge:
     async def stop(self) -> None:
         await self.link.stop()
 
-    async def _on_frame(self, frame: Any) -> None:
+    async def _on_frame(self, frame: MessageFrame) -> None:
         # Not a VOXMessage: raises, so the link dead-letters it with the reason; it never
         # reaches the orchestrator.
         message = VOXMessage.model_validate_json(frame.body)
