@@ -8,7 +8,7 @@ import asyncio
 import pytest
 from civitas import AgentProcess, Runtime, Supervisor
 from civitas.messages import Message
-from sab_stomp.testing import Names, WiseAgent, start_bridge
+from sab_testing import Names, WiseAgent, start_bridge
 
 from civitas_stomp import bridge_components
 

@@ -10,7 +10,7 @@ import socket
 import pytest
 import stomp
 from sab_stomp import AsyncLink, MessageFrame
-from sab_stomp.testing import Broker, Names
+from sab_testing import Broker, Names
 
 
 def run(coro):

@@ -7,7 +7,7 @@ import asyncio
 import uuid
 from datetime import UTC, datetime
 
-from sab_stomp.testing import Names, WiseAgent, start_bridge
+from sab_testing import Names, WiseAgent, start_bridge
 from vox.agent import Agent
 from vox.messaging import MSG_COMMAND_REQUEST, MSG_COMMAND_RESULT, VOXMessage
 from vox.orchestrator import Orchestrator

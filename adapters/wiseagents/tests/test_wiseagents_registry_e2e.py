@@ -20,7 +20,7 @@ import yaml
 from civitas import AgentProcess, Runtime, Supervisor
 from civitas.messages import Message
 from civitas_stomp import bridge_components
-from sab_stomp.testing import REPO, BridgeProcess, Broker, Names, config_toml, free_port
+from sab_testing import REPO, BridgeProcess, Broker, Names, config_toml, free_port
 from scripted_llm import EchoLLM, PhasedLLM
 from wiseagents import (WiseAgentCollaborationType, WiseAgentMessage, WiseAgentMessageType, WiseAgentMetaData,
                         WiseAgentRegistry)
@@ -93,7 +93,7 @@ def system(monkeypatch) -> Iterator[System]:
     broker = Broker()  # ActiveMQ: Wise Agents' transport hard-codes /queue/request/, which RabbitMQ refuses
     monkeypatch.setenv("STOMP_USER", broker.login)
     monkeypatch.setenv("STOMP_PASSWORD", broker.passcode)
-    # sab_stomp.testing registers its own class for the !wiseagents.WiseAgentMessage tag on
+    # sab_testing registers its own class for the !wiseagents.WiseAgentMessage tag on
     # yaml.Loader whenever another adapter's test uses it: give the tag back to the model.
     yaml.add_constructor(WiseAgentMessage.yaml_tag, WiseAgentMessage.from_yaml, Loader=yaml.Loader)
     s = System(broker)

@@ -1,7 +1,9 @@
-"""For the adapters' end-to-end tests: the bridge as a real ``stomp-agent-bridge run`` process
-with a per-test configuration (as tests/common/bridge.rs does it), and Wise Agents agents as
-the real ones behave on the wire (stomp.py, STOMP 1.1, heart-beat 60000, ack:auto, YAML
-``!wiseagents.WiseAgentMessage`` read with PyYAML's full Loader), as tests/e2e/wa_agent.py.
+"""Helpers for the adapters' end-to-end tests (tests only: no adapter package ships them): the
+bridge as a real ``stomp-agent-bridge run`` process with a per-test configuration (as
+tests/common/bridge.rs does it), and Wise Agents agents as the real ones behave on the wire
+(stomp.py, STOMP 1.1, heart-beat 60000, ack:auto, YAML ``!wiseagents.WiseAgentMessage`` read
+with PyYAML's full Loader), as tests/e2e/wa_agent.py. On the tests' path through
+``pythonpath`` in adapters/pytest.ini.
 
 Environment: ``SAB_BRIDGE_BIN`` (default ``$CARGO_TARGET_DIR`` or ``<repo>/target``, then
 ``debug/stomp-agent-bridge``),
@@ -22,9 +24,9 @@ from typing import Any
 
 import stomp
 
-from .link import LinkConfig
+from sab_stomp import LinkConfig
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass
