@@ -2,6 +2,7 @@
 Artemis (all as scripts/brokers.sh starts them)."""
 
 import pytest
+
 from sab_testing import Broker
 
 BROKERS = {"activemq": Broker, "rabbitmq": Broker.rabbitmq, "artemis": Broker.artemis}

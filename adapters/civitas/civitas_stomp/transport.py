@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import msgpack
+
 from sab_stomp import AsyncLink, FrameHandler, LinkConfig, MessageFrame
 
 from .ids import uuid7

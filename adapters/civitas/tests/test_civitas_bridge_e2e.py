@@ -8,9 +8,9 @@ import asyncio
 import pytest
 from civitas import AgentProcess, Runtime, Supervisor
 from civitas.messages import Message
-from sab_testing import Names, WiseAgent, start_bridge
 
 from civitas_stomp import bridge_components
+from sab_testing import Names, WiseAgent, start_bridge
 
 
 class WeatherAgent(AgentProcess):

@@ -6,6 +6,7 @@ once the framework has taken it."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import itertools
 import logging
 import os
@@ -93,7 +94,7 @@ class Link(stomp.ConnectionListener):
         self._lock = threading.Lock()
         self._connected = threading.Event()
         self._stopping = False
-        self._conn: stomp.Connection | None = None
+        self._conn: stomp.Connection12 | None = None
         self._generation = 0
         self.reconnects = 0
 
@@ -109,7 +110,7 @@ class Link(stomp.ConnectionListener):
             try:
                 self._connect_once()
                 return
-            except Exception as exc:  # noqa: BLE001 — any failure means: try again
+            except Exception as exc:  # any failure means: try again
                 if deadline is not None and time.monotonic() > deadline:
                     raise ConnectionError(f"{self.name}: cannot connect to the broker: {exc}") from exc
                 log.warning("%s: connecting failed (%s); retrying in %.1f s", self.name, exc, delay)
@@ -132,7 +133,7 @@ class Link(stomp.ConnectionListener):
             self._subscribe_on(conn, sub)
         self._connected.set()
 
-    def _subscribe_on(self, conn: stomp.Connection, sub: _Sub) -> None:
+    def _subscribe_on(self, conn: stomp.Connection12, sub: _Sub) -> None:
         headers = {"activemq.prefetchSize": str(self.config.prefetch), "prefetch-count": str(self.config.prefetch)}
         headers.update(sub.headers)
         receipt = self._new_receipt()
@@ -167,10 +168,10 @@ class Link(stomp.ConnectionListener):
     def on_heartbeat_timeout(self) -> None:
         log.warning("%s: broker heart-beats stopped", self.name)
 
-    def on_error(self, frame: Any) -> None:
+    def on_error(self, frame: stomp.utils.Frame) -> None:
         log.error("%s: broker ERROR: %s %s", self.name, frame.headers.get("message"), _text(frame.body)[:200])
 
-    def on_receipt(self, frame: Any) -> None:
+    def on_receipt(self, frame: stomp.utils.Frame) -> None:
         with self._lock:
             event = self._receipts.get(frame.headers.get("receipt-id", ""))
         if event is not None:
@@ -183,7 +184,7 @@ class Link(stomp.ConnectionListener):
         message = MessageFrame(headers=frame.headers, body=frame.body, generation=self._generation)
         try:
             sub.on_message(message)
-        except Exception:  # noqa: BLE001 — never let a callback kill the receiver thread
+        except Exception:  # never let a callback kill the receiver thread
             log.exception("%s: handing over a message from %s failed", self.name, sub.destination)
 
     # -- operations ----------------------------------------------------------------------
@@ -245,7 +246,7 @@ class Link(stomp.ConnectionListener):
         all_headers = {"persistent": "true", **(headers or {})}
         try:
             conn.send(destination, body, content_type=content_type, headers=all_headers, receipt=receipt)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self._drop_receipt(receipt)
             raise SendFailed(f"sending to {destination}: {exc}") from exc
         self._await_receipt(receipt)
@@ -299,7 +300,7 @@ class AsyncLink:
         def on_message(frame: MessageFrame) -> None:
             future = asyncio.run_coroutine_threadsafe(self._guarded(handler, frame, destination), loop)
 
-            def settle(done: Any) -> None:
+            def settle(done: concurrent.futures.Future[None]) -> None:
                 if done.cancelled():
                     return  # shutting down: not acknowledged, so redelivered
                 error = done.exception()

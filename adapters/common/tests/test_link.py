@@ -9,6 +9,7 @@ import socket
 
 import pytest
 import stomp
+
 from sab_stomp import AsyncLink, MessageFrame
 from sab_testing import Broker, Names
 

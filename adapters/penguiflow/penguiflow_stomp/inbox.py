@@ -9,6 +9,7 @@ from typing import Any
 
 from penguiflow.bus import BusEnvelope
 from penguiflow.types import Headers, Message
+
 from sab_stomp import MessageFrame
 
 from .bus import BridgeBus
@@ -76,9 +77,10 @@ class BridgeInbox:
                 "correlation_id": correlation, "message_type": "QUERY"}
         if context is not None:
             meta["context_name"] = context
-        headers = parent.headers if parent is not None else Headers(tenant=self.tenant, topic=context)
-        message = Message(payload=payload, headers=headers, meta=meta,
-                          **({"trace_id": parent.trace_id} if parent is not None else {}))
+        if parent is not None:
+            message = Message(payload=payload, headers=parent.headers, meta=meta, trace_id=parent.trace_id)
+        else:
+            message = Message(payload=payload, headers=Headers(tenant=self.tenant, topic=context), meta=meta)
         future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         self._pending[correlation] = future
         try:

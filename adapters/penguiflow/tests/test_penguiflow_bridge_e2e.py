@@ -10,10 +10,10 @@ import json
 from penguiflow import Node, create
 from penguiflow.bus import BusEnvelope
 from penguiflow.types import FinalAnswer, Headers, Message
-from sab_stomp import AsyncLink
-from sab_testing import Names, WiseAgent, start_bridge
 
 from penguiflow_stomp import BridgeBus, BridgeInbox, envelope_json
+from sab_stomp import AsyncLink
+from sab_testing import Names, WiseAgent, start_bridge
 
 
 def run(coro):

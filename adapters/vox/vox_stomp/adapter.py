@@ -9,8 +9,9 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from sab_stomp import AsyncLink, LinkConfig, MessageFrame
 from vox.messaging import MSG_COMMAND_ERROR, MSG_COMMAND_REQUEST, VOXMessage
+
+from sab_stomp import AsyncLink, LinkConfig, MessageFrame
 
 log = logging.getLogger("vox_stomp")
 
@@ -71,7 +72,7 @@ class VoxBridge:
                                                                     payload={"message": message})
             if inspect.isawaitable(dispatched):
                 await dispatched
-        except Exception as exc:  # noqa: BLE001 — answered below, or re-raised
+        except Exception as exc:  # answered below, or re-raised
             if not is_security_error(exc):
                 raise
             self.refused += 1

@@ -12,21 +12,32 @@ import queue
 import subprocess
 import threading
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 import yaml
 from civitas import AgentProcess, Runtime, Supervisor
 from civitas.messages import Message
+from scripted_llm import EchoLLM, PhasedLLM
+from wiseagents import (
+    WiseAgentCollaborationType,
+    WiseAgentMessage,
+    WiseAgentMessageType,
+    WiseAgentMetaData,
+    WiseAgentRegistry,
+)
+from wiseagents.agents import (
+    LLMOnlyWiseAgent,
+    PassThroughClientAgent,
+    PhasedCoordinatorWiseAgent,
+    SequentialCoordinatorWiseAgent,
+)
+from wiseagents.transports import StompWiseAgentTransport
+
 from civitas_stomp import bridge_components
 from sab_testing import REPO, BridgeProcess, Broker, Names, config_toml, free_port
-from scripted_llm import EchoLLM, PhasedLLM
-from wiseagents import (WiseAgentCollaborationType, WiseAgentMessage, WiseAgentMessageType, WiseAgentMetaData,
-                        WiseAgentRegistry)
-from wiseagents.agents import (LLMOnlyWiseAgent, PassThroughClientAgent, PhasedCoordinatorWiseAgent,
-                               SequentialCoordinatorWiseAgent)
-from wiseagents.transports import StompWiseAgentTransport
 
 # The registry of Wise Agents' registry_config.yaml (Redis mode), as these tests set it up.
 REDIS = {"use_redis": True, "redis_ssl": False, "redis_host": "127.0.0.1", "redis_port": 6379}
