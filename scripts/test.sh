@@ -23,7 +23,8 @@ scripts/brokers.sh start --fresh
 scripts/redis.sh start --fresh
 scripts/python-env.sh
 # The adapters' Python (adapters/pyproject.toml): ruff's lints, and mypy, strict on the packages
-# and the tests' helpers; the versions are scripts/python-env.sh's pins. A finding fails the run.
+# and the tests' helpers, and over the tests; the versions are scripts/python-env.sh's pins. A
+# finding fails the run.
 "${SAB_VENV:-.venv}/bin/ruff" check adapters
 "${SAB_VENV:-.venv}/bin/mypy" --config-file adapters/pyproject.toml
 if cargo fmt --version >/dev/null 2>&1; then cargo fmt --all -- --check; else skip "rustfmt is not installed: formatting not checked"; fi

@@ -82,7 +82,9 @@ def test_a_lost_connection_is_reconnected_and_the_subscription_restored(broker):
         link = AsyncLink(broker.link(), name="reconnect")
         await link.start()
         await link.subscribe(queue, lambda f: seen.put(f.body))
-        link.link._conn.transport.socket.shutdown(socket.SHUT_RDWR)  # the network drops it
+        conn = link.link._conn
+        assert conn is not None
+        conn.transport.socket.shutdown(socket.SHUT_RDWR)  # the network drops it
         await asyncio.to_thread(send, broker, queue, "after the drop")
         body = await seen.get()
         reconnects = link.link.reconnects
@@ -102,6 +104,7 @@ def test_heart_beats_are_negotiated_and_the_brokers_keep_arriving_while_idle(bro
         link = AsyncLink(broker.link(heartbeats=(1000, 1000)), name="beats")
         await link.start()
         conn = link.link._conn
+        assert conn is not None
         first = conn.received_heartbeat
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 10
@@ -174,4 +177,4 @@ def test_a_handler_is_given_the_links_own_frame_which_names_the_connection_it_ca
     assert (frame.body, frame.headers["destination"]) == (b"hello", queue)
     assert frame.generation == generation == 1
     with pytest.raises(dataclasses.FrozenInstanceError):
-        frame.generation = 2  # nothing marks a frame after the fact
+        frame.generation = 2  # type: ignore[misc]  # nothing marks a frame after the fact

@@ -34,7 +34,7 @@ def _text(message: Any) -> str:
     return content if isinstance(content, str) else ""
 
 
-def _role(message: Any) -> str:
+def _role(message: Any) -> str | None:
     return message.get("role") if isinstance(message, dict) else getattr(message, "role", "")
 
 
