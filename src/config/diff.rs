@@ -133,7 +133,7 @@ fn live_keys(old: &Config, new: &Config, d: &mut Diff) {
 }
 
 /// PenguiFlow's table without the stream bounds (judged apart: they are refused).
-fn without_bounds(p: &super::Protocols) -> Option<(String, String, String, bool)> {
+fn without_bounds(p: &super::Frameworks) -> Option<(String, String, String, bool)> {
     p.penguiflow
         .as_ref()
         .map(|p| (p.inbox.clone(), p.ingress.clone(), p.tenant.clone(), p.response_as_final_answer))

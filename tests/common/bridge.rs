@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 use stomp_agent_bridge::config::{
-    AgentConfig, BrokerConfig, CivitasConfig, Config, DeliveryConfig, HttpConfig, LogConfig,
-    PenguiFlowConfig, Protocols, VoxConfig, WiseAgentsConfig,
+    AgentConfig, BrokerConfig, CivitasConfig, Config, DeliveryConfig, Frameworks, HttpConfig, LogConfig,
+    PenguiFlowConfig, VoxConfig, WiseAgentsConfig,
 };
 
 /// Names and destinations no other test uses.
@@ -90,7 +90,7 @@ pub fn config(broker: Broker, names: &Names, agents: Vec<AgentConfig>, http_port
             reply_agent: names.reply_agent(),
             ..Default::default()
         },
-        protocols: Protocols {
+        protocols: Frameworks {
             civitas: Some(CivitasConfig::new(
                 names.dest("civitas.in.{agent}"),
                 names.dest("civitas.ingress"),
