@@ -25,7 +25,8 @@ case "$broker" in
   *) echo "soak.sh: SOAK_BROKER is activemq or artemis" >&2; exit 2 ;;
 esac
 
-cargo build --locked --profile "$profile" --bin soak --bin stomp-agent-bridge
+cargo build --locked --profile "$profile" -p bridge-tools --bin soak
+cargo build --locked --profile "$profile" -p stomp-agent-bridge --bin stomp-agent-bridge
 dir=target/$([ "$profile" = dev ] && echo debug || echo "$profile")
 trap 'scripts/brokers.sh stop "$broker"' EXIT
 scripts/brokers.sh start --fresh "$broker"

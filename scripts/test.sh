@@ -29,11 +29,11 @@ scripts/python-env.sh
 "${SAB_VENV:-.venv}/bin/mypy" --config-file adapters/pyproject.toml
 if cargo fmt --version >/dev/null 2>&1; then cargo fmt --all -- --check; else skip "rustfmt is not installed: formatting not checked"; fi
 if cargo clippy --version >/dev/null 2>&1; then
-  cargo clippy --all-targets --locked -- -D warnings
+  cargo clippy --workspace --all-targets --locked -- -D warnings
 else
   skip "clippy is not installed: lints not checked"
 fi
-cargo nextest run --locked --lib --bins --tests "$@"
+cargo nextest run --locked --workspace --lib --bins --tests "$@"
 # The framework adapters (adapters/): pytest, end to end through the bridge binary built above
 # against ActiveMQ Classic, RabbitMQ and Artemis. A failure fails the run; so does collecting no test (pytest's exit 5).
 cargo build --locked --bin stomp-agent-bridge
@@ -43,7 +43,7 @@ if [ "$status" -eq 5 ]; then echo "test.sh: pytest collected no adapter test" >&
 if [ "$status" -ne 0 ]; then exit "$status"; fi
 # A short smoke of the load tool (docs/PERFORMANCE.md) on the three brokers: it must run through;
 # its figures are not judged here (speed is measured in benchmarks, not tests).
-cargo build --locked --bin loadgen
+cargo build --locked -p bridge-tools --bin loadgen
 for broker in activemq rabbitmq artemis; do
   target/debug/loadgen --broker "$broker" --messages 300 --backlog 600 | tail -n 1
 done

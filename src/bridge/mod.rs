@@ -3,12 +3,18 @@
 //! STOMP client's to repair, and unacknowledged messages come back from the broker.
 
 mod dedup;
+#[cfg(feature = "internals")]
 pub mod delivery;
+#[cfg(not(feature = "internals"))]
+mod delivery;
 mod engine;
 pub mod pipeline;
 pub mod reload;
 mod run;
+#[cfg(feature = "internals")]
 pub mod settle;
+#[cfg(not(feature = "internals"))]
+mod settle;
 mod subscriptions;
 
 pub use run::{run, run_with_reloads};

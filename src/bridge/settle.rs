@@ -440,10 +440,6 @@ impl Attempts {
         self.seen.get(&key).map(|r| &r.count)
     }
 
-    pub fn is_suspect(&self, key: u64) -> bool {
-        !self.seen.is_empty() && self.seen.contains_key(&key)
-    }
-
     pub fn refused(&mut self, key: u64, reason: String) {
         let first = self.next;
         let entry = self.seen.entry(key).or_insert_with(|| Refusals { count: (0, String::new()), first });

@@ -1,6 +1,6 @@
 //! loadgen: the whole path measured against the broker's own ceiling, in one run.
 //!
-//!   cargo run --release --bin loadgen -- [--broker activemq|rabbitmq|artemis] [--messages N]
+//!   cargo run --release -p bridge-tools --bin loadgen -- [--broker activemq|rabbitmq|artemis] [--messages N]
 //!                                        [--backlog N] [--bridge PATH] [--one-hop-only]
 //!                                        [--agents N] [--reference SCRIPT]
 //!   (SAB_ACTIVEMQ_PORT / SAB_RABBITMQ_PORT / SAB_ARTEMIS_PORT: another instance's STOMP port)
@@ -27,9 +27,9 @@
 //! shows the forwarder's batches (size, and how long their SENDs and COMMIT took).
 
 mod processes;
-#[path = "../support/mod.rs"]
-mod support;
 
+use bridge_tools::support::broker::now_nanos;
+use bridge_tools::support::{self, Broker, bodies, unique};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
@@ -43,8 +43,6 @@ use stomp_agent_bridge::bridge::delivery::{Delivery, Outcome, Work};
 use stomp_agent_bridge::bridge::settle::{Attempts, Settlement, Settler, next_batch};
 use stomp_agent_bridge::config::DeliveryMode;
 use stomp_agent_bridge::stomp::{AckMode, Client, Command, Event, Events, Frame, Subscription};
-use support::broker::now_nanos;
-use support::{Broker, bodies, unique};
 
 /// loadgen: the whole path measured against the broker's own ceiling, in one run
 /// (docs/PERFORMANCE.md).

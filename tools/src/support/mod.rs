@@ -2,9 +2,6 @@
 //! the frameworks' bodies ([`bodies`]), the bridge as a child process, and what /proc says
 //! about a process.
 
-// Each tool uses a part of this module.
-#![allow(dead_code)]
-
 pub mod bodies;
 pub mod broker;
 

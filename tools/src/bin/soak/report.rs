@@ -1,7 +1,7 @@
 //! What the soak saw: the ledger of every message, the bridge's samples per process life, and
 //! the report that judges them.
 
-use crate::support::{BridgeProcess, ProcStats, gauges};
+use bridge_tools::support::{BridgeProcess, ProcStats, gauges};
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;

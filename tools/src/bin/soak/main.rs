@@ -22,9 +22,8 @@
 //! descriptors or the live heap grew within one process life (RSS is reported, not judged:
 //! after a burst glibc keeps freed memory).
 
-#[path = "../support/mod.rs"]
-mod support;
-
+use bridge_tools::support::bodies::{self, Civitas};
+use bridge_tools::support::{self, BridgeProcess, Broker};
 use bytes::Bytes;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -38,8 +37,6 @@ use stomp_agent_bridge::envelope::civitas::Encoding;
 use stomp_agent_bridge::envelope::codecs::Framework;
 use stomp_agent_bridge::envelope::wiseagents::WiseMessage;
 use stomp_agent_bridge::stomp::{AckMode, Client, Command, Event, Events, Frame, Message, Subscription};
-use support::bodies::{self, Civitas};
-use support::{BridgeProcess, Broker};
 
 const CALLER: &str = "SoakCaller";
 const WA_AGENT: &str = "SoakWA";

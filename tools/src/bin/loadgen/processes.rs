@@ -1,6 +1,6 @@
 //! The bridge and the reference bridge as processes, each with its own configuration.
 
-use crate::support::{self, BridgeProcess, Broker, unique};
+use bridge_tools::support::{self, BridgeProcess, Broker, unique};
 use std::path::PathBuf;
 use std::process::{Child, Command as Process, Stdio};
 use stomp_agent_bridge::config::{AgentConfig, CivitasConfig};
