@@ -1,0 +1,233 @@
+//! `broker.urls` against the brokers' own high-availability pairs, private to these tests
+//! (scripts/ha.sh starts them on their own ports and state folders, and removes them).
+//! ActiveMQ Classic master/slave on a shared KahaDB: 5,000 persistent requests wait in the
+//! store, the bridge is a third of the way through them when the master is killed with -9; the
+//! slave takes the store's lock and opens its port, the bridge and the test's consumer move to
+//! it, every request is delivered, and what the bridge published twice is bounded as on a
+//! bridge restart. The old master, started again, waits as the new slave: the bridge stays.
+
+#[macro_use]
+mod common;
+
+use common::Broker;
+use common::bridge::{BridgeProcess, Names, config, free_port, proxied};
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+use stomp_agent_bridge::stomp::{AckMode, Client, Command, Event, Events, Frame, Subscription};
+
+/// `delivery.in_flight` of the tests' configuration: the most messages the bridge holds.
+const IN_FLIGHT: usize = 64;
+
+/// Runs `scripts/ha.sh ARGS`, failing the test if it fails.
+fn ha(args: &[&str]) {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/ha.sh");
+    let status = std::process::Command::new("bash").arg(script).args(args).status().expect("run ha.sh");
+    assert!(status.success(), "scripts/ha.sh {args:?} failed");
+}
+
+/// Stops the pair whatever the test's outcome.
+struct Pair(&'static str);
+
+impl Drop for Pair {
+    fn drop(&mut self) {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/ha.sh");
+        let _ = std::process::Command::new("bash").arg(script).args(["stop", self.0]).status();
+    }
+}
+
+fn url(port: u16) -> String {
+    format!("stomp://127.0.0.1:{port}")
+}
+
+/// A client of the test's own on the pair: it fails over as the bridge does.
+async fn client_on(broker: Broker, ports: [u16; 2]) -> (Client, Events) {
+    let mut config = broker.config_on(ports[0]);
+    config.urls = ports.iter().map(|p| url(*p).parse().unwrap()).collect();
+    Client::connect(config).await.expect("the live broker of the pair accepts")
+}
+
+/// `n` persistent Wise Agents requests (`msg <i>`) to `dest`, all confirmed by the broker.
+async fn send_persistent(client: &Client, dest: &str, n: usize) {
+    for i in 0..n {
+        let body = format!(
+            "!wiseagents.WiseAgentMessage\n_context_name: default\n_message: msg {i}\n_message_type: QUERY\n\
+             _route_response_to: null\n_sender: Producer\n_tool_id: null\n"
+        );
+        let frame =
+            Frame::new(Command::Send).with("destination", dest).with("persistent", "true").with_body(body);
+        match i + 1 == n {
+            // One connection, in order: the last receipt confirms every SEND before it.
+            true => client.send_confirmed(frame).await.expect("the broker confirms the last request"),
+            false => client.send(frame).await.expect("send a request"),
+        }
+    }
+}
+
+/// What reached the inbox: distinct texts, distinct broker message ids (a SEND the bridge
+/// made again gets a new one; a message the broker delivered again keeps its own), deliveries.
+#[derive(Default)]
+struct Tally {
+    texts: BTreeSet<String>,
+    ids: BTreeSet<String>,
+    deliveries: usize,
+}
+
+impl Tally {
+    fn count(&mut self, message: &stomp_agent_bridge::stomp::Message) -> bool {
+        self.deliveries += 1;
+        self.ids.insert(message.header("message-id").unwrap_or_default().to_owned());
+        let v: serde_json::Value = serde_json::from_slice(message.body()).unwrap();
+        self.texts.insert(v["payload"]["message"].as_str().unwrap().to_owned())
+    }
+}
+
+/// Reads the inbox until all `n` texts came, acknowledging each; `kill` runs once a third have
+/// come. Returns the tally and the gap from the kill to the first message the test's client
+/// read from the new live broker.
+async fn drain(
+    (client, inbox): &mut (Client, Events),
+    n: usize,
+    mut kill: impl FnMut(),
+) -> (Tally, Duration) {
+    let mut tally = Tally::default();
+    let mut killed: Option<Instant> = None;
+    let (mut moved, mut gap) = (false, None);
+    while tally.texts.len() < n {
+        let event = tokio::time::timeout(Duration::from_secs(120), inbox.recv())
+            .await
+            .expect("an event within two minutes")
+            .expect("the client runs");
+        let message = match event {
+            Event::Message(m) => m,
+            Event::Reconnected { .. } if killed.is_some() => {
+                moved = true;
+                continue;
+            }
+            _ => continue,
+        };
+        let _ = client.ack(&message.ack).await;
+        if moved && gap.is_none() {
+            gap = killed.map(|k| k.elapsed());
+        }
+        if tally.count(&message) && tally.texts.len() == n / 3 && killed.is_none() {
+            kill();
+            killed = Some(Instant::now());
+        }
+    }
+    (tally, gap.expect("a message came through the new live broker"))
+}
+
+/// What a failover under load left: the bridge (on the backup now), the test's inbox client,
+/// the names, the tally.
+struct AfterFailover {
+    bridge: BridgeProcess,
+    inbox: (Client, Events),
+    names: Names,
+    civ: String,
+    tally: Tally,
+}
+
+/// Starts the pair, puts `n` persistent requests in the live broker, starts the bridge on both
+/// addresses, kills the live broker with -9 a third of the way through, and reads the inbox
+/// until every request came; checks that the bridge says it is on the backup now.
+async fn kill_the_live_broker_under_load(broker: Broker, ports: [u16; 2], n: usize) -> AfterFailover {
+    ha(&["start", broker.name()]);
+    let names = Names::new(broker);
+    let civ = names.agent("Weather");
+    let http_port = free_port();
+    let mut config = config(broker, &names, vec![proxied(&civ, "civitas")], http_port);
+    config.broker.url = String::new();
+    config.broker.urls = ports.iter().map(|p| url(*p)).collect();
+
+    let (producer, _) = client_on(broker, ports).await;
+    send_persistent(&producer, &names.request(&civ), n).await;
+    let _ = producer.disconnect().await;
+    let mut inbox = client_on(broker, ports).await;
+    let sub = Subscription::new(names.dest(&format!("civitas.in.{civ}")), AckMode::ClientIndividual);
+    inbox.0.subscribe(sub).await.expect("subscribe to the inbox");
+    let mut bridge = BridgeProcess::start(&config, http_port, &names.uid);
+
+    let (tally, gap) = drain(&mut inbox, n, || ha(&["kill", broker.name(), "a"])).await;
+    bridge.wait_log("broker failover", 30);
+    bridge.wait_metric(|l| l == format!("bridge_broker_connected{{address=\"{}\"}} 1", url(ports[1])), 30);
+    bridge.wait_metric(|l| l == format!("bridge_broker_connected{{address=\"{}\"}} 0", url(ports[0])), 30);
+    bridge.wait_metric(|l| l == "bridge_ready 1", 30);
+    let (code, ready) = bridge.http_get("/readyz");
+    assert_eq!((code, ready.as_str()), (200, format!("ready\nbroker: {}\n", url(ports[1])).as_str()));
+    eprintln!(
+        "{}: kill -9 of the live broker after {} of {n}; first message through the backup {:.1} s after \
+         the kill; {} distinct delivered, {} SENDs made twice by the bridge, {} deliveries to the test",
+        broker.name(),
+        n / 3,
+        gap.as_secs_f64(),
+        tally.texts.len(),
+        tally.ids.len() - tally.texts.len(),
+        tally.deliveries
+    );
+    assert_eq!(tally.texts.len(), n, "every request delivered");
+    assert!(gap < Duration::from_secs(30), "the failover took {gap:?}");
+    AfterFailover { bridge, inbox, names, civ, tally }
+}
+
+/// Sends `n` more requests through whichever broker is live and waits for all of them.
+async fn more_requests_come_through(after: &mut AfterFailover, broker: Broker, ports: [u16; 2], n: usize) {
+    let (producer, _) = client_on(broker, ports).await;
+    send_persistent(&producer, &after.names.request(&after.civ), n).await;
+    let _ = producer.disconnect().await;
+    let mut more = Tally::default();
+    while more.texts.len() < n {
+        let m = common::next_message(&mut after.inbox.1, 60).await;
+        let _ = after.inbox.0.ack(&m.ack).await;
+        more.count(&m);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn activemq_master_slave_kill_9_under_load_the_bridge_follows_the_slave_and_loses_none() {
+    let ports = [61700, 61701];
+    let broker = Broker::ActiveMq;
+    let _pair = Pair("activemq");
+    let mut after = kill_the_live_broker_under_load(broker, ports, 5_000).await;
+    let republished = after.tally.ids.len() - after.tally.texts.len();
+    assert!(
+        republished <= IN_FLIGHT,
+        "{republished} published twice, more than the {IN_FLIGHT} the bridge may hold"
+    );
+
+    // The old master returns: it waits on the store's lock as the new slave, its port closed;
+    // the bridge stays where it is and keeps delivering.
+    ha(&["start1", "activemq", "a"]);
+    more_requests_come_through(&mut after, broker, ports, 100).await;
+    assert_eq!(
+        after.inbox.0.address().to_string(),
+        url(ports[1]),
+        "the test's client stayed on the new master"
+    );
+    let (_, ready) = after.bridge.http_get("/readyz");
+    assert!(ready.contains(&url(ports[1])), "the bridge stayed on the new master: {ready}");
+}
+
+/// Artemis on a shared store: the backup activates with the journal, the duplicate-detection
+/// ids included, so what the bridge published before the kill and publishes again after it is
+/// dropped: nothing is delivered twice. When the old live broker returns, the backup hands the
+/// store back (allow-failback) and closes: the bridge follows the live broker back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn artemis_shared_store_kill_9_under_load_the_bridge_follows_the_backup_and_repeats_nothing() {
+    let ports = [61710, 61711];
+    let broker = Broker::Artemis;
+    let _pair = Pair("artemis");
+    let mut after = kill_the_live_broker_under_load(broker, ports, 5_000).await;
+    assert_eq!(
+        after.tally.ids.len(),
+        after.tally.texts.len(),
+        "duplicate detection: no SEND delivered twice"
+    );
+
+    ha(&["start1", "artemis", "a"]);
+    let back = format!("bridge_broker_connected{{address=\"{}\"}} 1", url(ports[0]));
+    after.bridge.wait_metric(|l| l == back, 90);
+    after.bridge.wait_metric(|l| l == "bridge_ready 1", 30);
+    more_requests_come_through(&mut after, broker, ports, 100).await;
+    let (_, ready) = after.bridge.http_get("/readyz");
+    assert_eq!(ready, format!("ready\nbroker: {}\n", url(ports[0])), "the bridge followed the failback");
+}
