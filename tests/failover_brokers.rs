@@ -75,7 +75,10 @@ struct Tally {
 impl Tally {
     fn count(&mut self, message: &stomp_agent_bridge::stomp::Message) -> bool {
         self.deliveries += 1;
-        self.ids.insert(message.header("message-id").unwrap_or_default().to_owned());
+        // Artemis's is `<consumer>,<message>`, and the consumer part changes with every
+        // delivery (src/bridge/dedup.rs): the message part is the message's.
+        let id = message.header("message-id").unwrap_or_default();
+        self.ids.insert(id.rsplit_once(',').map_or(id, |(_, message)| message).to_owned());
         let v: serde_json::Value = serde_json::from_slice(message.body()).unwrap();
         self.texts.insert(v["payload"]["message"].as_str().unwrap().to_owned())
     }
