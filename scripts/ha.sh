@@ -9,6 +9,9 @@
 #     a, the live broker (primary, failover-on-shutdown), on $SAB_HA_ARTEMIS_PORT (61710); b,
 #     the backup (allow-failback), on the next port (their cluster link on these ports + 10), its acceptor closed until a dies; a started
 #     again takes its store back (failback).
+#   rabbitmq: two independent RabbitMQ nodes (no cluster: see docs/OPERATING.md), each with the
+#     STOMP plugin: a on $SAB_HA_RABBITMQ_PORT (61740, AMQP 5780), b on the next port (AMQP 5781);
+#     each has its own queues, so what waits in a dead node waits until it returns.
 # Usage: scripts/ha.sh start BROKER        both brokers, empty store; returns once a answers
 #        scripts/ha.sh kill BROKER a|b     kill -9 that broker's JVM (the failover under test)
 #        scripts/ha.sh start1 BROKER a|b   start that one broker again (the failback)
@@ -24,6 +27,7 @@ broker_state=${SAB_BROKER_STATE:-/var/lib/stomp-agent-bridge/brokers}
 art_version=${SAB_ARTEMIS_VERSION:-2.37.0}
 amq_port=${SAB_HA_ACTIVEMQ_PORT:-61700}
 art_port=${SAB_HA_ARTEMIS_PORT:-61710}
+rmq_port=${SAB_HA_RABBITMQ_PORT:-61740}
 log() { printf '[ha] %s\n' "$*" >&2; }
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
@@ -129,11 +133,51 @@ artemis_start() {
   log "Artemis a is live on $art_port; b is its backup"
 }
 
+rmq_port_of() { case $1 in a) echo "$rmq_port" ;; b) echo $((rmq_port + 1)) ;; *) log "no broker $1"; exit 2 ;; esac; }
+# The node's name is not on its command line: its pid file says which process it is.
+rabbitmq_pids() { local f=$state/$1/pid; [ -s "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && cat "$f" || true; }
+
+rabbitmq_one() { # a|b: starts that node, detached, on its own folders and ports
+  local name=$1 dir=$state/$1 port offset
+  port=$(rmq_port_of "$name")
+  offset=$((port - rmq_port))
+  mkdir -p "$dir/mnesia" "$dir/log"
+  printf 'listeners.tcp.1 = 127.0.0.1:%s\nstomp.listeners.tcp.1 = 127.0.0.1:%s\nloopback_users.guest = true\n' \
+    $((5780 + offset)) "$port" >"$dir/rabbitmq.conf"
+  printf '[rabbitmq_stomp].\n' >"$dir/enabled_plugins"
+  chown -R rabbitmq:rabbitmq "$state"
+  log "starting RabbitMQ node sab-ha-$name@localhost, STOMP on $port (log: $dir/log)"
+  (close_fds; exec env RABBITMQ_NODENAME="sab-ha-$name@localhost" RABBITMQ_NODE_PORT=$((5780 + offset)) \
+    RABBITMQ_DIST_PORT=$((25780 + offset)) RABBITMQ_CONFIG_FILE="$dir/rabbitmq.conf" \
+    RABBITMQ_ENABLED_PLUGINS_FILE="$dir/enabled_plugins" RABBITMQ_MNESIA_BASE="$dir/mnesia" \
+    RABBITMQ_LOG_BASE="$dir/log" RABBITMQ_PID_FILE="$dir/pid" rabbitmq-server -detached) >/dev/null 2>&1 </dev/null || true
+}
+
+rabbitmq_stop() {
+  local name pids
+  for name in a b; do
+    pids=$(rabbitmq_pids "$name")
+    [ -n "$pids" ] && kill -9 $pids 2>/dev/null || true
+  done
+  rm -rf "${state:?}"
+  log "RabbitMQ nodes stopped, $state removed"
+}
+
+rabbitmq_start() {
+  command -v rabbitmq-server >/dev/null || "$here/brokers.sh" start rabbitmq >/dev/null
+  rabbitmq_stop
+  rabbitmq_one a
+  rabbitmq_one b
+  wait_port "$rmq_port" 120 || { tail -n 40 "$state/a/log/"*.log >&2; exit 1; }
+  wait_port $((rmq_port + 1)) 120 || { tail -n 40 "$state/b/log/"*.log >&2; exit 1; }
+  log "RabbitMQ nodes a on $rmq_port and b on $((rmq_port + 1))"
+}
+
 cmd=${1:-}
 broker=${2:-}
 case $broker in
-  activemq | artemis) state=$ha_root/ha-$broker ;;
-  *) log "usage: $0 start|kill|start1|stop activemq|artemis [a|b]"; exit 2 ;;
+  activemq | artemis | rabbitmq) state=$ha_root/ha-$broker ;;
+  *) log "usage: $0 start|kill|start1|stop activemq|artemis|rabbitmq [a|b]"; exit 2 ;;
 esac
 case $cmd in
   start) "${broker}_start" ;;
@@ -145,5 +189,5 @@ case $cmd in
     ;;
   start1) "${broker}_one" "${3:?a or b}" ;;
   stop) "${broker}_stop" ;;
-  *) log "usage: $0 start|kill|start1|stop activemq|artemis [a|b]"; exit 2 ;;
+  *) log "usage: $0 start|kill|start1|stop activemq|artemis|rabbitmq [a|b]"; exit 2 ;;
 esac

@@ -234,3 +234,62 @@ async fn artemis_shared_store_kill_9_under_load_the_bridge_follows_the_backup_an
     let (_, ready) = after.bridge.http_get("/readyz");
     assert_eq!(ready, format!("ready\nbroker: {}\n", url(ports[0])), "the bridge followed the failback");
 }
+
+/// RabbitMQ as two independent nodes (not a cluster: docs/OPERATING.md says why): each has
+/// its own queues, so what waits in a node that dies waits until it returns. What the address
+/// list gives there: the node dies, the bridge moves to the other and traffic sent there flows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rabbitmq_two_independent_nodes_the_bridge_moves_to_the_node_that_answers() {
+    const N: usize = 500;
+    let ports = [61740, 61741];
+    let broker = Broker::RabbitMq;
+    let _pair = Pair("rabbitmq");
+    ha(&["start", "rabbitmq"]);
+    let names = Names::new(broker);
+    let civ = names.agent("Weather");
+    let http_port = free_port();
+    let mut config = config(broker, &names, vec![proxied(&civ, "civitas")], http_port);
+    config.broker.url = String::new();
+    config.broker.urls = ports.iter().map(|p| url(*p)).collect();
+    let mut inbox = client_on(broker, ports).await;
+    let sub = Subscription::new(names.dest(&format!("civitas.in.{civ}")), AckMode::ClientIndividual);
+    inbox.0.subscribe(sub).await.expect("subscribe to the inbox");
+    let mut bridge = BridgeProcess::start(&config, http_port, &names.uid);
+    let (producer, _) = client_on(broker, ports).await;
+    send_persistent(&producer, &names.request(&civ), N).await;
+    let _ = producer.disconnect().await;
+    let mut before = Tally::default();
+    while before.texts.len() < N {
+        let m = common::next_message(&mut inbox.1, 60).await;
+        let _ = inbox.0.ack(&m.ack).await;
+        before.count(&m);
+    }
+
+    ha(&["kill", "rabbitmq", "a"]);
+    let killed = Instant::now();
+    bridge.wait_log("broker failover", 60);
+    let (producer, _) = client_on(broker, ports).await;
+    assert_eq!(producer.address().to_string(), url(ports[1]));
+    send_persistent(&producer, &names.request(&civ), N).await;
+    let mut after = Tally::default();
+    let mut gap = None;
+    while after.texts.len() < N {
+        let m = common::next_message(&mut inbox.1, 60).await;
+        gap.get_or_insert_with(|| killed.elapsed());
+        let _ = inbox.0.ack(&m.ack).await;
+        after.count(&m);
+    }
+    assert_eq!(inbox.0.address().to_string(), url(ports[1]));
+    bridge.wait_metric(|l| l == format!("bridge_broker_connected{{address=\"{}\"}} 1", url(ports[1])), 30);
+    let (code, ready) = bridge.http_get("/readyz");
+    assert_eq!((code, ready.as_str()), (200, format!("ready\nbroker: {}\n", url(ports[1])).as_str()));
+    eprintln!(
+        "rabbitmq (two nodes): {N} delivered through a, a killed, {} delivered through b ({} deliveries); \
+         first message through b {:.1} s after the kill",
+        after.texts.len(),
+        after.deliveries,
+        gap.unwrap_or_default().as_secs_f64()
+    );
+    // RabbitMQ's message-id names the delivery, not the message: deliveries are counted instead.
+    assert_eq!(after.deliveries, N, "each delivered once: nothing was in flight at the kill");
+}
