@@ -212,7 +212,7 @@ async fn an_agent_named_by_a_glob_is_found_when_its_queue_appears(broker: Broker
     let request = json!({"_message": "hello", "_sender": names.agent("Asker"), "_context_name": "default"});
     let file = body_file(&names, "request.yaml", &wa_body(request));
     WiseAgent::run(broker, &names, &["send", &names.request(&agent), file.to_str().unwrap()]);
-    let line = bridge.wait_log("discovered and subscribed", 30);
+    let line = bridge.wait_log(r#""cause":"discovered""#, 30);
     assert!(line.contains(&names.request(&agent)), "{line}");
     let (asked, _) = next_json(&mut inbox).await;
     assert_eq!(asked["recipient"], agent.as_str());
