@@ -89,3 +89,7 @@ impl Backoff {
         half + half.mul_f64(fastrand::f64())
     }
 }
+
+#[cfg(test)]
+#[path = "config_tests.rs"]
+mod tests;
