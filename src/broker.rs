@@ -2,17 +2,25 @@
 //! client's settings from the configuration, and connecting with retries.
 
 use crate::config::Config;
-use crate::stomp::{Backoff, Client, ClientConfig, ConnectOptions, Events, SessionError, TlsOptions};
+use crate::stomp::{
+    Backoff, BrokerUrl, Client, ClientConfig, ConnectOptions, Events, SessionError, TlsOptions,
+};
 use crate::telemetry::Metrics;
+use crate::telemetry::broker::BrokerConnected;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::warn;
 
 /// The STOMP client settings for the configured broker.
 pub fn client_config(config: &Config) -> Result<ClientConfig, SessionError> {
     let b = &config.broker;
-    let url = b.url.parse()?;
-    let mut c = ClientConfig::new(url, b.login.clone(), b.passcode.clone());
+    let urls = b.addresses().into_iter().map(str::parse).collect::<Result<Vec<BrokerUrl>, _>>()?;
+    let first = urls.first().cloned().ok_or(SessionError::Url {
+        url: String::new(),
+        reason: "no broker address is configured (broker.url or broker.urls)",
+    })?;
+    let mut c = ClientConfig::new(first, b.login.clone(), b.passcode.clone());
+    c.urls = urls;
     c.connect = ConnectOptions {
         login: b.login.clone(),
         passcode: b.passcode.clone(),
@@ -35,9 +43,11 @@ pub fn client_config(config: &Config) -> Result<ClientConfig, SessionError> {
     Ok(c)
 }
 
-/// Connects, retrying with backoff until it works or shutdown is asked for.
+/// Connects, retrying with backoff until it works or shutdown is asked for; the connection's
+/// address is recorded under its role `link` (`consuming`, `publishing`, `tap`, `out`).
 pub async fn connect(
     client_config: &ClientConfig,
+    link: &'static str,
     metrics: &Metrics,
     shutdown: &CancellationToken,
 ) -> Option<(Client, Events)> {
@@ -45,11 +55,12 @@ pub async fn connect(
         match Client::connect(client_config.clone()).await {
             Ok(connected) => {
                 metrics.set_connected(true);
-                info!(broker = %client_config.url, "connected to the broker");
+                BrokerConnected { link, address: &connected.0.address().to_string() }.emit(&metrics.broker);
                 return Some(connected);
             }
             Err(e) => {
-                warn!(broker = %client_config.url, attempt, error = %e, "cannot connect to the broker; retrying")
+                let brokers = addresses(client_config);
+                warn!(brokers, attempt, error = %e, "cannot connect to the broker; retrying")
             }
         }
         tokio::select! {
@@ -58,4 +69,9 @@ pub async fn connect(
         }
     }
     None
+}
+
+/// The addresses as one log field: `stomp://a:61613, stomp://b:61613`.
+fn addresses(client_config: &ClientConfig) -> String {
+    client_config.urls.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }

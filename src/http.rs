@@ -49,12 +49,23 @@ async fn metrics_text(State(metrics): State<Arc<Metrics>>) -> Response {
 
 async fn readyz(State(metrics): State<Arc<Metrics>>) -> Response {
     match metrics.readiness() {
-        Ok(()) => (StatusCode::OK, [(header::CONTENT_TYPE, TEXT)], "ready\n".to_owned()).into_response(),
+        Ok(()) => (StatusCode::OK, [(header::CONTENT_TYPE, TEXT)], ready_text(&metrics)).into_response(),
         Err(why) => {
             (StatusCode::SERVICE_UNAVAILABLE, [(header::CONTENT_TYPE, TEXT)], format!("not ready: {why}\n"))
                 .into_response()
         }
     }
+}
+
+/// `ready`, then the broker address each connection is on (`broker: stomp://...`).
+fn ready_text(metrics: &Metrics) -> String {
+    let mut text = "ready\n".to_owned();
+    for address in metrics.broker.live() {
+        text.push_str("broker: ");
+        text.push_str(&address);
+        text.push('\n');
+    }
+    text
 }
 
 async fn config(State(metrics): State<Arc<Metrics>>) -> Response {

@@ -11,6 +11,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
+pub mod broker;
 pub mod heap;
 pub mod limit;
 pub mod mirror;
@@ -59,6 +60,8 @@ pub struct Metrics {
     pub reload: reload::ReloadMetrics,
     /// The Wise Agents registry's stage.
     pub registry: registry::RegistryMetrics,
+    /// The broker addresses the connections are on, and failovers.
+    pub broker: broker::BrokerMetrics,
     /// The log lines of events that can come in floods.
     logs: limit::LogLimits,
 }

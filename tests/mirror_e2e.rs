@@ -64,7 +64,8 @@ fn start_mirror_with(
     let bridge = mirror_bridge(broker, names, proxied, edit);
     bridge.wait_metric(|line| line == "bridge_mirror_ready 1", 30);
     bridge.wait_metric(|line| line == "bridge_mirror_tap_seen 1", 30);
-    assert_eq!(bridge.http_get("/readyz"), (200, "ready\n".to_owned()), "the probe came through");
+    let ready = format!("ready\nbroker: stomp://127.0.0.1:{}\n", broker.port());
+    assert_eq!(bridge.http_get("/readyz"), (200, ready), "the probe came through");
     bridge
 }
 
@@ -494,7 +495,8 @@ async fn rabbitmq_conversation_is_observed_and_the_mirror_keeps_up() {
     let blind = a_tap_that_shows_nothing_is_not_ready_and_says_the_fix(Broker::RabbitMq, |_| (), fix);
     let _firehose = Firehose::on();
     blind.wait_metric(|line| line == "bridge_mirror_tap_seen 1", 20);
-    assert_eq!(blind.http_get("/readyz"), (200, "ready\n".to_owned()), "ready once the firehose is on");
+    let ready = format!("ready\nbroker: stomp://127.0.0.1:{}\n", Broker::RabbitMq.port());
+    assert_eq!(blind.http_get("/readyz"), (200, ready), "ready once the firehose is on");
     assert!(blind.terminate(20).success());
     answers_pair_with_their_questions_first_in_first_out(Broker::RabbitMq).await;
     conversation_is_observed_in_every_format(Broker::RabbitMq).await;

@@ -237,7 +237,7 @@ async fn activemq_applies_a_selector_given_as_an_extra_subscribe_header() {
 
 async fn tls_with_the_generated_ca_reaches_the_ssl_connector_and_another_ca_is_refused(broker: Broker) {
     let mut config = broker.config();
-    config.url = format!("stomp+ssl://127.0.0.1:{}", broker.port() + 1).parse().unwrap();
+    config.urls = vec![format!("stomp+ssl://127.0.0.1:{}", broker.port() + 1).parse().unwrap()];
     config.tls = TlsOptions { ca_file: Some(common::test_ca()), ..Default::default() };
     let (client, mut events) = Client::connect(config.clone()).await.expect("TLS connect");
     let queue = unique_queue("tls");

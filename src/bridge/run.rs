@@ -84,11 +84,12 @@ async fn proxy(
     let split = mode == Settlement::Confirm;
     let base = client_config(&config).map_err(|e| BridgeError::Config(e.to_string()))?;
     let consuming_config = if split { consuming(base.clone()) } else { base.clone() };
-    let Some((client, events)) = connect(&consuming_config, &metrics, &shutdown).await else {
+    let Some((client, events)) = connect(&consuming_config, "consuming", &metrics, &shutdown).await else {
         return Ok(());
     };
     let (publisher, publishing) = if split {
-        let Some((publisher, events)) = connect(&publishing(base), &metrics, &shutdown).await else {
+        let Some((publisher, events)) = connect(&publishing(base), "publishing", &metrics, &shutdown).await
+        else {
             return Ok(());
         };
         (publisher, Some(events))

@@ -23,7 +23,7 @@ fn three_mistakes_in_three_tables_are_all_reported_in_the_order_of_the_file() {
     );
     assert_eq!(
         report("three", &text, &[]),
-        r#"error: broker.colour: unknown key, expected one of url, login, passcode, passcode_file, vhost, heartbeat_ms, ca_file, cert_file, key_file, reconnect_max_ms
+        r#"error: broker.colour: unknown key, expected one of url, urls, login, passcode, passcode_file, vhost, heartbeat_ms, ca_file, cert_file, key_file, reconnect_max_ms
  --> DIR/c.toml:3:1
   |
 3 | colour = "red"
@@ -76,13 +76,7 @@ fn missing_keys_point_at_their_table_and_a_misspelt_table_gets_a_suggestion() {
     let text = "[broker]\nlogin = \"a\"\n[[agents]]\nname = \"A\"\n[delivry]\nin_flight = 3\n";
     assert_eq!(
         report("missing", text, &[]),
-        r#"error: broker.url: missing: this key is required
- --> DIR/c.toml:1:1
-  |
-1 | [broker]
-  | ^^^^^^^^
-
-error: agents[0].protocol: missing: this key is required
+        r#"error: agents[0].protocol: missing: this key is required
  --> DIR/c.toml:3:1
   |
 3 | [[agents]]
@@ -95,7 +89,21 @@ error: delivry: unknown key, expected one of broker, wiseagents, protocols, agen
   |  ^^^^^^^
   = help: did you mean `delivery`?
 
-error: DIR/c.toml has 3 problems"#
+error: DIR/c.toml has 2 problems"#
+    );
+}
+
+/// With neither `broker.url` nor `broker.urls` the rule says so, at the `[broker]` table
+/// (a rule runs once the file decodes, so this comes after the decoding problems are fixed).
+#[test]
+fn a_broker_without_an_address_is_refused_at_its_table() {
+    let text = "[broker]\nlogin = \"a\"\n";
+    let report = report("no-address", text, &[]);
+    assert!(
+        report.starts_with(
+            "error: broker.url: missing: set broker.url, or broker.urls for a list\n --> DIR/c.toml:1:1"
+        ),
+        "{report}"
     );
 }
 

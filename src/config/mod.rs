@@ -49,8 +49,16 @@ pub struct Config {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BrokerConfig {
-    /// `stomp://host:port`, or `stomp+ssl://host:port` for TLS.
+    /// `stomp://host:port`, or `stomp+ssl://host:port` for TLS: a broker that runs alone.
+    /// Set this or `urls`, not both.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub url: String,
+    /// The addresses of a broker that fails over (a live/backup pair, a master/slave pair on
+    /// a shared store, a cluster's nodes), all `stomp://` or all `stomp+ssl://`: the first
+    /// that accepts is used, and on a lost connection the others are tried in order (the
+    /// next one first) with the reconnect backoff. Set this or `url`, not both.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub urls: Vec<String>,
     #[serde(default)]
     pub login: Option<String>,
     /// Never logged or shown. Prefer `passcode_file` or the environment variable
@@ -354,10 +362,19 @@ impl Config {
 }
 
 impl BrokerConfig {
+    /// The broker's addresses in the order tried: `urls`, or the one `url`.
+    pub fn addresses(&self) -> Vec<&str> {
+        match self.urls.is_empty() {
+            true => vec![self.url.as_str()],
+            false => self.urls.iter().map(String::as_str).collect(),
+        }
+    }
+
     /// The broker at `url`, without credentials.
     pub fn new(url: impl Into<String>) -> BrokerConfig {
         BrokerConfig {
             url: url.into(),
+            urls: Vec::new(),
             login: None,
             passcode: None,
             passcode_file: None,
@@ -507,7 +524,7 @@ fn locate(tree: &Node, key: &str, why: &str) -> Problem {
     if found < steps.len() {
         problem.note = Some("the key is not set in this table, so its default applies".into());
     }
-    problem.show_line = !(key.ends_with("passcode") || key == "broker.url" && with_credentials);
+    problem.show_line = !(key.ends_with("passcode") || key.starts_with("broker.url") && with_credentials);
     problem
 }
 

@@ -126,6 +126,35 @@ fn a_proxied_glob_that_would_take_the_mirror_probe_is_refused() {
     assert!(config.validate("x.toml").is_ok(), "the probe turned off");
 }
 
+#[test]
+fn a_list_of_broker_addresses_is_checked_address_by_address_and_as_a_whole() {
+    let mut config = Config::load(&example()).unwrap();
+    config.broker.url = String::new();
+    config.broker.urls = vec!["stomp://127.0.0.1:61700".into(), "stomp://127.0.0.1:61701".into()];
+    assert!(config.validate("x.toml").is_ok());
+    assert_eq!(config.broker.addresses(), ["stomp://127.0.0.1:61700", "stomp://127.0.0.1:61701"]);
+
+    let problems = |urls: &[&str], url: &str| {
+        let mut c = config.clone();
+        c.broker.urls = urls.iter().map(|u| (*u).to_owned()).collect();
+        c.broker.url = url.to_owned();
+        c.rules()
+    };
+    let mixed = problems(&["stomp://a:1", "stomp+ssl://b:2"], "");
+    assert_eq!(mixed.len(), 1, "{mixed:?}");
+    assert_eq!(mixed[0].0, "broker.urls");
+    assert!(mixed[0].1.contains("must not drop TLS"), "{mixed:?}");
+    let malformed = problems(&["stomp://a:1", "http://b:2", "stomp://a:1"], "");
+    let keys: Vec<&str> = malformed.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(keys, ["broker.urls[1]", "broker.urls[2]"], "{malformed:?}");
+    assert!(malformed[1].1.contains("listed twice"), "{malformed:?}");
+    let both = problems(&["stomp://a:1"], "stomp://a:1");
+    assert_eq!(both, [("broker.urls".to_owned(), "set broker.url or broker.urls, not both".to_owned())]);
+    let neither = problems(&[], "");
+    assert_eq!(neither[0].0, "broker.url", "{neither:?}");
+    assert!(problems(&["stomp://a:1@b:2"], "")[0].1.contains("credentials"), "a password is refused");
+}
+
 /// `text` read as a file is (no environment, nothing relative to the file).
 fn read_text(text: &str) -> Config {
     let (config, problems) = Config::read(text, &BTreeMap::new(), Path::new("x.toml"));
@@ -147,7 +176,9 @@ pub(super) fn everything() -> Config {
             cert_file: Some("tls/client.pem".into()),
             key_file: Some("tls/client.key".into()),
             reconnect_max_ms: 1000,
-            ..BrokerConfig::new("stomp+ssl://127.0.0.1:61614")
+            url: String::new(),
+            urls: vec!["stomp+ssl://127.0.0.1:61614".into(), "stomp+ssl://127.0.0.1:61714".into()],
+            ..BrokerConfig::new("")
         },
         wiseagents: every_wiseagents_key(),
         protocols: Frameworks {

@@ -6,6 +6,7 @@ use super::report::{At, ConfigError, Problem};
 use super::{Config, Discovery};
 use crate::envelope::codecs::Framework;
 use crate::names::{glob_matches, is_glob};
+use crate::stomp::BrokerUrl;
 
 impl Config {
     /// Checks what types alone cannot; every problem is reported, not just the first.
@@ -22,9 +23,7 @@ impl Config {
     pub(super) fn rules(&self) -> Vec<(String, String)> {
         let mut problems = Vec::new();
         let mut bad = |key: &str, why: String| problems.push((key.to_owned(), why));
-        if let Err(e) = self.broker.url.parse::<crate::stomp::BrokerUrl>() {
-            bad("broker.url", e.to_string());
-        }
+        self.validate_addresses(&mut bad);
         if self.broker.cert_file.is_some() != self.broker.key_file.is_some() {
             bad("broker.cert_file", "a client certificate needs both cert_file and key_file".into());
         }
@@ -46,6 +45,40 @@ impl Config {
             bad("log.format", format!("{:?} is not auto, json or text", self.log.format));
         }
         problems
+    }
+
+    /// `broker.url` or `broker.urls`: one of them, each address well formed, a list neither
+    /// repeated nor mixed (a failover from `stomp+ssl://` to `stomp://` would drop TLS).
+    fn validate_addresses(&self, bad: &mut impl FnMut(&str, String)) {
+        let b = &self.broker;
+        match (b.url.is_empty(), b.urls.is_empty()) {
+            (true, true) => {
+                return bad("broker.url", "missing: set broker.url, or broker.urls for a list".into());
+            }
+            (false, false) => return bad("broker.urls", "set broker.url or broker.urls, not both".into()),
+            (false, true) => {
+                if let Err(e) = b.url.parse::<BrokerUrl>() {
+                    bad("broker.url", e.to_string());
+                }
+                return;
+            }
+            (true, false) => {}
+        }
+        let mut parsed: Vec<BrokerUrl> = Vec::new();
+        for (i, text) in b.urls.iter().enumerate() {
+            match text.parse::<BrokerUrl>() {
+                Err(e) => bad(&format!("broker.urls[{i}]"), e.to_string()),
+                Ok(url) if parsed.contains(&url) => {
+                    bad(&format!("broker.urls[{i}]"), format!("{url} is listed twice"))
+                }
+                Ok(url) => parsed.push(url),
+            }
+        }
+        let scheme = |u: &BrokerUrl| (u.tls, u.memory);
+        if parsed.windows(2).any(|w| scheme(&w[0]) != scheme(&w[1])) {
+            let why = "mixes schemes: every address must be stomp:// or every one stomp+ssl:// (a failover must not drop TLS)";
+            bad("broker.urls", why.into());
+        }
     }
 
     /// The `[wiseagents]` names: prefixes, the reply agent, contexts.

@@ -12,6 +12,7 @@ use crate::config::mirror::MirrorConfig;
 use crate::config::{Config, codecs};
 use crate::stomp::{Client, Event, Events, Item};
 use crate::telemetry::Metrics;
+use crate::telemetry::broker::BrokerConnected;
 use crate::telemetry::mirror::{self as telemetry, Copied, Dropped, MirrorMetrics, TapState, Undecodable};
 use bytes::Bytes;
 use std::sync::Arc;
@@ -32,8 +33,10 @@ pub async fn run(
     shutdown: CancellationToken,
 ) -> Result<(), MirrorError> {
     let client = client_config(&config).map_err(|e| MirrorError::Config(e.to_string()))?;
-    let Some((tap_client, events)) = connect(&client, &metrics, &shutdown).await else { return Ok(()) };
-    let Some((out, _)) = connect(&client, &metrics, &shutdown).await else { return Ok(()) };
+    let Some((tap_client, events)) = connect(&client, "tap", &metrics, &shutdown).await else {
+        return Ok(());
+    };
+    let Some((out, _)) = connect(&client, "out", &metrics, &shutdown).await else { return Ok(()) };
     let wa = &config.wiseagents;
     let tap = Tap::new(&mirror, &wa.request_prefix, &wa.response_prefix);
     let mut subscriptions = Vec::new();
@@ -96,12 +99,14 @@ async fn read(
         };
         let message = match event {
             Some(Event::Message(m)) => m,
-            Some(Event::Reconnected { .. }) => {
+            Some(Event::Reconnected { url, .. }) => {
+                BrokerConnected { link: "tap", address: &url.to_string() }.emit(&metrics.broker);
                 info!("mirror: tap reconnected (copies sent meanwhile are not seen)");
                 let _ = signals.try_send(Signal::Again);
                 continue;
             }
             Some(Event::ConnectionLost(e) | Event::ReconnectFailed(e)) => {
+                metrics.broker.lost("tap");
                 warn!(error = %e, "mirror: the tap's connection is down; reconnecting");
                 continue;
             }

@@ -4,10 +4,10 @@
 
 use super::frame::Frame;
 use super::session::{AckRef, BrokerError, Message, Session, SessionError, Subscription};
-use super::transport;
+use super::transport::{self, BrokerUrl};
 use std::collections::VecDeque;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::timeout;
@@ -27,8 +27,9 @@ pub enum Event {
     ConnectionLost(SessionError),
     /// A reconnect attempt failed (bad credentials surface here too); another follows.
     ReconnectFailed(SessionError),
-    /// Connected again, every subscription restored; acks for older messages now fail.
-    Reconnected { epoch: u64 },
+    /// Connected again, every subscription restored; acks for older messages now fail. `url`
+    /// is the address that accepted (another of [`ClientConfig::urls`] after a failover).
+    Reconnected { epoch: u64, url: BrokerUrl },
     /// The broker sent an ERROR frame (it closes the connection after it).
     BrokerError(BrokerError),
 }
@@ -103,14 +104,19 @@ pub struct Client {
     server: Option<Arc<str>>,
     /// Whether the current connection's broker promised heart-beats (see [`Client::watched`]).
     watched: Arc<AtomicBool>,
+    /// The address of the current (or last) connection.
+    address: Arc<Mutex<BrokerUrl>>,
 }
 
 impl Client {
-    /// Connects once (an error here is final: bad address, refused login, TLS failure) and
+    /// Connects to the first of the addresses that accepts (trying each once; the error of
+    /// the last is returned when none does: bad address, refused login, TLS failure) and
     /// starts the event loop, which from then on reconnects by itself.
     pub async fn connect(config: ClientConfig) -> Result<(Client, Events), SessionError> {
-        let tls = config.url.tls.then(|| transport::tls_connector(&config.tls)).transpose()?;
-        let conn = Connection::open(&config, tls.as_ref()).await?;
+        let tls =
+            config.urls.iter().any(|u| u.tls).then(|| transport::tls_connector(&config.tls)).transpose()?;
+        let (current, conn) = Connection::open_first(&config, tls.as_ref()).await?;
+        let address = Arc::new(Mutex::new(config.urls[current].clone()));
         let (req_tx, req_rx) = mpsc::channel(256);
         let (ev_tx, ev_rx) = mpsc::channel(config.event_capacity.max(1));
         let watched = Arc::new(AtomicBool::new(conn.negotiated.read_timeout().is_some()));
@@ -120,10 +126,13 @@ impl Client {
             receipt_timeout: config.receipt_timeout,
             server: conn.negotiated.server.as_deref().map(Arc::from),
             watched: watched.clone(),
+            address: address.clone(),
         };
         let event_loop = EventLoop {
             config,
             tls,
+            current,
+            address,
             session: Session::default(),
             requests: req_rx,
             events: ev_tx,
@@ -225,6 +234,11 @@ impl Client {
     /// not confirmed yet (one that holds a producer back, say), not a dead one.
     pub fn watched(&self) -> bool {
         self.watched.load(Ordering::Relaxed)
+    }
+
+    /// The address of the current connection (of the last one while reconnecting).
+    pub fn address(&self) -> BrokerUrl {
+        self.address.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// The `server` header of the first CONNECTED (`ActiveMQ/5.17.2`, `RabbitMQ/3.10.8`).

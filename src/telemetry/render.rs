@@ -14,6 +14,7 @@ impl Metrics {
         let mut out = String::new();
         self.render_messages(&mut out);
         self.render_dead_letters(&mut out);
+        self.broker.render(&mut out);
         for (name, help, kind, value) in self.scalars() {
             let _ = write!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n");
         }

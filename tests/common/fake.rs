@@ -253,7 +253,8 @@ pub fn config(name: &str, config: &Config) -> Config {
 }
 
 /// The bridge running in-process on `config`: its metrics, its shutdown, its task.
-fn run_bridge(config: Config) -> (Arc<Metrics>, CancellationToken, tokio::task::JoinHandle<()>) {
+#[allow(dead_code)]
+pub fn run_bridge(config: Config) -> (Arc<Metrics>, CancellationToken, tokio::task::JoinHandle<()>) {
     let metrics = Arc::new(Metrics::default());
     let shutdown = CancellationToken::new();
     let (m, s) = (metrics.clone(), shutdown.clone());

@@ -10,6 +10,7 @@ use super::settle::{Attempts, Failure, Finished, Settlement, Settler, next_batch
 use crate::config::DeliveryConfig;
 use crate::envelope::Clock;
 use crate::stomp::{AckRef, Client, Event, Events, Message};
+use crate::telemetry::broker::BrokerConnected;
 use crate::telemetry::{
     Acknowledgement, BatchFailed, ChunkTaken, DeadLettered, Delivered, Disconnected, LateReply, Metrics,
     Reconnected, ReplyTimedOut, Unsettled,
@@ -525,7 +526,7 @@ impl Engine {
     }
 
     fn on_consuming_event(&mut self, event: Event) {
-        if let Event::Reconnected { epoch } = event {
+        if let Event::Reconnected { epoch, .. } = event {
             self.new_epoch(epoch);
         }
         self.on_connection_event(event, Link::Consuming);
@@ -542,10 +543,12 @@ impl Engine {
         match event {
             Event::ConnectionLost(e) => {
                 self.links = self.links.lost(link);
+                self.metrics.broker.lost(which);
                 Disconnected { reason: &format!("{which} connection: {e}") }.emit(&self.metrics)
             }
-            Event::Reconnected { .. } => {
+            Event::Reconnected { url, .. } => {
                 self.links = self.links.back(link);
+                BrokerConnected { link: which, address: &url.to_string() }.emit(&self.metrics.broker);
                 if self.links == Links::Up {
                     Reconnected.emit(&self.metrics);
                 } else {

@@ -10,7 +10,10 @@ use std::time::Duration;
 /// Everything the client needs to reach and talk to a broker.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
-    pub url: BrokerUrl,
+    /// The broker's addresses, tried in order: the first that accepts is used, and when its
+    /// connection is lost the others are tried in turn from the one after it (a live/backup
+    /// pair, a cluster's nodes). One address for a broker that runs alone.
+    pub urls: Vec<BrokerUrl>,
     pub connect: ConnectOptions,
     pub tls: TlsOptions,
     pub limits: Limits,
@@ -29,10 +32,11 @@ pub struct ClientConfig {
 }
 
 impl ClientConfig {
-    /// Defaults for everything but the address and credentials.
+    /// Defaults for everything but the address and credentials (see [`ClientConfig::urls`]
+    /// for a list).
     pub fn new(url: BrokerUrl, login: Option<String>, passcode: Option<Secret>) -> Self {
         ClientConfig {
-            url,
+            urls: vec![url],
             connect: ConnectOptions {
                 login,
                 passcode,
@@ -47,6 +51,18 @@ impl ClientConfig {
             event_capacity: 1024,
             max_buffered: 64,
         }
+    }
+}
+
+impl ClientConfig {
+    /// Reconnect attempt `attempt` (0-based) after losing the address at index `lost`: the
+    /// address it tries (the next in the list, wrapping round) and the backoff step it waits
+    /// for first (one step per round of the list, so that every address is tried once before
+    /// the wait grows; with one address, the step is the attempt).
+    pub fn reconnect_target(&self, lost: usize, attempt: u32) -> (usize, u32) {
+        let n = self.urls.len().max(1);
+        let index = (lost + 1 + attempt as usize) % n;
+        (index, attempt / u32::try_from(n).unwrap_or(u32::MAX))
     }
 }
 
@@ -73,3 +89,7 @@ impl Backoff {
         half + half.mul_f64(fastrand::f64())
     }
 }
+
+#[cfg(test)]
+#[path = "config_tests.rs"]
+mod tests;

@@ -6,11 +6,11 @@ use super::{AwaitedReceipt, ClientConfig, Event, Item, Reply, Request};
 use crate::stomp::codec::{FrameError, Heartbeat, StompCodec, Wire};
 use crate::stomp::frame::{Command, Frame};
 use crate::stomp::session::{self, Inbound, Negotiated, Session, SessionError};
-use crate::stomp::transport::{self, Io};
+use crate::stomp::transport::{self, BrokerUrl, Io};
 use futures_util::{SinkExt, StreamExt};
 use std::collections::VecDeque;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, MissedTickBehavior, interval, sleep, sleep_until, timeout};
@@ -25,11 +25,31 @@ pub(super) struct Connection {
 }
 
 impl Connection {
-    pub(super) async fn open(
+    /// Connects to the first address that accepts, each tried once in order: its index and
+    /// the connection, or the last address's error.
+    pub(super) async fn open_first(
         config: &ClientConfig,
         tls: Option<&TlsConnector>,
+    ) -> Result<(usize, Connection), SessionError> {
+        let mut last = SessionError::Url { url: String::new(), reason: "no broker address is configured" };
+        for (index, url) in config.urls.iter().enumerate() {
+            match Self::open(config, url, tls).await {
+                Ok(conn) => return Ok((index, conn)),
+                Err(e) => {
+                    debug!(broker = %url, error = %e, "this address does not accept; trying the next");
+                    last = e;
+                }
+            }
+        }
+        Err(last)
+    }
+
+    pub(super) async fn open(
+        config: &ClientConfig,
+        url: &BrokerUrl,
+        tls: Option<&TlsConnector>,
     ) -> Result<Connection, SessionError> {
-        timeout(config.connect_timeout, Self::handshake(config, tls))
+        timeout(config.connect_timeout, Self::handshake(config, url, tls))
             .await
             .map_err(|_| SessionError::ConnectTimeout(config.connect_timeout))?
             .map_err(|e| transport::refused_handshake(e, &config.tls))
@@ -37,9 +57,10 @@ impl Connection {
 
     async fn handshake(
         config: &ClientConfig,
+        url: &BrokerUrl,
         tls: Option<&TlsConnector>,
     ) -> Result<Connection, SessionError> {
-        let stream = transport::open(&config.url, tls).await?;
+        let stream = transport::open(url, tls).await?;
         let mut framed = Framed::new(stream, StompCodec::new(config.limits));
         framed.send(session::connect_frame(&config.connect)).await?;
         loop {
@@ -75,6 +96,10 @@ enum End {
 pub(super) struct EventLoop {
     pub(super) config: ClientConfig,
     pub(super) tls: Option<TlsConnector>,
+    /// The index in `config.urls` of the current (or last) connection's address.
+    pub(super) current: usize,
+    /// That address, for the client's handles.
+    pub(super) address: Arc<Mutex<BrokerUrl>>,
     pub(super) session: Session,
     pub(super) requests: mpsc::Receiver<Request>,
     pub(super) events: mpsc::Sender<Event>,
@@ -83,16 +108,21 @@ pub(super) struct EventLoop {
 }
 
 impl EventLoop {
+    /// The current (or last) connection's address.
+    fn url(&self) -> &BrokerUrl {
+        &self.config.urls[self.current]
+    }
+
     pub(super) async fn run(mut self, mut conn: Connection) {
         self.session.connected(&conn.negotiated);
         let server = conn.negotiated.server.as_deref().unwrap_or("(not said)");
-        info!(broker = %self.config.url, server, "STOMP connected");
+        info!(broker = %self.url(), server, "STOMP connected");
         loop {
             let err = match self.serve(&mut conn).await {
                 End::Shutdown => return,
                 End::Lost(err) => err,
             };
-            warn!(broker = %self.config.url, error = %err, "STOMP connection lost; reconnecting");
+            warn!(broker = %self.url(), error = %err, "STOMP connection lost; reconnecting");
             // Closed now, not when the next connection replaces it: the broker rolls back what
             // was open on it and redelivers its unacknowledged messages at once.
             drop(conn);
@@ -181,7 +211,7 @@ impl EventLoop {
             Some(Ok(Wire::Frame(frame))) => match self.session.on_frame(frame) {
                 Inbound::Deliver(message) => self.pending.push_back(Event::Message(message)),
                 Inbound::Error(error) => {
-                    warn!(broker = %self.config.url, error = %error, "broker sent ERROR");
+                    warn!(broker = %self.url(), error = %error, "broker sent ERROR");
                     self.pending.push_back(Event::BrokerError(error.clone()));
                     return Err(SessionError::Broker(error));
                 }
@@ -323,15 +353,17 @@ impl EventLoop {
             _ = sleep(self.config.receipt_timeout) => debug!("no RECEIPT for DISCONNECT; closing anyway"),
         }
         self.session.disconnected(&SessionError::Shutdown);
-        info!(broker = %self.config.url, "STOMP disconnected");
+        info!(broker = %self.url(), "STOMP disconnected");
     }
 
     /// Reconnects with backoff. While waiting, requests fail with `NotConnected`; `None`
     /// when the client is shut down meanwhile.
     async fn reconnect(&mut self) -> Option<Connection> {
+        let lost = self.current;
         for attempt in 0u32.. {
             let events = self.events.clone();
-            let wait = sleep(self.config.backoff.delay(attempt));
+            let (target, step) = self.config.reconnect_target(lost, attempt);
+            let wait = sleep(self.config.backoff.delay(step));
             tokio::pin!(wait);
             loop {
                 let step = tokio::select! {
@@ -345,10 +377,11 @@ impl EventLoop {
                     _ => {}
                 }
             }
-            match self.restore().await {
+            match self.restore(target).await {
                 Ok(conn) => return Some(conn),
                 Err(err) => {
-                    warn!(broker = %self.config.url, attempt, error = %err, "reconnect failed");
+                    let url = &self.config.urls[target];
+                    warn!(broker = %url, attempt, error = %err, "reconnect failed");
                     self.pending.push_back(Event::ReconnectFailed(err));
                 }
             }
@@ -378,16 +411,22 @@ impl EventLoop {
         Some(())
     }
 
-    /// Opens a new connection and restores the subscriptions on it, then tells the consumer.
-    async fn restore(&mut self) -> Result<Connection, SessionError> {
-        let mut conn = Connection::open(&self.config, self.tls.as_ref()).await?;
+    /// Opens a new connection to the address at `target` and restores the subscriptions on
+    /// it, then tells the consumer.
+    async fn restore(&mut self, target: usize) -> Result<Connection, SessionError> {
+        let url = &self.config.urls[target];
+        let mut conn = Connection::open(&self.config, url, self.tls.as_ref()).await?;
         for frame in self.session.resubscribe_frames() {
             conn.framed.feed(frame).await?;
         }
         flush(&mut conn.framed).await?;
         let epoch = self.session.connected(&conn.negotiated);
-        info!(broker = %self.config.url, epoch, "STOMP reconnected; subscriptions restored");
-        self.pending.push_back(Event::Reconnected { epoch });
+        let failover = target != self.current;
+        self.current = target;
+        let url = self.url().clone();
+        *self.address.lock().unwrap_or_else(|e| e.into_inner()) = url.clone();
+        info!(broker = %url, epoch, failover, "STOMP reconnected; subscriptions restored");
+        self.pending.push_back(Event::Reconnected { epoch, url });
         Ok(conn)
     }
 }

@@ -1,0 +1,22 @@
+use super::*;
+
+fn config_with(n: usize) -> ClientConfig {
+    let url = |i: usize| format!("stomp://127.0.0.1:{}", 61700 + i).parse().unwrap();
+    let mut config = ClientConfig::new(url(0), None, None);
+    config.urls = (0..n).map(url).collect();
+    config
+}
+
+#[test]
+fn after_a_loss_the_next_address_comes_first_then_the_others_in_order_wrapping_round() {
+    let three = config_with(3);
+    let walk: Vec<(usize, u32)> = (0..7).map(|attempt| three.reconnect_target(1, attempt)).collect();
+    assert_eq!(walk, [(2, 0), (0, 0), (1, 0), (2, 1), (0, 1), (1, 1), (2, 2)]);
+}
+
+#[test]
+fn with_one_address_every_attempt_is_a_backoff_step_as_before() {
+    let one = config_with(1);
+    let walk: Vec<(usize, u32)> = (0..4).map(|attempt| one.reconnect_target(0, attempt)).collect();
+    assert_eq!(walk, [(0, 0), (0, 1), (0, 2), (0, 3)]);
+}
