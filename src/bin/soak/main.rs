@@ -37,7 +37,9 @@ use stomp_agent_bridge::envelope::Intent;
 use stomp_agent_bridge::envelope::civitas::Encoding;
 use stomp_agent_bridge::envelope::codecs::Framework;
 use stomp_agent_bridge::envelope::wiseagents::WiseMessage;
-use stomp_agent_bridge::stomp::{AckMode, Client, Command, Event, Events, Frame, Message, Subscription};
+use stomp_agent_bridge::stomp::{
+    AckMode, Backoff, Client, Command, Event, Events, Frame, Message, Subscription,
+};
 use support::bodies::{self, Civitas};
 use support::{BridgeProcess, Broker};
 
@@ -122,8 +124,17 @@ fn is_answer(body: &[u8]) -> bool {
     body.windows(12).any(|w| w == b"answer:soak-")
 }
 
+/// The soak's own connections. They come back within a second of a broker restart (the soak
+/// restarts the broker itself), so that traffic resumes at once: with the client's default
+/// backoff, up to 30 s, a broker back after 12 s on a busy machine had the producer wait 20 s
+/// more, and a two-minute run sent nothing after its last restart.
 async fn connect() -> (Client, Events) {
-    broker().connect(|c| c.receipt_timeout = Duration::from_secs(10)).await
+    broker()
+        .connect(|c| {
+            c.receipt_timeout = Duration::from_secs(10);
+            c.backoff = Backoff { initial: Duration::from_millis(100), max: Duration::from_secs(1) };
+        })
+        .await
 }
 
 /// Sends until the broker confirms; a refused or lost connection is waited out.
@@ -217,8 +228,35 @@ async fn produce(ledger: Shared, rate: f64, run_for: Duration) -> u64 {
     n
 }
 
+/// Messages each of the soak's subscriptions may hold unacknowledged.
+const PREFETCH: usize = 64;
+
+/// Client acknowledgement with a prefetch of [`PREFETCH`] messages on every broker. Artemis
+/// reads `activemq.prefetchSize` as a window in bytes (and then lets one message through at a
+/// time, src/bridge/run.rs), so its `consumer-window-size` gives it room for as many messages
+/// of up to 2 KiB.
 fn subscribe(dest: &str) -> Subscription {
-    Subscription::new(dest, AckMode::ClientIndividual).with("activemq.prefetchSize", "64")
+    Subscription::new(dest, AckMode::ClientIndividual)
+        .with("activemq.prefetchSize", PREFETCH.to_string())
+        .with("consumer-window-size", (PREFETCH * 2048).to_string())
+}
+
+/// The token of a message the soak consumed, or, for a message it cannot attribute (no token
+/// in its body), what the run reports of it: a stranger fails the run. Either way the
+/// message is acknowledged: left unacknowledged it held its subscription's window, and on
+/// Artemis every dead letter after it went unread (issue 27).
+fn attribute(m: &Message) -> Result<String, String> {
+    token(m.body()).ok_or_else(|| {
+        let header = |name: &str| m.header(name).unwrap_or("-").to_owned();
+        format!(
+            "a message on {} the soak did not send (no token): bridge-error-kind {}, bridge-source {}, bridge-error {}, body {:.120}",
+            m.destination,
+            header("bridge-error-kind"),
+            header("bridge-source"),
+            header("bridge-error"),
+            String::from_utf8_lossy(m.body())
+        )
+    })
 }
 
 /// The Civitas, VOX and PenguiFlow agents: answer each ask the way the framework does; record
@@ -232,7 +270,14 @@ async fn native_agents(ledger: Shared) {
     client.subscribe(subscribe(&format!("/queue/soak.penguiflow.{PF}"))).await.expect("subscribe");
     while let Some(event) = events.recv().await {
         let Event::Message(m) = event else { continue };
-        let Some(t) = token(m.body()) else { continue };
+        let t = match attribute(&m) {
+            Ok(t) => t,
+            Err(stranger) => {
+                ledger.lock().expect("ledger").strangers.push(stranger);
+                let _ = client.ack(&m.ack).await;
+                continue;
+            }
+        };
         if is_answer(m.body()) {
             count(&mut ledger.lock().expect("ledger").answered, &t);
         } else {
@@ -317,7 +362,14 @@ async fn wise_agents(ledger: Shared) {
     }
     while let Some(event) = events.recv().await {
         let Event::Message(m) = event else { continue };
-        let Some(t) = token(m.body()) else { continue };
+        let t = match attribute(&m) {
+            Ok(t) => t,
+            Err(stranger) => {
+                ledger.lock().expect("ledger").strangers.push(stranger);
+                let _ = client.ack(&m.ack).await;
+                continue;
+            }
+        };
         if m.destination == DEAD {
             let kind = m.header("bridge-error-kind").unwrap_or("").to_owned();
             ledger.lock().expect("ledger").dead.entry(t).or_default().push(kind);
@@ -488,3 +540,7 @@ async fn main() {
     let _ = std::fs::remove_dir_all(&dir);
     std::process::exit(i32::from(failed));
 }
+
+#[cfg(test)]
+#[path = "main_tests.rs"]
+mod tests;

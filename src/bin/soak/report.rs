@@ -22,7 +22,8 @@ pub struct Ledger {
     pub answered: HashMap<String, u32>,
     /// Dead letters: token → the bridge's error kinds.
     pub dead: HashMap<String, Vec<String>>,
-    /// Tokens met that were never sent (must stay empty).
+    /// Messages the soak cannot account for: tokens it never sent, messages with no token
+    /// (must stay empty).
     pub strangers: Vec<String>,
 }
 
@@ -135,10 +136,10 @@ pub fn report(l: &Ledger, produced: u64, lives: &[Life], took: Duration) -> bool
         wrongly_dead.len(),
         wrongly_dead.iter().take(10).collect::<Vec<_>>()
     );
-    println!(
-        "  dead letters without a reason: {no_reason}; strangers: {:?}",
-        l.strangers.iter().take(10).collect::<Vec<_>>()
-    );
+    println!("  dead letters without a reason: {no_reason}; strangers: {}", l.strangers.len());
+    for stranger in l.strangers.iter().take(10) {
+        println!("    {stranger}");
+    }
     let (mut fd_grew, mut heap_grew) = (false, false);
     for life in lives {
         let (fd, heap) = report_life(life);
@@ -151,7 +152,8 @@ pub fn report(l: &Ledger, produced: u64, lives: &[Life], took: Duration) -> bool
             "delivered": l.delivered.len(), "answered": l.answered.len(),
             "duplicate_deliveries": dup(&l.delivered), "duplicate_answers": dup(&l.answered),
             "dead_lettered": l.dead.len(), "dead_letter_kinds": kinds, "unaccounted": open.len(),
-            "wrongly_dead_lettered": wrongly_dead.len(), "fd_growth": fd_grew, "heap_growth": heap_grew})
+            "wrongly_dead_lettered": wrongly_dead.len(), "strangers": l.strangers.len(),
+            "fd_growth": fd_grew, "heap_growth": heap_grew})
     );
     !open.is_empty()
         || !wrongly_dead.is_empty()
