@@ -365,7 +365,16 @@ async fn wise_agents(ledger: Shared) {
         let t = match attribute(&m) {
             Ok(t) => t,
             Err(stranger) => {
-                ledger.lock().expect("ledger").strangers.push(stranger);
+                {
+                    let mut l = ledger.lock().expect("ledger");
+                    match cut_stream(&m) {
+                        Some(t) => {
+                            count(&mut l.answered, &t);
+                            l.cut_streams.insert(t);
+                        }
+                        None => l.strangers.push(stranger),
+                    }
+                }
                 let _ = client.ack(&m.ack).await;
                 continue;
             }
@@ -397,6 +406,21 @@ async fn wise_agents(ledger: Shared) {
         }
         let _ = client.ack(&m.ack).await;
     }
+}
+
+/// The ask whose streamed answer a `kill -9` cut, if `m` is the error answer the bridge then
+/// gives its asker (docs/OPERATING.md, "A crash mid-stream gives the asker its error answer"):
+/// the chunks the killed bridge had taken in are lost with it, the next one never sees the
+/// stream whole. It names the ask by the `_tool_id` it echoes (`call_<n>`), not by a token.
+fn cut_stream(m: &Message) -> Option<String> {
+    if !m.destination.starts_with("/queue/response/") {
+        return None;
+    }
+    let answer = WiseMessage::parse(m.body()).ok()?;
+    let cut = answer.message_type == Some(Intent::CannotAnswer)
+        && answer.message.starts_with("the streamed answer could not be delivered");
+    let n: u64 = answer.tool_id?.strip_prefix("call_")?.parse().ok()?;
+    cut.then(|| format!("soak-ok-{n}"))
 }
 
 fn bridge_config(dir: &std::path::Path, http_port: u16) -> PathBuf {

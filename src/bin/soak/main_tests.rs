@@ -47,3 +47,35 @@ fn every_subscription_gives_artemis_a_window_of_many_messages_not_64_bytes() {
     assert!(header("consumer-window-size").is_some_and(|bytes| bytes >= PREFETCH * 1024));
     assert_eq!(sub.ack, AckMode::ClientIndividual, "each message acknowledged once accounted for");
 }
+
+#[test]
+fn the_error_answer_of_a_stream_cut_by_a_kill_answers_its_ask_and_nothing_else_does() {
+    let answer = |text: &str, kind: Intent, tool: Option<&str>| {
+        let body = WiseMessage {
+            message: text.into(),
+            message_type: Some(kind),
+            sender: Some(CIV.into()),
+            tool_id: tool.map(str::to_owned),
+            route_response_to: None,
+            context_name: Some("default".into()),
+            extra: vec![],
+        }
+        .to_yaml();
+        let mut m = dead_letter("", "-");
+        m.destination = format!("/queue/response/{CALLER}");
+        m.frame.body = body.into_bytes().into();
+        m
+    };
+    let cut = "the streamed answer could not be delivered: stream civitas:sab1:…: incomplete after 30s";
+    assert_eq!(
+        cut_stream(&answer(cut, Intent::CannotAnswer, Some("call_5750"))).as_deref(),
+        Some("soak-ok-5750")
+    );
+    assert_eq!(cut_stream(&answer(cut, Intent::CannotAnswer, None)), None, "no ask named");
+    assert_eq!(
+        cut_stream(&answer("no such agent", Intent::CannotAnswer, Some("call_1"))),
+        None,
+        "another error"
+    );
+    assert_eq!(cut_stream(&answer(cut, Intent::Response, Some("call_1"))), None, "not an error answer");
+}

@@ -3,7 +3,7 @@
 
 use crate::support::{BridgeProcess, ProcStats, gauges};
 use serde_json::json;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -20,6 +20,9 @@ pub struct Ledger {
     pub delivered: HashMap<String, u32>,
     /// Answers seen by the asker.
     pub answered: HashMap<String, u32>,
+    /// Asks whose answer was the error answer of a stream a `kill -9` cut (counted in
+    /// `answered` too).
+    pub cut_streams: HashSet<String>,
     /// Dead letters: token → the bridge's error kinds.
     pub dead: HashMap<String, Vec<String>>,
     /// Messages the soak cannot account for: tokens it never sent, messages with no token
@@ -122,6 +125,11 @@ pub fn report(l: &Ledger, produced: u64, lives: &[Life], took: Duration) -> bool
     );
     println!("  asks {asks}: delivered to their agent {}, answered {}", l.delivered.len(), l.answered.len());
     println!(
+        "  of which answered with the error answer of a stream cut by kill -9: {} {:?}",
+        l.cut_streams.len(),
+        l.cut_streams.iter().take(10).collect::<Vec<_>>()
+    );
+    println!(
         "  duplicates: {} asks delivered more than once, {} answers",
         dup(&l.delivered),
         dup(&l.answered)
@@ -153,6 +161,7 @@ pub fn report(l: &Ledger, produced: u64, lives: &[Life], took: Duration) -> bool
             "duplicate_deliveries": dup(&l.delivered), "duplicate_answers": dup(&l.answered),
             "dead_lettered": l.dead.len(), "dead_letter_kinds": kinds, "unaccounted": open.len(),
             "wrongly_dead_lettered": wrongly_dead.len(), "strangers": l.strangers.len(),
+            "cut_streams": l.cut_streams.len(),
             "fd_growth": fd_grew, "heap_growth": heap_grew})
     );
     !open.is_empty()
