@@ -133,6 +133,7 @@ async fn connect() -> (Client, Events) {
         .connect(|c| {
             c.receipt_timeout = Duration::from_secs(10);
             c.backoff = Backoff { initial: Duration::from_millis(100), max: Duration::from_secs(1) };
+            c.max_buffered = MAX_BUFFERED;
         })
         .await
 }
@@ -230,6 +231,14 @@ async fn produce(ledger: Shared, rate: f64, run_for: Duration) -> u64 {
 
 /// Messages each of the soak's subscriptions may hold unacknowledged.
 const PREFETCH: usize = 64;
+
+/// Messages a soak connection holds before it stops reading its socket: more than its
+/// subscriptions can be sent unasked (4 × 64 on ActiveMQ; on Artemis 4 windows of 128 KiB, at
+/// least 200 bytes a message there), beside the 1,024 of the client's channel. An agent waits
+/// for its answer's receipt on the connection it consumes from: with the client's default of
+/// 64, a catch-up after a restart filled it, the RECEIPT stayed unread behind the messages,
+/// and the agent never got to take them.
+const MAX_BUFFERED: usize = 4 * PREFETCH * 2048 / 200 + 1024;
 
 /// Client acknowledgement with a prefetch of [`PREFETCH`] messages on every broker. Artemis
 /// reads `activemq.prefetchSize` as a window in bytes (and then lets one message through at a

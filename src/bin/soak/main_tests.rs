@@ -79,3 +79,13 @@ fn the_error_answer_of_a_stream_cut_by_a_kill_answers_its_ask_and_nothing_else_d
     );
     assert_eq!(cut_stream(&answer(cut, Intent::Response, Some("call_1"))), None, "not an error answer");
 }
+
+#[test]
+fn a_connection_never_stops_reading_before_its_subscriptions_windows_are_full() {
+    // The native agents' connection has four subscriptions; a message Artemis encodes in
+    // fewer than 200 bytes is smaller than any the soak sends.
+    let window =
+        subscribe(DEAD).headers.iter().find(|(n, _)| n == "consumer-window-size").map(|(_, v)| v.clone());
+    let unasked = 4 * window.unwrap().parse::<usize>().unwrap() / 200;
+    assert!(MAX_BUFFERED > unasked, "{MAX_BUFFERED} ≤ {unasked}");
+}
