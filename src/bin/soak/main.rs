@@ -417,10 +417,11 @@ async fn wise_agents(ledger: Shared) {
     }
 }
 
-/// The ask whose streamed answer a `kill -9` cut, if `m` is the error answer the bridge then
-/// gives its asker (docs/OPERATING.md, "A crash mid-stream gives the asker its error answer"):
-/// the chunks the killed bridge had taken in are lost with it, the next one never sees the
-/// stream whole. It names the ask by the `_tool_id` it echoes (`call_<n>`), not by a token.
+/// The ask whose streamed answer the bridge gave up on, if `m` is the error answer it then
+/// gives the asker: a `kill -9` cut the stream (the chunks the killed bridge had taken in are
+/// lost with it, docs/OPERATING.md, "A crash mid-stream"), or it stayed incomplete past
+/// `stream_max_wait_ms`. It names the ask by the `_tool_id` it echoes (`call_<n>`), not by a
+/// token.
 fn cut_stream(m: &Message) -> Option<String> {
     if !m.destination.starts_with("/queue/response/") {
         return None;

@@ -49,7 +49,7 @@ fn every_subscription_gives_artemis_a_window_of_many_messages_not_64_bytes() {
 }
 
 #[test]
-fn the_error_answer_of_a_stream_cut_by_a_kill_answers_its_ask_and_nothing_else_does() {
+fn the_error_answer_of_a_stream_given_up_on_answers_its_ask_and_nothing_else_does() {
     let answer = |text: &str, kind: Intent, tool: Option<&str>| {
         let body = WiseMessage {
             message: text.into(),

@@ -20,8 +20,8 @@ pub struct Ledger {
     pub delivered: HashMap<String, u32>,
     /// Answers seen by the asker.
     pub answered: HashMap<String, u32>,
-    /// Asks whose answer was the error answer of a stream a `kill -9` cut (counted in
-    /// `answered` too).
+    /// Asks answered by the error answer of a stream the bridge gave up on: one a `kill -9`
+    /// cut, or one older than `stream_max_wait_ms` (counted in `answered` too).
     pub cut_streams: HashSet<String>,
     /// Dead letters: token → the bridge's error kinds.
     pub dead: HashMap<String, Vec<String>>,
@@ -125,7 +125,7 @@ pub fn report(l: &Ledger, produced: u64, lives: &[Life], took: Duration) -> bool
     );
     println!("  asks {asks}: delivered to their agent {}, answered {}", l.delivered.len(), l.answered.len());
     println!(
-        "  of which answered with the error answer of a stream cut by kill -9: {} {:?}",
+        "  of which answered with the error answer of a stream given up on (cut by kill -9, or too old): {} {:?}",
         l.cut_streams.len(),
         l.cut_streams.iter().take(10).collect::<Vec<_>>()
     );
