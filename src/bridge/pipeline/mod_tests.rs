@@ -326,6 +326,34 @@ fn rule10_a_civitas_stream_reply_is_reassembled_into_one_answer() {
 }
 
 #[test]
+fn rule10_a_civitas_stream_answered_again_after_a_restart_is_taken_in_never_dead_lettered() {
+    let mut p = pipeline();
+    let asked = json_of(&sent(&mut p, &wa_ask("WeatherAgent", Some("call_s"), "default")));
+    let frames = [
+        ("civitas.stream.chunk", 0, json!({"token": "sunny, "})),
+        ("civitas.stream.chunk", 1, json!({"token": "21 C"})),
+        ("civitas.stream.end", 2, json!({})),
+    ]
+    .map(|(kind, seq, payload)| {
+        let body = json!({"type": kind, "sender": "WeatherAgent", "recipient": asked["reply_to"],
+            "correlation_id": asked["correlation_id"], "payload": payload, "seq": seq});
+        msg(CIV_IN, body.to_string())
+    });
+    p.process(&frames[0]).unwrap();
+    p.process(&frames[1]).unwrap();
+    let answered = sent(&mut p, &frames[2]);
+    p.stream_settled(answered.stream.as_ref().unwrap());
+    // The agent's ask was redelivered by a restarted broker and it answered again, the same
+    // stream frame by frame: each is taken in (acknowledged), none goes to the dead letters.
+    for frame in &frames {
+        match p.process(frame) {
+            Ok(Processed::Chunk) => {}
+            other => panic!("a repeated stream frame: {other:?}"),
+        }
+    }
+}
+
+#[test]
 fn an_ask_whose_frame_was_never_published_is_taken_back() {
     let mut p = pipeline();
     let first = sent(&mut p, &msg(CIV_IN, civitas_ask("m1", "c1", None, "q1")));

@@ -34,7 +34,7 @@ impl Pipeline {
         };
         let key = StreamKey::PenguiFlow(chunk.stream_id.clone());
         match self.state.streams.feed(message, chunk, now.at)? {
-            Fed::Pending => Ok(None),
+            Fed::Pending | Fed::Repeated => Ok(None),
             Fed::Complete(whole) => {
                 let body = Bytes::from(whole.encode().unwrap_or_default());
                 whole_message(Framework::PenguiFlow, penguiflow::to_envelope(whole, now), key, body)
@@ -59,7 +59,7 @@ impl Pipeline {
             StreamFrame::Part { chunk, template } => {
                 let key = StreamKey::Civitas(chunk.stream_id.clone());
                 match self.state.civitas_streams.feed(template, chunk, now.at)? {
-                    Fed::Pending => return Ok(None),
+                    Fed::Pending | Fed::Repeated => return Ok(None),
                     Fed::Complete(whole) => {
                         let reply = civitas_stream::reply_of(whole);
                         let body =

@@ -35,6 +35,10 @@ pub enum Fed {
     /// The stream was given up on by this chunk (too many bytes buffered, or a `seq` that can
     /// never end it); later chunks of it are refused.
     Abandoned(Abandoned),
+    /// A chunk of a stream answered already: its sender sent the stream again (its ask was
+    /// redelivered, or a SEND it could not see confirmed was repeated, as at a broker restart).
+    /// Taken in and dropped: the asker has its answer, and a repeat is no bad input.
+    Repeated,
 }
 
 /// A stream given up on: why, and the first chunk's message (where the answer would have
@@ -58,6 +62,9 @@ struct Partial {
 /// Streams ended (given up on, or answered) remembered, so that a stray chunk of one is not
 /// taken for the start of a new stream.
 const ENDED_REMEMBERED: usize = 1024;
+
+/// How a stream that was answered ended (its later chunks are repeats).
+const ANSWERED: &str = "was answered";
 
 /// Streams being reassembled, bounded in bytes and in age.
 pub struct StreamAssembler {
@@ -98,7 +105,8 @@ impl StreamAssembler {
     }
 
     /// Adds one chunk (`message` is the message that carried it). A chunk seen twice (a
-    /// redelivery) replaces itself. A chunk of a stream that ended is refused.
+    /// redelivery) replaces itself; a chunk of a stream answered already is a repeat. A chunk
+    /// of a stream given up on is refused.
     pub fn feed(
         &mut self,
         message: PenguiMessage,
@@ -107,6 +115,9 @@ impl StreamAssembler {
     ) -> Result<Fed, EnvelopeError> {
         let id = chunk.stream_id.clone();
         if let Some((_, how)) = self.ended.iter().find(|(e, _)| *e == id) {
+            if *how == ANSWERED {
+                return Ok(Fed::Repeated);
+            }
             return Err(EnvelopeError::Stream {
                 stream_id: id,
                 reason: format!("a chunk of a stream that {how}"),
@@ -154,7 +165,7 @@ impl StreamAssembler {
 
     /// The answer a complete stream made is safe: the stream is forgotten.
     pub fn settled(&mut self, id: &str) {
-        self.remove(id, "was answered");
+        self.remove(id, ANSWERED);
     }
 
     /// The answer a complete stream made was not published (its connection ended): the

@@ -36,7 +36,9 @@ use stomp_agent_bridge::envelope::Intent;
 use stomp_agent_bridge::envelope::civitas::Encoding;
 use stomp_agent_bridge::envelope::codecs::Framework;
 use stomp_agent_bridge::envelope::wiseagents::WiseMessage;
-use stomp_agent_bridge::stomp::{AckMode, Client, Command, Event, Events, Frame, Message, Subscription};
+use stomp_agent_bridge::stomp::{
+    AckMode, Backoff, Client, Command, Event, Events, Frame, Message, Subscription,
+};
 
 const CALLER: &str = "SoakCaller";
 const WA_AGENT: &str = "SoakWA";
@@ -119,8 +121,18 @@ fn is_answer(body: &[u8]) -> bool {
     body.windows(12).any(|w| w == b"answer:soak-")
 }
 
+/// The soak's own connections. They come back within a second of a broker restart (the soak
+/// restarts the broker itself), so that traffic resumes at once: with the client's default
+/// backoff, up to 30 s, a broker back after 12 s on a busy machine had the producer wait 20 s
+/// more, and a two-minute run sent nothing after its last restart.
 async fn connect() -> (Client, Events) {
-    broker().connect(|c| c.receipt_timeout = Duration::from_secs(10)).await
+    broker()
+        .connect(|c| {
+            c.receipt_timeout = Duration::from_secs(10);
+            c.backoff = Backoff { initial: Duration::from_millis(100), max: Duration::from_secs(1) };
+            c.max_buffered = MAX_BUFFERED;
+        })
+        .await
 }
 
 /// Sends until the broker confirms; a refused or lost connection is waited out.
@@ -214,8 +226,43 @@ async fn produce(ledger: Shared, rate: f64, run_for: Duration) -> u64 {
     n
 }
 
+/// Messages each of the soak's subscriptions may hold unacknowledged.
+const PREFETCH: usize = 64;
+
+/// Messages a soak connection holds before it stops reading its socket: more than its
+/// subscriptions can be sent unasked (4 × 64 on ActiveMQ; on Artemis 4 windows of 128 KiB, at
+/// least 200 bytes a message there), beside the 1,024 of the client's channel. An agent waits
+/// for its answer's receipt on the connection it consumes from: with the client's default of
+/// 64, a catch-up after a restart filled it, the RECEIPT stayed unread behind the messages,
+/// and the agent never got to take them.
+const MAX_BUFFERED: usize = 4 * PREFETCH * 2048 / 200 + 1024;
+
+/// Client acknowledgement with a prefetch of [`PREFETCH`] messages on every broker. Artemis
+/// reads `activemq.prefetchSize` as a window in bytes (and then lets one message through at a
+/// time, src/bridge/run.rs), so its `consumer-window-size` gives it room for as many messages
+/// of up to 2 KiB.
 fn subscribe(dest: &str) -> Subscription {
-    Subscription::new(dest, AckMode::ClientIndividual).with("activemq.prefetchSize", "64")
+    Subscription::new(dest, AckMode::ClientIndividual)
+        .with("activemq.prefetchSize", PREFETCH.to_string())
+        .with("consumer-window-size", (PREFETCH * 2048).to_string())
+}
+
+/// The token of a message the soak consumed, or, for a message it cannot attribute (no token
+/// in its body), what the run reports of it: a stranger fails the run. Either way the
+/// message is acknowledged: left unacknowledged it held its subscription's window, and on
+/// Artemis every dead letter after it went unread (issue 27).
+fn attribute(m: &Message) -> Result<String, String> {
+    token(m.body()).ok_or_else(|| {
+        let header = |name: &str| m.header(name).unwrap_or("-").to_owned();
+        format!(
+            "a message on {} the soak did not send (no token): bridge-error-kind {}, bridge-source {}, bridge-error {}, body {:.120}",
+            m.destination,
+            header("bridge-error-kind"),
+            header("bridge-source"),
+            header("bridge-error"),
+            String::from_utf8_lossy(m.body())
+        )
+    })
 }
 
 /// The Civitas, VOX and PenguiFlow agents: answer each ask the way the framework does; record
@@ -229,7 +276,14 @@ async fn native_agents(ledger: Shared) {
     client.subscribe(subscribe(&format!("/queue/soak.penguiflow.{PF}"))).await.expect("subscribe");
     while let Some(event) = events.recv().await {
         let Event::Message(m) = event else { continue };
-        let Some(t) = token(m.body()) else { continue };
+        let t = match attribute(&m) {
+            Ok(t) => t,
+            Err(stranger) => {
+                ledger.lock().expect("ledger").strangers.push(stranger);
+                let _ = client.ack(&m.ack).await;
+                continue;
+            }
+        };
         if is_answer(m.body()) {
             count(&mut ledger.lock().expect("ledger").answered, &t);
         } else {
@@ -314,7 +368,23 @@ async fn wise_agents(ledger: Shared) {
     }
     while let Some(event) = events.recv().await {
         let Event::Message(m) = event else { continue };
-        let Some(t) = token(m.body()) else { continue };
+        let t = match attribute(&m) {
+            Ok(t) => t,
+            Err(stranger) => {
+                {
+                    let mut l = ledger.lock().expect("ledger");
+                    match cut_stream(&m) {
+                        Some(t) => {
+                            count(&mut l.answered, &t);
+                            l.cut_streams.insert(t);
+                        }
+                        None => l.strangers.push(stranger),
+                    }
+                }
+                let _ = client.ack(&m.ack).await;
+                continue;
+            }
+        };
         if m.destination == DEAD {
             let kind = m.header("bridge-error-kind").unwrap_or("").to_owned();
             ledger.lock().expect("ledger").dead.entry(t).or_default().push(kind);
@@ -342,6 +412,22 @@ async fn wise_agents(ledger: Shared) {
         }
         let _ = client.ack(&m.ack).await;
     }
+}
+
+/// The ask whose streamed answer the bridge gave up on, if `m` is the error answer it then
+/// gives the asker: a `kill -9` cut the stream (the chunks the killed bridge had taken in are
+/// lost with it, docs/OPERATING.md, "A crash mid-stream"), or it stayed incomplete past
+/// `stream_max_wait_ms`. It names the ask by the `_tool_id` it echoes (`call_<n>`), not by a
+/// token.
+fn cut_stream(m: &Message) -> Option<String> {
+    if !m.destination.starts_with("/queue/response/") {
+        return None;
+    }
+    let answer = WiseMessage::parse(m.body()).ok()?;
+    let cut = answer.message_type == Some(Intent::CannotAnswer)
+        && answer.message.starts_with("the streamed answer could not be delivered");
+    let n: u64 = answer.tool_id?.strip_prefix("call_")?.parse().ok()?;
+    cut.then(|| format!("soak-ok-{n}"))
 }
 
 fn bridge_config(dir: &std::path::Path, http_port: u16) -> PathBuf {
@@ -485,3 +571,7 @@ async fn main() {
     let _ = std::fs::remove_dir_all(&dir);
     std::process::exit(i32::from(failed));
 }
+
+#[cfg(test)]
+#[path = "main_tests.rs"]
+mod tests;

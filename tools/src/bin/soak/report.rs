@@ -3,7 +3,7 @@
 
 use bridge_tools::support::{BridgeProcess, ProcStats, gauges};
 use serde_json::json;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -20,9 +20,13 @@ pub struct Ledger {
     pub delivered: HashMap<String, u32>,
     /// Answers seen by the asker.
     pub answered: HashMap<String, u32>,
+    /// Asks answered by the error answer of a stream the bridge gave up on: one a `kill -9`
+    /// cut, or one older than `stream_max_wait_ms` (counted in `answered` too).
+    pub cut_streams: HashSet<String>,
     /// Dead letters: token → the bridge's error kinds.
     pub dead: HashMap<String, Vec<String>>,
-    /// Tokens met that were never sent (must stay empty).
+    /// Messages the soak cannot account for: tokens it never sent, messages with no token
+    /// (must stay empty).
     pub strangers: Vec<String>,
 }
 
@@ -121,6 +125,11 @@ pub fn report(l: &Ledger, produced: u64, lives: &[Life], took: Duration) -> bool
     );
     println!("  asks {asks}: delivered to their agent {}, answered {}", l.delivered.len(), l.answered.len());
     println!(
+        "  of which answered with the error answer of a stream given up on (cut by kill -9, or too old): {} {:?}",
+        l.cut_streams.len(),
+        l.cut_streams.iter().take(10).collect::<Vec<_>>()
+    );
+    println!(
         "  duplicates: {} asks delivered more than once, {} answers",
         dup(&l.delivered),
         dup(&l.answered)
@@ -135,10 +144,10 @@ pub fn report(l: &Ledger, produced: u64, lives: &[Life], took: Duration) -> bool
         wrongly_dead.len(),
         wrongly_dead.iter().take(10).collect::<Vec<_>>()
     );
-    println!(
-        "  dead letters without a reason: {no_reason}; strangers: {:?}",
-        l.strangers.iter().take(10).collect::<Vec<_>>()
-    );
+    println!("  dead letters without a reason: {no_reason}; strangers: {}", l.strangers.len());
+    for stranger in l.strangers.iter().take(10) {
+        println!("    {stranger}");
+    }
     let (mut fd_grew, mut heap_grew) = (false, false);
     for life in lives {
         let (fd, heap) = report_life(life);
@@ -151,7 +160,9 @@ pub fn report(l: &Ledger, produced: u64, lives: &[Life], took: Duration) -> bool
             "delivered": l.delivered.len(), "answered": l.answered.len(),
             "duplicate_deliveries": dup(&l.delivered), "duplicate_answers": dup(&l.answered),
             "dead_lettered": l.dead.len(), "dead_letter_kinds": kinds, "unaccounted": open.len(),
-            "wrongly_dead_lettered": wrongly_dead.len(), "fd_growth": fd_grew, "heap_growth": heap_grew})
+            "wrongly_dead_lettered": wrongly_dead.len(), "strangers": l.strangers.len(),
+            "cut_streams": l.cut_streams.len(),
+            "fd_growth": fd_grew, "heap_growth": heap_grew})
     );
     !open.is_empty()
         || !wrongly_dead.is_empty()
