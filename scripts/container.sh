@@ -40,18 +40,22 @@ log() { printf '[container] %s\n' "$*" >&2; }
 # docker image format (OCI images have no HEALTHCHECK).
 configure() {
   mkdir -p "$state"
+  # What lives only until a reboot, per state folder.
+  local run
+  run=/run/sab-container/$(echo "$state" | sha256sum | cut -c1-12)
   cat >"$state/storage.conf" <<EOF
 [storage]
 driver = "vfs"
 graphroot = "$state/storage"
-runroot = "/run/sab-container"
+runroot = "$run/storage"
 EOF
-  cat >"$state/containers.conf" <<'EOF'
+  cat >"$state/containers.conf" <<EOF
 [containers]
 default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]
 [engine]
 runtime = "runc"
 events_logger = "file"
+tmp_dir = "$run/libpod"
 EOF
   export CONTAINERS_STORAGE_CONF=$state/storage.conf CONTAINERS_CONF=$state/containers.conf BUILDAH_FORMAT=docker
 }
