@@ -25,6 +25,9 @@ export COMPOSE_PROJECT_NAME=sab-container-test PUBLISH_ADDRESS=127.0.0.1
 export ARTEMIS_STOMP_PORT=${SAB_CONTAINER_STOMP_PORT:-61643} ARTEMIS_PORT=${SAB_CONTAINER_ALL_PORT:-61646}
 export ARTEMIS_CONSOLE_PORT=${SAB_CONTAINER_CONSOLE_PORT:-8171} REDIS_PORT=${SAB_CONTAINER_REDIS_PORT:-6389}
 export BRIDGE_HTTP_PORT=${SAB_CONTAINER_HTTP_PORT:-9474}
+# Artemis blocks producers once the disk is fuller than max-disk-usage (90%), counted over the
+# whole shared disk (scripts/brokers/artemis.properties): here, only when it is full.
+export ARTEMIS_JAVA_ARGS_APPEND=-Dbrokerconfig.maxDiskUsage=100
 bridge_ctr=${COMPOSE_PROJECT_NAME}_bridge_1
 redis_ctr=${COMPOSE_PROJECT_NAME}_redis_1
 artemis_ctr=${COMPOSE_PROJECT_NAME}_artemis_1

@@ -209,6 +209,7 @@ bases() {
   debian_base
   artemis_base
   redis_base
+  podman image prune -f >/dev/null # what a remade image replaced
 }
 
 # The Dockerfile's `host` path: the release binary built here (Debian 12, the glibc of the
@@ -220,6 +221,7 @@ build() {
   cp target/release/stomp-agent-bridge .container/bin/stomp-agent-bridge
   log "building $bridge_image from the Dockerfile (BUILD=host, RUNTIME_IMAGE=$runtime_image)"
   podman build -q --build-arg BUILD=host --build-arg "RUNTIME_IMAGE=$runtime_image" -t "$bridge_image" . >/dev/null
+  podman image prune -f >/dev/null
 }
 
 # docker-compose.yml with the local images; everything else as the environment says.
