@@ -97,6 +97,9 @@ wait_ready 180
 say "stack up (Artemis, Redis, bridge) and the bridge ready in $((SECONDS - t)) s"
 "$c" compose ps 2>/dev/null | grep -v syslog || true
 
+podman healthcheck run "$artemis_ctr" >/dev/null 2>&1 || fail "Artemis's compose healthcheck failed"
+podman healthcheck run "$redis_ctr" >/dev/null 2>&1 || fail "Redis's compose healthcheck failed"
+
 # The bridge's container: user, read-only root, the config and the secret mounted read-only, health.
 pid=$(podman inspect --format '{{.State.Pid}}' "$bridge_ctr")
 uid=$(awk '/^Uid:/ {print $2}' "/proc/$pid/status")
