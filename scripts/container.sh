@@ -16,8 +16,10 @@
 # Usage:
 #   scripts/container.sh install          podman, runc, debootstrap (apt), podman-compose (PyPI)
 #   scripts/container.sh bases            the local base images above
-#   scripts/container.sh build            the bridge's image from the Dockerfile, BUILD=host: the
+#   scripts/container.sh build [host]     the bridge's image from the Dockerfile, BUILD=host: the
 #                                         release binary built here (cargo), same Debian 12 glibc
+#   scripts/container.sh build cargo      the Dockerfile's public path, BUILD=cargo, with a local
+#                                         Rust 1.95 image made from the host's toolchain (not in CI)
 #   scripts/container.sh compose ARGS...  podman-compose on docker-compose.yml with the local
 #                                         images (e.g. `up -d`, `ps`, `logs bridge`, `down -v`)
 #   scripts/container.sh podman ARGS...   podman with this configuration
@@ -224,6 +226,31 @@ build() {
   podman image prune -f >/dev/null
 }
 
+# The Dockerfile's public path (BUILD=cargo, `cargo build --release` inside the build) with a
+# local stand-in for the Rust image: the host's toolchain, if it is 1.95, on Debian 12 with gcc.
+# Not run by the tests (minutes, and crates.io reached from inside the build).
+build_cargo() {
+  local rust_image=localhost/sab/rust:1.95 toolchain context hash
+  toolchain=$(rustc --print sysroot)
+  rustc --version | grep -q '^rustc 1\.95\.' || { log "the host's rustc is not 1.95: $(rustc --version)"; return 1; }
+  hash=$(recipe_hash scripts/container/rust/Containerfile; rustc --version; podman image inspect --format '{{.Id}}' "$debian_image")
+  hash=$(echo "$hash" | sha256sum | cut -c1-16)
+  if ! current "$rust_image" "$hash"; then
+    log "building $rust_image from the host's toolchain ($toolchain)"
+    context=$(mktemp -d)
+    cp scripts/container/rust/Containerfile "$context/"
+    mkdir "$context/toolchain"
+    cp -a "$toolchain/bin" "$toolchain/lib" "$toolchain/libexec" "$context/toolchain/"
+    podman build -q --network=host --build-arg "BASE=$debian_image" --label "sab.recipe=$hash" \
+      -t "$rust_image" "$context" >/dev/null
+    rm -rf "$context"
+  fi
+  log "building $bridge_image from the Dockerfile (BUILD=cargo, RUST_IMAGE=$rust_image, RUNTIME_IMAGE=$runtime_image)"
+  podman build -q --network=host --build-arg BUILD=cargo --build-arg "RUST_IMAGE=$rust_image" \
+    --build-arg "RUNTIME_IMAGE=$runtime_image" -t "$bridge_image" . >/dev/null
+  podman image prune -f >/dev/null
+}
+
 # docker-compose.yml with the local images; everything else as the environment says.
 compose() {
   export BRIDGE_IMAGE=$bridge_image ARTEMIS_IMAGE=${ARTEMIS_IMAGE:-$artemis_image} REDIS_IMAGE=${REDIS_IMAGE:-$redis_image}
@@ -237,7 +264,13 @@ shift || true
 case "$action" in
   install) install ;;
   bases) install; bases ;;
-  build) install; build ;;
+  build)
+    install
+    case "${1:-host}" in
+      host) build ;;
+      cargo) build_cargo ;;
+      *) log "build host|cargo"; exit 2 ;;
+    esac ;;
   compose) compose "$@" ;;
   podman) exec podman "$@" ;;
   *) sed -n '2,30p' "${BASH_SOURCE[0]}" >&2; exit 2 ;;
