@@ -98,6 +98,8 @@ say "stack up (Artemis, Redis, bridge) and the bridge ready in $((SECONDS - t)) 
 "$c" compose ps 2>/dev/null | grep -v syslog || true
 
 podman healthcheck run "$artemis_ctr" >/dev/null 2>&1 || fail "Artemis's compose healthcheck failed"
+# The image's etc-override: config/artemis/etc-override/broker.xml copied over the instance's.
+podman logs "$artemis_ctr" 2>&1 | grep -q 'copying broker.xml to etc/' || fail "Artemis did not take etc-override/broker.xml"
 podman healthcheck run "$redis_ctr" >/dev/null 2>&1 || fail "Redis's compose healthcheck failed"
 
 # The bridge's container: user, read-only root, the config and the secret mounted read-only, health.
