@@ -2,7 +2,8 @@
 Artemis (all as scripts/brokers.sh starts them)."""
 
 import pytest
-from sab_stomp.testing import Broker
+
+from sab_testing import Broker
 
 BROKERS = {"activemq": Broker, "rabbitmq": Broker.rabbitmq, "artemis": Broker.artemis}
 

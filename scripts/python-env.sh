@@ -6,7 +6,9 @@
 # adapter (installed past its Requires-Python: every module of it loads and runs on 3.11, see
 # docs/CIVITAS.md), the adapters under adapters/ (editable, with pytest for their tests), and
 # redis-py and openai for the model of Wise Agents in adapters/wiseagents/tests (its registry
-# is on Redis; its phased coordinator stores openai ChatCompletionMessage objects in Redis).
+# is on Redis; its phased coordinator stores openai ChatCompletionMessage objects in Redis),
+# and the adapters' linters, pinned: ruff, mypy and the PyYAML stubs mypy needs
+# (scripts/test.sh runs them with adapters/pyproject.toml).
 # Idempotent: reruns only when this file or an adapter's pyproject.toml changes.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -20,6 +22,7 @@ python3 -m venv "$venv"
 "$venv/bin/pip" install -q --disable-pip-version-check \
   'PyYAML==6.0.2' 'stomp.py==8.1.2' 'penguiflow==3.11.0' 'pydantic>=2,<3' 'msgpack>=1.2.1' \
   'rich>=13' 'typer>=0.12' 'pytest>=8,<9' 'redis==8.1.0' 'openai==1.109.1'
+"$venv/bin/pip" install -q --disable-pip-version-check 'ruff==0.17.5' 'mypy==2.4.1' 'types-PyYAML==6.0.12.20261113'
 # civitas's own dependencies are the line above (msgpack, PyYAML, rich, typer).
 "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --ignore-requires-python 'civitas==0.12.0'
 "$venv/bin/pip" install -q --disable-pip-version-check --no-deps \

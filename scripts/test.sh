@@ -2,7 +2,8 @@
 # The whole test suite, as CI runs it: starts the real brokers (ActiveMQ Classic and RabbitMQ
 # from Debian's packages, ActiveMQ Artemis from Maven Central, installed if needed; a broker it
 # starts begins with empty data, one already running is reused), sets up the Python virtualenv
-# of the interop tests, then lints and runs every test with cargo-nextest.
+# of the interop tests, then lints (rustfmt, clippy; ruff and mypy on the adapters) and runs every
+# test with cargo-nextest, then the adapters' pytest suites.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -21,6 +22,11 @@ scripts/brokers.sh start --fresh
 # (Debian's redis-server on 127.0.0.1:${SAB_REDIS_PORT:-6379}).
 scripts/redis.sh start --fresh
 scripts/python-env.sh
+# The adapters' Python (adapters/pyproject.toml): ruff's lints, and mypy, strict on the packages
+# and the tests' helpers, and over the tests; the versions are scripts/python-env.sh's pins. A
+# finding fails the run.
+"${SAB_VENV:-.venv}/bin/ruff" check adapters
+"${SAB_VENV:-.venv}/bin/mypy" --config-file adapters/pyproject.toml
 if cargo fmt --version >/dev/null 2>&1; then cargo fmt --all -- --check; else skip "rustfmt is not installed: formatting not checked"; fi
 if cargo clippy --version >/dev/null 2>&1; then
   cargo clippy --all-targets --locked -- -D warnings

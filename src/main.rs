@@ -159,7 +159,8 @@ fn health(path: &Path) -> ExitCode {
     let _ = stream.write_all(b"GET /healthz HTTP/1.0\r\n\r\n");
     let mut answer = String::new();
     let _ = stream.read_to_string(&mut answer);
-    if answer.starts_with("HTTP/1.1 200") { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+    let status = answer.split_whitespace().nth(1);
+    if status == Some("200") { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 
 fn run(path: &Path, log_format: Option<String>) -> ExitCode {

@@ -12,6 +12,7 @@ use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 pub mod heap;
+pub mod limit;
 pub mod mirror;
 pub mod registry;
 pub mod reload;
@@ -58,6 +59,8 @@ pub struct Metrics {
     pub reload: reload::ReloadMetrics,
     /// The Wise Agents registry's stage.
     pub registry: registry::RegistryMetrics,
+    /// The log lines of events that can come in floods.
+    logs: limit::LogLimits,
 }
 
 /// The stalls open now: an id each, and since when its batch has waited for the broker.
@@ -223,14 +226,17 @@ pub struct LateReply<'a> {
 
 impl LateReply<'_> {
     pub fn emit(&self, metrics: &Metrics) {
-        warn!(
-            outcome = "late_reply",
-            route = self.route,
-            source = self.source,
-            message_id = self.message_id,
-            ask = self.ask,
-            "an answer came after its reply timeout: dropped"
-        );
+        if let Some(left_out) = metrics.logs.late_replies.admit() {
+            warn!(
+                outcome = "late_reply",
+                route = self.route,
+                source = self.source,
+                message_id = self.message_id,
+                ask = self.ask,
+                left_out,
+                "an answer came after its reply timeout: dropped"
+            );
+        }
         metrics.count_message(self.route, "late_reply");
         metrics.late_replies.fetch_add(1, Ordering::Relaxed);
     }
@@ -286,12 +292,15 @@ pub struct ReplyTimedOut<'a> {
 
 impl ReplyTimedOut<'_> {
     pub fn emit(&self, metrics: &Metrics) {
-        warn!(
-            outcome = "reply_timeout",
-            route = self.route,
-            destination = self.destination,
-            "no answer within the reply timeout: error answer sent"
-        );
+        if let Some(left_out) = metrics.logs.reply_timeouts.admit() {
+            warn!(
+                outcome = "reply_timeout",
+                route = self.route,
+                destination = self.destination,
+                left_out,
+                "no answer within the reply timeout: error answer sent"
+            );
+        }
         metrics.count_message(self.route, "reply_timeout");
         metrics.reply_timeouts.fetch_add(1, Ordering::Relaxed);
     }
@@ -309,40 +318,20 @@ pub struct DeadLettered<'a> {
 
 impl DeadLettered<'_> {
     pub fn emit(&self, metrics: &Metrics) {
-        warn!(
-            outcome = "dead_lettered",
-            route = self.route,
-            source = self.source,
-            message_id = self.message_id,
-            kind = self.kind,
-            reason = self.reason,
-            "message dead-lettered"
-        );
+        if let Some(left_out) = metrics.logs.dead_letters.admit() {
+            warn!(
+                outcome = "dead_lettered",
+                route = self.route,
+                source = self.source,
+                message_id = self.message_id,
+                kind = self.kind,
+                reason = self.reason,
+                left_out,
+                "message dead-lettered"
+            );
+        }
         metrics.count_message(self.route, "dead_lettered");
         metrics.count_dead_letter(self.kind);
-    }
-}
-
-/// Delivery failed for a reason of the broker or the connection: the message is left
-/// unacknowledged and the broker will deliver it again.
-pub struct Retried<'a> {
-    pub route: &'a str,
-    pub source: &'a str,
-    pub message_id: &'a str,
-    pub reason: &'a str,
-}
-
-impl Retried<'_> {
-    pub fn emit(&self, metrics: &Metrics) {
-        warn!(
-            outcome = "retried",
-            route = self.route,
-            source = self.source,
-            message_id = self.message_id,
-            reason = self.reason,
-            "delivery failed; the broker will redeliver"
-        );
-        metrics.count_message(self.route, "retried");
     }
 }
 

@@ -182,10 +182,10 @@ async fn kill_9_in_the_middle_of_ten_thousand_messages_loses_none(broker: Broker
     }
 }
 
-/// At most twice the SENDs that may await their receipts were published twice: those, and the
-/// ACKs of as many confirmed ones the broker had not read yet.
+/// At most the SENDs that may await their receipts were published twice (measured: the cap,
+/// or fewer; no ACK the broker had read was seen lost).
 fn assert_within_the_cap(duplicates: usize, cap: usize) {
-    assert!(duplicates <= 2 * cap, "{duplicates} duplicates, more than twice the cap of {cap}");
+    assert!(duplicates <= cap, "{duplicates} duplicates, more than the cap of {cap}");
 }
 
 /// `mode = "transaction"` on ActiveMQ: each batch's SENDs and ACKs are one transaction, so a
@@ -466,8 +466,9 @@ async fn sigterm_with_messages_in_flight_settles_them_and_loses_none(broker: Bro
     sender.wait_success();
     assert!(status.expect("terminated").success(), "SIGTERM ends the bridge with exit code 0");
     assert_eq!(distinct, N);
-    // Transactions make the SENDs and ACKs of a batch atomic: a clean stop republishes nothing.
-    assert_eq!(deliveries, N, "no duplicates after SIGTERM on ActiveMQ");
+    // A clean stop settles every batch under way (its SENDs confirmed, then its ACKs written
+    // before the DISCONNECT's receipt): it repeats nothing, whatever the broker.
+    assert_eq!(deliveries, N, "no duplicates after SIGTERM on {}", broker.name());
 }
 
 /// A stream completed by a message whose translation then fails: the whole stream is
@@ -544,4 +545,10 @@ mod artemis {
         sigterm_with_messages_in_flight_settles_them_and_loses_none,
         a_stream_that_fails_once_complete_is_dead_lettered_whole,
     );
+}
+
+/// RabbitMQ's queues cannot be named as Wise Agents names them (`/queue/request.X`, see
+/// tests/common): the graceful stop under load here; its kill -9 test is above.
+mod rabbitmq {
+    on!(RabbitMq: sigterm_with_messages_in_flight_settles_them_and_loses_none);
 }

@@ -9,10 +9,9 @@ use super::settle::{Settlement, Settler};
 use super::subscriptions::{MakeSubscription, Subscriptions};
 use crate::broker::{client_config, connect};
 use crate::config::{Config, Discovery};
-use crate::stomp::{AckMode, Client, ClientConfig, Message, SessionError, Subscription};
+use crate::stomp::{AckMode, Client, ClientConfig, Message, Subscription};
 use crate::telemetry::Metrics;
 use crate::wise_registry::stage::Stage;
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -136,7 +135,7 @@ async fn proxy(
         }
         made
     });
-    let mut discovery = Discovering::new(consuming);
+    let mut discovery = Discovering { held: held.clone() };
     engine.serve(events, publishing, &client, &mut discovery, &serving).await;
     engine.finish(Duration::from_millis(config.delivery.shutdown_timeout_ms)).await;
     if let Some(registry) = registry {
@@ -144,10 +143,9 @@ async fn proxy(
     }
     let subscribed =
         subscribing.await.unwrap_or_else(|e| Err(BridgeError::Config(format!("subscribing: {e}"))));
-    // The subscriptions held now: those made at start, less and plus what reloads changed.
-    let mut subscriptions = held.ids();
-    subscriptions.extend(discovery.subscriptions().await);
-    stop(&client, &metrics, &subscriptions).await;
+    // The subscriptions held now: those made at start, less and plus what reloads and
+    // discovery changed.
+    stop(&client, &metrics, &held.ids().await).await;
     if split {
         let _ = publisher.disconnect().await;
     }
@@ -278,30 +276,10 @@ async fn subscribe(
     Ok(out)
 }
 
-/// Agents named by a glob: their queues, found through ActiveMQ's advisory topic. Each
-/// SUBSCRIBE is awaited by a task of its own: its receipt comes on the consuming connection,
-/// which the engine may not be reading while it awaits.
+/// Agents named by a glob: their queues, found through ActiveMQ's advisory topic, and
+/// subscribed among the others.
 struct Discovering {
-    consuming: Consuming,
-    known: HashSet<String>,
-    /// The tasks subscribing, each ending with the subscription it made.
-    made: Vec<tokio::task::JoinHandle<Option<String>>>,
-    /// Destinations whose SUBSCRIBE did not stand: a later announcement may try again.
-    failed_tx: mpsc::UnboundedSender<String>,
-    failed: mpsc::UnboundedReceiver<String>,
-}
-
-impl Discovering {
-    fn new(consuming: Consuming) -> Self {
-        let (failed_tx, failed) = mpsc::unbounded_channel();
-        Discovering { consuming, known: HashSet::new(), made: Vec::new(), failed_tx, failed }
-    }
-
-    /// Every subscription made (each task's wait is bounded by the receipt timeout).
-    async fn subscriptions(self) -> Vec<String> {
-        let made = futures_util::future::join_all(self.made).await;
-        made.into_iter().filter_map(|m| m.ok().flatten()).collect()
-    }
+    held: Subscriptions,
 }
 
 impl Discover for Discovering {
@@ -310,10 +288,7 @@ impl Discover for Discovering {
     }
 
     /// An advisory announcing a queue: subscribes when it is the queue of an agent a glob names.
-    async fn discover(&mut self, client: &Client, pipeline: &mut Pipeline, advisory: &Message) {
-        while let Ok(destination) = self.failed.try_recv() {
-            self.known.remove(&destination);
-        }
+    fn discover(&mut self, pipeline: &mut Pipeline, advisory: &Message) {
         let Ok(info) = serde_json::from_slice::<serde_json::Value>(advisory.body()) else { return };
         let info = &info["DestinationInfo"];
         let added = info["operationType"].as_i64() == Some(0);
@@ -322,32 +297,11 @@ impl Discover for Discovering {
         let Some(destination) = physical.and_then(|p| pipeline.router().discover(p)).filter(|_| added) else {
             return;
         };
-        if !self.known.insert(destination.clone()) {
+        if self.held.contains(&destination) {
             return;
         }
         pipeline.meet(&destination);
-        let (client, sub) = (client.clone(), self.consuming.subscription(&destination));
-        let failed = self.failed_tx.clone();
-        self.made.push(tokio::spawn(async move {
-            let (id, confirmed) = client.try_subscribe(sub).await;
-            match confirmed {
-                Ok(()) => info!(%destination, "discovered and subscribed"),
-                // Never written, or refused by name: there is no subscription.
-                Err(e @ (SessionError::NotConnected | SessionError::Shutdown | SessionError::Rejected(_))) => {
-                    warn!(%destination, error = %e, "cannot subscribe to a discovered queue");
-                    let _ = client.unsubscribe(&id).await;
-                    let _ = failed.send(destination);
-                    return None;
-                }
-                // A receipt late or lost with its connection: the SUBSCRIBE was written (or is
-                // restored on the next connection), and a broker that refused it would have sent
-                // an ERROR naming it (STOMP 1.2). It stands: subscribing again would consume twice.
-                Err(e) => {
-                    warn!(%destination, error = %e, "no receipt for a discovered queue's SUBSCRIBE; it stands")
-                }
-            }
-            Some(id)
-        }));
+        self.held.add(&[destination], "discovered");
     }
 }
 

@@ -1,6 +1,7 @@
-//! The subscriptions of the consuming connection, by destination, so that a reload can add
-//! and end them while the engine serves. A SUBSCRIBE's or UNSUBSCRIBE's receipt comes on the
-//! consuming connection, which the engine may not be reading, so each is awaited in a task.
+//! The subscriptions of the consuming connection, by destination: those made at start, and
+//! those a reload or discovery adds and ends while the engine serves. A SUBSCRIBE's or
+//! UNSUBSCRIBE's receipt comes on the consuming connection, which the engine may not be
+//! reading, so each is awaited in a task.
 
 use crate::stomp::{Client, SessionError, Subscription};
 use std::collections::BTreeMap;
@@ -18,6 +19,8 @@ pub struct Subscriptions {
     client: Client,
     make: MakeSubscription,
     by_destination: Arc<Mutex<BTreeMap<String, Option<String>>>>,
+    /// The tasks awaiting a SUBSCRIBE's answer.
+    under_way: Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>>,
     shutdown: CancellationToken,
 }
 
@@ -26,7 +29,7 @@ const RETRY: Duration = Duration::from_millis(500);
 
 impl Subscriptions {
     pub fn new(client: Client, make: MakeSubscription, shutdown: CancellationToken) -> Self {
-        Subscriptions { client, make, by_destination: Arc::default(), shutdown }
+        Subscriptions { client, make, by_destination: Arc::default(), under_way: Arc::default(), shutdown }
     }
 
     fn map(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Option<String>>> {
@@ -43,28 +46,41 @@ impl Subscriptions {
         self.map().insert(destination.to_owned(), Some(id.to_owned()));
     }
 
-    /// The subscription ids held now (to unsubscribe at shutdown).
-    pub fn ids(&self) -> Vec<String> {
+    /// Whether `destination` is subscribed, or its SUBSCRIBE is under way.
+    pub fn contains(&self, destination: &str) -> bool {
+        self.map().contains_key(destination)
+    }
+
+    /// The subscription ids held once every SUBSCRIBE under way has its answer (each wait is
+    /// bounded by the receipt timeout, and one retrying while the broker is away ends with
+    /// shutdown): what to unsubscribe at shutdown.
+    pub async fn ids(&self) -> Vec<String> {
+        let under_way = std::mem::take(&mut *self.under_way.lock().unwrap_or_else(|e| e.into_inner()));
+        futures_util::future::join_all(under_way).await;
         self.map().values().flatten().cloned().collect()
     }
 
-    /// Subscribes to each destination in a task of its own. While the broker is away the
-    /// SUBSCRIBE is tried again until it is written (the client restores what it wrote).
-    pub fn add(&self, destinations: &[String]) {
+    /// Subscribes to each destination in a task of its own (`cause`: why, for the log). While
+    /// the broker is away the SUBSCRIBE is tried again until it is written (the client restores
+    /// what it wrote); one the broker refuses is forgotten, so that it may be added again.
+    pub fn add(&self, destinations: &[String], cause: &'static str) {
         for destination in destinations {
             self.map().insert(destination.clone(), None);
             let this = self.clone();
             let destination = destination.clone();
-            tokio::spawn(async move { this.subscribe(destination).await });
+            let task = tokio::spawn(async move { this.subscribe(destination, cause).await });
+            let mut under_way = self.under_way.lock().unwrap_or_else(|e| e.into_inner());
+            under_way.retain(|t| !t.is_finished());
+            under_way.push(task);
         }
     }
 
-    async fn subscribe(self, destination: String) {
+    async fn subscribe(self, destination: String, cause: &'static str) {
         loop {
             let (id, confirmed) = self.client.try_subscribe((self.make)(&destination)).await;
             let ended = match confirmed {
                 Ok(()) => {
-                    info!(%destination, "subscribed (configuration reload)");
+                    info!(%destination, cause, "subscribed");
                     false
                 }
                 Err(SessionError::NotConnected) => {
@@ -74,12 +90,15 @@ impl Subscriptions {
                     }
                 }
                 Err(e @ (SessionError::Shutdown | SessionError::Rejected(_))) => {
-                    warn!(%destination, error = %e, "cannot subscribe to a destination a reload added");
+                    warn!(%destination, cause, error = %e, "cannot subscribe");
                     true
                 }
-                // Late or lost with its connection: written, so it stands (see Discovering).
+                // A receipt late or lost with its connection: the SUBSCRIBE was written (or is
+                // restored on the next connection), and a broker that refused it would have
+                // sent an ERROR naming it (STOMP 1.2). It stands: subscribing again would
+                // consume twice.
                 Err(e) => {
-                    warn!(%destination, error = %e, "no receipt for a reload's SUBSCRIBE; it stands");
+                    warn!(%destination, cause, error = %e, "no receipt for a SUBSCRIBE; it stands");
                     false
                 }
             };

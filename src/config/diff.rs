@@ -42,6 +42,14 @@ impl Diff {
 }
 
 const RESTART: &str = "cannot change without a restart";
+
+/// `(key, changed)` for each named field of one section: `"section.field"`, and whether it
+/// differs between the two.
+macro_rules! changed {
+    ($old:expr, $new:expr, $section:literal: $($field:ident),+) => {
+        [$((concat!($section, ".", stringify!($field)), $old.$field != $new.$field)),+]
+    };
+}
 const STREAMS: &str = "cannot change without a restart (streams being joined keep their bounds)";
 
 /// The stream assemblers' bounds (bytes, ms), which apply whether PenguiFlow is set or not.
@@ -65,64 +73,42 @@ fn refused_keys(old: &Config, new: &Config, d: &mut Diff) {
     let (w, nw) = (&old.wiseagents, &new.wiseagents);
     let (o, n) = (&old.delivery, &new.delivery);
     let (bounds, new_bounds) = (stream_bounds(old), stream_bounds(new));
-    let checks = [
-        ("broker.url", b.url != nb.url, RESTART),
-        ("broker.login", b.login != nb.login, RESTART),
-        ("broker.passcode", b.passcode != nb.passcode, RESTART),
-        ("broker.passcode_file", b.passcode_file != nb.passcode_file, RESTART),
-        ("broker.vhost", b.vhost != nb.vhost, RESTART),
-        ("broker.heartbeat_ms", b.heartbeat_ms != nb.heartbeat_ms, RESTART),
-        ("broker.ca_file", b.ca_file != nb.ca_file, RESTART),
-        ("broker.cert_file", b.cert_file != nb.cert_file, RESTART),
-        ("broker.key_file", b.key_file != nb.key_file, RESTART),
-        ("broker.reconnect_max_ms", b.reconnect_max_ms != nb.reconnect_max_ms, RESTART),
-        (
-            "wiseagents.request_prefix",
-            w.request_prefix != nw.request_prefix,
-            "cannot change without a restart (it renames every queue consumed)",
-        ),
-        (
-            "wiseagents.response_prefix",
-            w.response_prefix != nw.response_prefix,
-            "cannot change without a restart (it renames every queue consumed)",
-        ),
+    let plain = changed!(b, nb, "broker": url, login, passcode, passcode_file, vhost, heartbeat_ms, ca_file,
+        cert_file, key_file, reconnect_max_ms)
+    .into_iter()
+    .chain(changed!(w, nw, "wiseagents": discovery))
+    .chain(
+        changed!(o, n, "delivery": mode, exclusive, unconfirmed_max, receipt_timeout_ms, shutdown_timeout_ms),
+    )
+    .map(|(key, changed)| (key, changed, RESTART));
+    let queues = "cannot change without a restart (it renames every queue consumed)";
+    let table = "cannot change without a restart (the pending asks' table keeps its bounds)";
+    let special = [
+        ("wiseagents.request_prefix", w.request_prefix != nw.request_prefix, queues),
+        ("wiseagents.response_prefix", w.response_prefix != nw.response_prefix, queues),
         (
             "wiseagents.reply_agent",
             w.reply_agent != nw.reply_agent,
             "cannot change without a restart (pending asks await answers under the old name)",
         ),
-        ("wiseagents.discovery", w.discovery != nw.discovery, RESTART),
         (
             "wiseagents.registry",
             w.registry != nw.registry,
             "cannot change without a restart (the registrations are made at start)",
         ),
-        ("delivery.mode", o.mode != n.mode, RESTART),
         (
             "delivery.in_flight",
             o.in_flight != n.in_flight,
             "cannot change without a restart (the subscriptions' prefetch is set at SUBSCRIBE)",
         ),
-        ("delivery.exclusive", o.exclusive != n.exclusive, RESTART),
-        ("delivery.unconfirmed_max", o.unconfirmed_max != n.unconfirmed_max, RESTART),
-        ("delivery.receipt_timeout_ms", o.receipt_timeout_ms != n.receipt_timeout_ms, RESTART),
-        ("delivery.shutdown_timeout_ms", o.shutdown_timeout_ms != n.shutdown_timeout_ms, RESTART),
-        (
-            "delivery.correlation_capacity",
-            o.correlation_capacity != n.correlation_capacity,
-            "cannot change without a restart (the pending asks' table keeps its bounds)",
-        ),
-        (
-            "delivery.correlation_ttl_ms",
-            o.correlation_ttl_ms != n.correlation_ttl_ms,
-            "cannot change without a restart (the pending asks' table keeps its bounds)",
-        ),
+        ("delivery.correlation_capacity", o.correlation_capacity != n.correlation_capacity, table),
+        ("delivery.correlation_ttl_ms", o.correlation_ttl_ms != n.correlation_ttl_ms, table),
         ("protocols.penguiflow.stream_max_bytes", bounds.0 != new_bounds.0, STREAMS),
         ("protocols.penguiflow.stream_max_wait_ms", bounds.1 != new_bounds.1, STREAMS),
         ("http.listen", old.http.listen != new.http.listen, RESTART),
         ("log.format", old.log.format != new.log.format, RESTART),
     ];
-    for (key, changed, why) in checks {
+    for (key, changed, why) in plain.chain(special) {
         if changed {
             d.refused.push(Refusal { key: key.into(), why: why.into() });
         }
@@ -135,31 +121,19 @@ fn refused_keys(old: &Config, new: &Config, d: &mut Diff) {
 
 /// Keys read for each new message: they take effect for the messages taken after the reload.
 fn live_keys(old: &Config, new: &Config, d: &mut Diff) {
-    let (w, nw) = (&old.wiseagents, &new.wiseagents);
-    let (o, n) = (&old.delivery, &new.delivery);
     let (p, np) = (&old.protocols, &new.protocols);
-    let keys = [
-        ("wiseagents.default_context", w.default_context != nw.default_context),
-        ("wiseagents.agents", w.agents != nw.agents),
-        ("wiseagents.contexts", w.contexts != nw.contexts),
-        ("wiseagents.ack_contexts", w.ack_contexts != nw.ack_contexts),
-        ("protocols.civitas", p.civitas != np.civitas),
-        ("protocols.vox", p.vox != np.vox),
-        ("protocols.penguiflow", without_bounds(p) != without_bounds(np)),
-        ("delivery.dead_letter", o.dead_letter != n.dead_letter),
-        ("delivery.batch_max", o.batch_max != n.batch_max),
-        ("delivery.batches_in_flight", o.batches_in_flight != n.batches_in_flight),
-        ("delivery.max_attempts", o.max_attempts != n.max_attempts),
-        ("delivery.max_hops", o.max_hops != n.max_hops),
-        ("delivery.reply_timeout_ms", o.reply_timeout_ms != n.reply_timeout_ms),
-        ("delivery.max_body_bytes", o.max_body_bytes != n.max_body_bytes),
-        ("log.level", old.log.level != new.log.level),
-    ];
-    d.live.extend(keys.iter().filter(|(_, changed)| *changed).map(|(k, _)| (*k).to_owned()));
+    let keys = changed!(old.wiseagents, new.wiseagents, "wiseagents": default_context, agents, contexts, ack_contexts)
+        .into_iter()
+        .chain(changed!(p, np, "protocols": civitas, vox))
+        .chain([("protocols.penguiflow", without_bounds(p) != without_bounds(np))])
+        .chain(changed!(old.delivery, new.delivery, "delivery": dead_letter, batch_max, batches_in_flight,
+            max_attempts, max_hops, reply_timeout_ms, max_body_bytes))
+        .chain([("log.level", old.log.level != new.log.level)]);
+    d.live.extend(keys.filter(|(_, changed)| *changed).map(|(k, _)| k.to_owned()));
 }
 
 /// PenguiFlow's table without the stream bounds (judged apart: they are refused).
-fn without_bounds(p: &super::Protocols) -> Option<(String, String, String, bool)> {
+fn without_bounds(p: &super::Frameworks) -> Option<(String, String, String, bool)> {
     p.penguiflow
         .as_ref()
         .map(|p| (p.inbox.clone(), p.ingress.clone(), p.tenant.clone(), p.response_as_final_answer))

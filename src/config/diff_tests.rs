@@ -117,3 +117,89 @@ fn stream_bounds_the_mirror_and_the_listener_are_refused() {
     assert_eq!(keys(&d.refused), ["protocols.penguiflow.stream_max_bytes", "http.listen", "mirror"]);
     assert_eq!(d.live, ["protocols.penguiflow"], "the tenant alone is live");
 }
+
+/// Every leaf of a TOML value with its path (`delivery.in_flight`, `agents.0.name`); an array
+/// of plain values is one leaf.
+fn leaves(value: &toml::Value, path: &str, out: &mut Vec<String>) {
+    let join = |key: &str| if path.is_empty() { key.to_owned() } else { format!("{path}.{key}") };
+    match value {
+        toml::Value::Table(table) => table.iter().for_each(|(k, v)| leaves(v, &join(k), out)),
+        toml::Value::Array(items) if items.iter().any(toml::Value::is_table) => {
+            items.iter().enumerate().for_each(|(i, v)| leaves(v, &join(&i.to_string()), out))
+        }
+        _ => out.push(path.to_owned()),
+    }
+}
+
+fn at<'a>(value: &'a mut toml::Value, path: &str) -> &'a mut toml::Value {
+    path.split('.').fold(value, |v, key| match v {
+        toml::Value::Array(items) => &mut items[key.parse::<usize>().unwrap()],
+        other => &mut other[key],
+    })
+}
+
+/// Other values of the same shape as `value`, the spellings of the configuration's enums
+/// among the strings.
+fn others(value: &toml::Value) -> Vec<toml::Value> {
+    use toml::Value as V;
+    const SPELLINGS: [&str; 15] = [
+        "confirm",
+        "transaction",
+        "json",
+        "msgpack",
+        "text",
+        "none",
+        "activemq-advisory",
+        "civitas",
+        "vox",
+        "penguiflow",
+        "canonical",
+        "activemq",
+        "rabbitmq-firehose",
+        "artemis",
+        "6f9619ff-8b86-4d01-b42d-00cf4fc964ff",
+    ];
+    match value {
+        V::String(s) => {
+            let mut all = vec![V::String(format!("{s}x")), V::String(format!("/queue/x.{s}"))];
+            all.extend(SPELLINGS.iter().map(|s| V::String((*s).into())));
+            all
+        }
+        V::Integer(i) => vec![V::Integer(i + 1), V::Integer(i - 1)],
+        V::Float(f) => vec![V::Float(f + 0.5)],
+        V::Boolean(b) => vec![V::Boolean(!b)],
+        V::Array(items) => {
+            let mut longer = items.clone();
+            longer.extend(items.first().cloned());
+            let mut changed = items.clone();
+            if let Some(first) = changed.first_mut() {
+                *first = others(first).remove(0);
+            }
+            vec![V::Array(changed), V::Array(longer)]
+        }
+        other => vec![other.clone()],
+    }
+}
+
+#[test]
+fn every_key_of_the_configuration_reloads_as_live_or_refused_never_as_nothing_changed() {
+    let base = crate::config::tests::everything();
+    let table = toml::Value::try_from(&base).unwrap();
+    let mut paths = Vec::new();
+    leaves(&table, "", &mut paths);
+    assert!(paths.len() > 60, "the every-key configuration has {} keys", paths.len());
+    let mut unclassified = Vec::new();
+    for path in &paths {
+        let changed = others(&at(&mut table.clone(), path).clone()).into_iter().find_map(|other| {
+            let mut edited = table.clone();
+            *at(&mut edited, path) = other;
+            edited.try_into::<Config>().ok().filter(|c| *c != base)
+        });
+        match changed {
+            Some(new) if diff(&base, &new).is_empty() => unclassified.push(path.clone()),
+            Some(_) => {}
+            None => unclassified.push(format!("{path} (no other value of its type to try)")),
+        }
+    }
+    assert!(unclassified.is_empty(), "changed, these keys reload as 'nothing changed': {unclassified:?}");
+}

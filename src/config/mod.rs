@@ -30,7 +30,7 @@ pub struct Config {
     #[serde(default)]
     pub wiseagents: WiseAgentsConfig,
     #[serde(default)]
-    pub protocols: Protocols,
+    pub protocols: Frameworks,
     /// The agents the bridge stands in for (proxied agents), each with its framework.
     #[serde(default)]
     pub agents: Vec<AgentConfig>,
@@ -129,10 +129,12 @@ pub enum Discovery {
     None,
 }
 
-/// The frameworks' destinations and options; a framework is usable when its table exists.
+/// The frameworks' destinations and options (`[protocols.<framework>]`: the configuration
+/// spells a framework "protocol", as `agents[].protocol` does); a framework is usable when its
+/// table exists.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Protocols {
+pub struct Frameworks {
     pub civitas: Option<CivitasConfig>,
     pub vox: Option<VoxConfig>,
     pub penguiflow: Option<PenguiFlowConfig>,
@@ -341,7 +343,7 @@ impl Config {
         Config {
             broker,
             wiseagents: WiseAgentsConfig::default(),
-            protocols: Protocols::default(),
+            protocols: Frameworks::default(),
             agents: Vec::new(),
             delivery: DeliveryConfig::default(),
             http: HttpConfig::default(),

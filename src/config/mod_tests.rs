@@ -135,7 +135,7 @@ fn read_text(text: &str) -> Config {
 
 /// A configuration with every section and table set, and every key away from its default
 /// (but `broker.passcode_file`, which is not set with `passcode`).
-fn everything() -> Config {
+pub(super) fn everything() -> Config {
     let namespace = Uuid::parse_str("0d5f1a7e-3b7c-4c59-9a8e-6f3f2c1d9b10").unwrap();
     Config {
         broker: BrokerConfig {
@@ -150,7 +150,7 @@ fn everything() -> Config {
             ..BrokerConfig::new("stomp+ssl://127.0.0.1:61614")
         },
         wiseagents: every_wiseagents_key(),
-        protocols: Protocols {
+        protocols: Frameworks {
             civitas: Some(CivitasConfig {
                 encoding: Encoding::Msgpack,
                 ..CivitasConfig::new("/queue/civ.{agent}", "/queue/civ.in")
@@ -289,7 +289,7 @@ fn the_constructors_give_what_a_file_gives_for_the_keys_left_out() {
     "#;
     let namespace = Uuid::parse_str("0d5f1a7e-3b7c-4c59-9a8e-6f3f2c1d9b10").unwrap();
     let mut built = Config::new(BrokerConfig::new("stomp://127.0.0.1:61613"));
-    built.protocols = Protocols {
+    built.protocols = Frameworks {
         civitas: Some(CivitasConfig::new("/queue/civ.{agent}", "/queue/civ.in")),
         vox: Some(VoxConfig::new("/queue/vox.{agent}", "/queue/vox.in", namespace)),
         penguiflow: Some(PenguiFlowConfig::new("/queue/pf.{agent}", "/queue/pf.in")),

@@ -101,8 +101,12 @@ async fn read(
                 let _ = signals.try_send(Signal::Again);
                 continue;
             }
-            Some(other) => {
-                warn!(event = ?other, "mirror: tap connection event");
+            Some(Event::ConnectionLost(e) | Event::ReconnectFailed(e)) => {
+                warn!(error = %e, "mirror: the tap's connection is down; reconnecting");
+                continue;
+            }
+            Some(Event::BrokerError(e)) => {
+                warn!(error = %e, "mirror: the broker sent the tap an ERROR");
                 continue;
             }
             None => return,

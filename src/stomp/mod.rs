@@ -6,6 +6,9 @@
 pub mod client;
 pub mod codec;
 pub mod frame;
+/// The in-process transport of the tests that run under a paused clock: built for tests and
+/// with the `test-util` feature only, so the shipped daemon does not accept `stomp+memory://`.
+#[cfg(any(test, feature = "test-util"))]
 pub mod memory;
 pub mod secret;
 pub mod session;

@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 use stomp_agent_bridge::config::{
-    AgentConfig, BrokerConfig, CivitasConfig, Config, DeliveryConfig, HttpConfig, LogConfig,
-    PenguiFlowConfig, Protocols, VoxConfig, WiseAgentsConfig,
+    AgentConfig, BrokerConfig, CivitasConfig, Config, DeliveryConfig, Frameworks, HttpConfig, LogConfig,
+    PenguiFlowConfig, VoxConfig, WiseAgentsConfig,
 };
 
 /// Names and destinations no other test uses.
@@ -90,7 +90,7 @@ pub fn config(broker: Broker, names: &Names, agents: Vec<AgentConfig>, http_port
             reply_agent: names.reply_agent(),
             ..Default::default()
         },
-        protocols: Protocols {
+        protocols: Frameworks {
             civitas: Some(CivitasConfig::new(
                 names.dest("civitas.in.{agent}"),
                 names.dest("civitas.ingress"),
@@ -324,7 +324,7 @@ impl Drop for BridgeProcess {
 pub fn http_get(port: u16, path: &str) -> (u16, String) {
     use std::io::{Read, Write};
     let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else { return (0, String::new()) };
-    let _ = s.write_all(format!("GET {path} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes());
+    let _ = s.write_all(format!("GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").as_bytes());
     let mut text = String::new();
     let _ = s.read_to_string(&mut text);
     let code = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);

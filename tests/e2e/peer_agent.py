@@ -45,9 +45,24 @@ import stomp
 from pydantic import BaseModel, ConfigDict
 
 sys.path.insert(0, os.path.join(os.environ.get("SAB_VENV", ".venv"), "civitas-src"))
-from civitas.messages import Message, _new_span_id, _uuid7  # noqa: E402
+from civitas.messages import Message  # noqa: E402
 from civitas.serializer import JsonSerializer  # noqa: E402
 from penguiflow.types import FinalAnswer, Headers, Message as PenguiMessage  # noqa: E402
+
+
+def uuid7():
+    """A UUIDv7, lowercase and hyphenated, as Civitas makes its ids. Civitas's own generator is
+    private; this is civitas_stomp/ids.py's (which cannot be imported beside the bare civitas
+    modules loaded above)."""
+    millis = (time.time_ns() // 1_000_000) & ((1 << 48) - 1)
+    rand = int.from_bytes(os.urandom(10), "big")
+    rand_a, rand_b = (rand >> 62) & 0xFFF, rand & ((1 << 62) - 1)
+    return str(uuid.UUID(int=(millis << 80) | (0x7 << 76) | (rand_a << 64) | (0b10 << 62) | rand_b))
+
+
+def span_id():
+    """A span id as Civitas makes one: 16 hex characters."""
+    return os.urandom(8).hex()
 
 
 class VOXMessage(BaseModel):
@@ -107,12 +122,12 @@ def civitas_ask(name, recipient, n, texts):
     asks = []
     subscribe(conn, collector, os.environ["CIVITAS_INBOX"].replace("{agent}", name), "1")
     for i in range(n):
-        reply_to = f"_reply.{_uuid7()}"
+        reply_to = f"_reply.{uuid7()}"
         payload = {"message": texts[i % len(texts)]}
         if os.environ.get("CIVITAS_CONTEXT"):
             payload["context_name"] = os.environ["CIVITAS_CONTEXT"]
         msg = Message(type="message", sender=name, recipient=recipient, payload=payload,
-                      correlation_id=_uuid7(), reply_to=reply_to, trace_id=uuid.uuid4().hex, span_id=_new_span_id())
+                      correlation_id=uuid7(), reply_to=reply_to, trace_id=uuid.uuid4().hex, span_id=span_id())
         asks.append(msg)
     ready(name)
     out({"asks": [{"correlation_id": m.correlation_id, "reply_to": m.reply_to, "text": m.payload["message"]}
@@ -145,7 +160,7 @@ def civitas_serve(name, n, mode):
                     (len(tokens), "civitas.stream.end", {})]:
                 frame_msg = Message(type=kind, sender=name, recipient=original.reply_to or original.sender,
                                     payload=payload, correlation_id=original.correlation_id, seq=seq,
-                                    trace_id=original.trace_id, span_id=_new_span_id(),
+                                    trace_id=original.trace_id, span_id=span_id(),
                                     parent_span_id=original.span_id)
                 civitas_send(conn, frame_msg, None)
             continue
@@ -158,7 +173,7 @@ def civitas_serve(name, n, mode):
         # AgentProcess.reply_to(original, payload), as reply() builds it.
         reply = Message(type=payload.get("type", "reply"), sender=name, recipient=original.reply_to or original.sender,
                         payload=payload, correlation_id=original.correlation_id, trace_id=original.trace_id,
-                        span_id=_new_span_id(), parent_span_id=original.span_id)
+                        span_id=span_id(), parent_span_id=original.span_id)
         civitas_send(conn, reply, None)
     conn.disconnect()
 

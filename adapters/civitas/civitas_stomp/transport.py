@@ -15,8 +15,10 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import msgpack
-from civitas.messages import _uuid7
-from sab_stomp import AsyncLink, LinkConfig
+
+from sab_stomp import AsyncLink, FrameHandler, LinkConfig, MessageFrame
+
+from .ids import uuid7
 
 log = logging.getLogger("civitas_stomp")
 
@@ -96,8 +98,8 @@ class StompTransport:
     def has_reply_address(self, address: str) -> bool:
         return address in self._reply_queues
 
-    def _inbound(self, address: str) -> Callable[[Any], Awaitable[None]]:
-        async def on_frame(frame: Any) -> None:
+    def _inbound(self, address: str) -> FrameHandler:
+        async def on_frame(frame: MessageFrame) -> None:
             data = self._as_ours(frame.body, frame.headers.get("content-type"))
             reply_address = self._reply_address_of(data)
             if reply_address is not None:
@@ -142,7 +144,7 @@ class StompTransport:
     async def request(self, address: str, data: bytes, timeout: float | None) -> bytes:
         """ask(): a temporary reply address, injected as ``reply_to``; a local answer comes
         to it directly, an answer from the bridge by the request's ``correlation_id``."""
-        reply_address = f"_reply.{_uuid7()}"
+        reply_address = f"_reply.{uuid7()}"
         queue: asyncio.Queue[bytes] = asyncio.Queue(maxsize=1)
         self._reply_queues[reply_address] = queue
         message = self._serializer.deserialize(data)
@@ -177,7 +179,7 @@ class StompTransport:
             return None
         destination = self._inbox.replace("{agent}", reply_address)
 
-        async def on_frame(frame: Any) -> None:
+        async def on_frame(frame: MessageFrame) -> None:
             queue = self._reply_queues.get(reply_address)
             if queue is None or queue.full():
                 log.warning("a second or late answer at %s: dropped", destination)

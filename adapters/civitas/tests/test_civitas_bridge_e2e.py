@@ -8,9 +8,9 @@ import asyncio
 import pytest
 from civitas import AgentProcess, Runtime, Supervisor
 from civitas.messages import Message
-from sab_stomp.testing import Names, WiseAgent, start_bridge
 
 from civitas_stomp import bridge_components
+from sab_testing import Names, WiseAgent, start_bridge
 
 
 class WeatherAgent(AgentProcess):
@@ -110,7 +110,8 @@ def test_a_name_behind_the_bridge_is_routable_and_internal_names_are_not():
     from civitas_stomp import BridgeRegistry
 
     registry = BridgeRegistry(["Wise*"])
-    assert registry.lookup("WiseLibrarian").address == "WiseLibrarian"
+    routed = registry.lookup("WiseLibrarian")
+    assert routed is not None and routed.address == "WiseLibrarian"
     assert registry.lookup("Other") is None
     assert registry.lookup("_reply.x") is None and BridgeRegistry(["*"]).lookup("_runtime") is None
 

@@ -6,6 +6,7 @@ once the framework has taken it."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import itertools
 import logging
 import os
@@ -58,11 +59,25 @@ class LinkConfig:
         return cfg
 
 
+@dataclass(frozen=True, slots=True)
+class MessageFrame:
+    """A MESSAGE frame as the link hands it over: stomp.py's headers and body, and the
+    connection it came on (``generation``), so that it is acknowledged only on that one."""
+
+    headers: dict[str, str]
+    body: bytes
+    generation: int
+
+
+#: What :meth:`AsyncLink.subscribe` hands each message to; its return acknowledges it.
+FrameHandler = Callable[[MessageFrame], Awaitable[None]]
+
+
 @dataclass
 class _Sub:
     id: str
     destination: str
-    on_message: Callable[[stomp.utils.Frame], None]
+    on_message: Callable[[MessageFrame], None]
     headers: dict[str, str] = field(default_factory=dict)
 
 
@@ -79,7 +94,7 @@ class Link(stomp.ConnectionListener):
         self._lock = threading.Lock()
         self._connected = threading.Event()
         self._stopping = False
-        self._conn: stomp.Connection | None = None
+        self._conn: stomp.Connection12 | None = None
         self._generation = 0
         self.reconnects = 0
 
@@ -95,7 +110,7 @@ class Link(stomp.ConnectionListener):
             try:
                 self._connect_once()
                 return
-            except Exception as exc:  # noqa: BLE001 — any failure means: try again
+            except Exception as exc:  # any failure means: try again
                 if deadline is not None and time.monotonic() > deadline:
                     raise ConnectionError(f"{self.name}: cannot connect to the broker: {exc}") from exc
                 log.warning("%s: connecting failed (%s); retrying in %.1f s", self.name, exc, delay)
@@ -118,7 +133,7 @@ class Link(stomp.ConnectionListener):
             self._subscribe_on(conn, sub)
         self._connected.set()
 
-    def _subscribe_on(self, conn: stomp.Connection, sub: _Sub) -> None:
+    def _subscribe_on(self, conn: stomp.Connection12, sub: _Sub) -> None:
         headers = {"activemq.prefetchSize": str(self.config.prefetch), "prefetch-count": str(self.config.prefetch)}
         headers.update(sub.headers)
         receipt = self._new_receipt()
@@ -153,30 +168,30 @@ class Link(stomp.ConnectionListener):
     def on_heartbeat_timeout(self) -> None:
         log.warning("%s: broker heart-beats stopped", self.name)
 
-    def on_error(self, frame: Any) -> None:
+    def on_error(self, frame: stomp.utils.Frame) -> None:
         log.error("%s: broker ERROR: %s %s", self.name, frame.headers.get("message"), _text(frame.body)[:200])
 
-    def on_receipt(self, frame: Any) -> None:
+    def on_receipt(self, frame: stomp.utils.Frame) -> None:
         with self._lock:
             event = self._receipts.get(frame.headers.get("receipt-id", ""))
         if event is not None:
             event.set()
 
-    def on_message(self, frame: Any) -> None:
+    def on_message(self, frame: stomp.utils.Frame) -> None:
         sub = self._subs.get(frame.headers.get("subscription", ""))
         if sub is None:
             return
-        frame.sab_generation = self._generation
+        message = MessageFrame(headers=frame.headers, body=frame.body, generation=self._generation)
         try:
-            sub.on_message(frame)
-        except Exception:  # noqa: BLE001 — never let a callback kill the receiver thread
+            sub.on_message(message)
+        except Exception:  # never let a callback kill the receiver thread
             log.exception("%s: handing over a message from %s failed", self.name, sub.destination)
 
     # -- operations ----------------------------------------------------------------------
     def wait_connected(self, timeout: float) -> bool:
         return self._connected.wait(timeout)
 
-    def subscribe(self, destination: str, on_message: Callable[[Any], None],
+    def subscribe(self, destination: str, on_message: Callable[[MessageFrame], None],
                   headers: dict[str, str] | None = None) -> str:
         """Consumes ``destination`` with client-individual acknowledgement, now and after
         every reconnection; returns the subscription id."""
@@ -199,20 +214,20 @@ class Link(stomp.ConnectionListener):
             except Exception:  # noqa: BLE001 — the connection went: nothing to undo
                 pass
 
-    def ack(self, frame: Any) -> None:
+    def ack(self, frame: MessageFrame) -> None:
         """Acknowledges a message (on the connection it came from: after a reconnection the
         broker redelivers it instead, which is the at-least-once promise)."""
         self._settle(frame, "ack")
 
-    def nack(self, frame: Any) -> None:
+    def nack(self, frame: MessageFrame) -> None:
         """Refuses a message without requeueing it (``requeue:false``, which RabbitMQ reads;
         ActiveMQ moves a NACKed message to its DLQ)."""
         self._settle(frame, "nack", requeue="false")
 
-    def _settle(self, frame: Any, how: str, **headers: str) -> None:
+    def _settle(self, frame: MessageFrame, how: str, **headers: str) -> None:
         conn = self._conn
         ack_id = frame.headers.get("ack") or frame.headers.get("message-id")
-        if conn is None or ack_id is None or getattr(frame, "sab_generation", None) != self._generation:
+        if conn is None or ack_id is None or frame.generation != self._generation:
             return  # it came on a connection since lost: the broker redelivers it
         try:
             getattr(conn, how)(ack_id, **headers)
@@ -231,7 +246,7 @@ class Link(stomp.ConnectionListener):
         all_headers = {"persistent": "true", **(headers or {})}
         try:
             conn.send(destination, body, content_type=content_type, headers=all_headers, receipt=receipt)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self._drop_receipt(receipt)
             raise SendFailed(f"sending to {destination}: {exc}") from exc
         self._await_receipt(receipt)
@@ -276,16 +291,16 @@ class AsyncLink:
     async def stop(self) -> None:
         await asyncio.to_thread(self.link.stop)
 
-    async def subscribe(self, destination: str, handler: Callable[[Any], Awaitable[None]],
+    async def subscribe(self, destination: str, handler: FrameHandler,
                         headers: dict[str, str] | None = None) -> str:
         loop = self._loop or asyncio.get_running_loop()
         self._loop = loop
         link = self.link
 
-        def on_message(frame: Any) -> None:
+        def on_message(frame: MessageFrame) -> None:
             future = asyncio.run_coroutine_threadsafe(self._guarded(handler, frame, destination), loop)
 
-            def settle(done: Any) -> None:
+            def settle(done: concurrent.futures.Future[None]) -> None:
                 if done.cancelled():
                     return  # shutting down: not acknowledged, so redelivered
                 error = done.exception()
@@ -300,7 +315,7 @@ class AsyncLink:
 
         return await asyncio.to_thread(self.link.subscribe, destination, on_message, headers)
 
-    async def _guarded(self, handler: Callable[[Any], Awaitable[None]], frame: Any, source: str) -> None:
+    async def _guarded(self, handler: FrameHandler, frame: MessageFrame, source: str) -> None:
         try:
             await handler(frame)
         except SendFailed:

@@ -4,11 +4,14 @@ returned, and a lost connection is reconnected with the subscriptions restored."
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import socket
 
+import pytest
 import stomp
-from sab_stomp import AsyncLink
-from sab_stomp.testing import Broker, Names
+
+from sab_stomp import AsyncLink, MessageFrame
+from sab_testing import Broker, Names
 
 
 def run(coro):
@@ -79,7 +82,9 @@ def test_a_lost_connection_is_reconnected_and_the_subscription_restored(broker):
         link = AsyncLink(broker.link(), name="reconnect")
         await link.start()
         await link.subscribe(queue, lambda f: seen.put(f.body))
-        link.link._conn.transport.socket.shutdown(socket.SHUT_RDWR)  # the network drops it
+        conn = link.link._conn
+        assert conn is not None
+        conn.transport.socket.shutdown(socket.SHUT_RDWR)  # the network drops it
         await asyncio.to_thread(send, broker, queue, "after the drop")
         body = await seen.get()
         reconnects = link.link.reconnects
@@ -99,6 +104,7 @@ def test_heart_beats_are_negotiated_and_the_brokers_keep_arriving_while_idle(bro
         link = AsyncLink(broker.link(heartbeats=(1000, 1000)), name="beats")
         await link.start()
         conn = link.link._conn
+        assert conn is not None
         first = conn.received_heartbeat
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 10
@@ -149,3 +155,26 @@ def test_a_message_the_framework_refuses_goes_to_the_dead_letter_queue_with_the_
     assert (headers["bridge-error-kind"], headers["bridge-source"]) == ("adapter", inbox)
     assert after == b"after", "the refused message was settled, not redelivered"
     assert counted == 1
+
+
+def test_a_handler_is_given_the_links_own_frame_which_names_the_connection_it_came_on(broker):
+    names = Names(broker)
+    queue = names.dest("link.frame")
+    send(broker, queue, "hello")
+
+    async def scenario():
+        frames: asyncio.Queue = asyncio.Queue()
+        link = AsyncLink(broker.link(), name="frame")
+        await link.start()
+        await link.subscribe(queue, frames.put)
+        frame = await frames.get()
+        generation = link.link._generation
+        await link.stop()
+        return frame, generation
+
+    frame, generation = run(scenario())
+    assert isinstance(frame, MessageFrame), type(frame)
+    assert (frame.body, frame.headers["destination"]) == (b"hello", queue)
+    assert frame.generation == generation == 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        frame.generation = 2  # type: ignore[misc]  # nothing marks a frame after the fact

@@ -11,6 +11,7 @@ from typing import Any
 from penguiflow.bus import BusEnvelope
 from penguiflow.types import Message
 from pydantic import BaseModel
+
 from sab_stomp import AsyncLink
 
 log = logging.getLogger("penguiflow_stomp")

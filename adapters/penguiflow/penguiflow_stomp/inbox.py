@@ -10,6 +10,8 @@ from typing import Any
 from penguiflow.bus import BusEnvelope
 from penguiflow.types import Headers, Message
 
+from sab_stomp import MessageFrame
+
 from .bus import BridgeBus
 
 log = logging.getLogger("penguiflow_stomp")
@@ -50,7 +52,7 @@ class BridgeInbox:
             self._drain.cancel()
         await self.bus.link.stop()
 
-    async def _on_frame(self, frame: Any) -> None:
+    async def _on_frame(self, frame: MessageFrame) -> None:
         message = Message.model_validate_json(frame.body)
         correlation = message.meta.get("correlation_id")
         waiting = self._pending.pop(correlation, None) if isinstance(correlation, str) else None
@@ -75,9 +77,10 @@ class BridgeInbox:
                 "correlation_id": correlation, "message_type": "QUERY"}
         if context is not None:
             meta["context_name"] = context
-        headers = parent.headers if parent is not None else Headers(tenant=self.tenant, topic=context)
-        message = Message(payload=payload, headers=headers, meta=meta,
-                          **({"trace_id": parent.trace_id} if parent is not None else {}))
+        if parent is not None:
+            message = Message(payload=payload, headers=parent.headers, meta=meta, trace_id=parent.trace_id)
+        else:
+            message = Message(payload=payload, headers=Headers(tenant=self.tenant, topic=context), meta=meta)
         future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         self._pending[correlation] = future
         try:

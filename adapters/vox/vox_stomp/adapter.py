@@ -9,8 +9,9 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from sab_stomp import AsyncLink, LinkConfig
 from vox.messaging import MSG_COMMAND_ERROR, MSG_COMMAND_REQUEST, VOXMessage
+
+from sab_stomp import AsyncLink, LinkConfig, MessageFrame
 
 log = logging.getLogger("vox_stomp")
 
@@ -62,7 +63,7 @@ class VoxBridge:
     async def stop(self) -> None:
         await self.link.stop()
 
-    async def _on_frame(self, frame: Any) -> None:
+    async def _on_frame(self, frame: MessageFrame) -> None:
         # Not a VOXMessage: raises, so the link dead-letters it with the reason; it never
         # reaches the orchestrator.
         message = VOXMessage.model_validate_json(frame.body)
@@ -71,7 +72,7 @@ class VoxBridge:
                                                                     payload={"message": message})
             if inspect.isawaitable(dispatched):
                 await dispatched
-        except Exception as exc:  # noqa: BLE001 — answered below, or re-raised
+        except Exception as exc:  # answered below, or re-raised
             if not is_security_error(exc):
                 raise
             self.refused += 1

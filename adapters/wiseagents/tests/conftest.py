@@ -12,7 +12,7 @@ MODEL = HERE / "wiseagents_model"
 upstream = os.environ.get("WISEAGENTS_UPSTREAM")
 if upstream:
     sys.path.insert(0, str(MODEL))
-    import check_against_upstream  # noqa: E402
+    import check_against_upstream
 
     sys.path.remove(str(MODEL))
     sys.meta_path.insert(0, check_against_upstream._StubFinder())

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from openai.types.chat import ChatCompletion, ChatCompletionMessage
 from openai.types.chat.chat_completion import Choice
@@ -33,7 +34,7 @@ def _text(message: Any) -> str:
     return content if isinstance(content, str) else ""
 
 
-def _role(message: Any) -> str:
+def _role(message: Any) -> str | None:
     return message.get("role") if isinstance(message, dict) else getattr(message, "role", "")
 
 

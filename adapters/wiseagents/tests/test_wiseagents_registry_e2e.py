@@ -12,25 +12,37 @@ import queue
 import subprocess
 import threading
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, TypeVar
 
 import pytest
 import yaml
 from civitas import AgentProcess, Runtime, Supervisor
 from civitas.messages import Message
-from civitas_stomp import bridge_components
-from sab_stomp.testing import REPO, BridgeProcess, Broker, Names, config_toml, free_port
 from scripted_llm import EchoLLM, PhasedLLM
-from wiseagents import (WiseAgentCollaborationType, WiseAgentMessage, WiseAgentMessageType, WiseAgentMetaData,
-                        WiseAgentRegistry)
-from wiseagents.agents import (LLMOnlyWiseAgent, PassThroughClientAgent, PhasedCoordinatorWiseAgent,
-                               SequentialCoordinatorWiseAgent)
+from wiseagents import (
+    WiseAgentCollaborationType,
+    WiseAgentMessage,
+    WiseAgentMessageType,
+    WiseAgentMetaData,
+    WiseAgentRegistry,
+)
+from wiseagents.agents import (
+    LLMOnlyWiseAgent,
+    PassThroughClientAgent,
+    PhasedCoordinatorWiseAgent,
+    SequentialCoordinatorWiseAgent,
+)
 from wiseagents.transports import StompWiseAgentTransport
+
+from civitas_stomp import bridge_components
+from sab_testing import REPO, BridgeProcess, Broker, Names, config_toml, free_port
 
 # The registry of Wise Agents' registry_config.yaml (Redis mode), as these tests set it up.
 REDIS = {"use_redis": True, "redis_ssl": False, "redis_host": "127.0.0.1", "redis_port": 6379}
 CIV_SCHEMA = '{ type = "object", properties = { city = { type = "string" } }, required = ["city"] }'
+A = TypeVar("A")  # an agent of the system
 
 
 class CivStep(AgentProcess):
@@ -59,7 +71,7 @@ class System:
     def transport(self, name: str) -> StompWiseAgentTransport:
         return StompWiseAgentTransport(host="127.0.0.1", port=self.broker.port, agent_name=name)
 
-    def add(self, agent: Any) -> Any:
+    def add(self, agent: A) -> A:
         self.agents.append(agent)
         return agent
 
@@ -93,7 +105,7 @@ def system(monkeypatch) -> Iterator[System]:
     broker = Broker()  # ActiveMQ: Wise Agents' transport hard-codes /queue/request/, which RabbitMQ refuses
     monkeypatch.setenv("STOMP_USER", broker.login)
     monkeypatch.setenv("STOMP_PASSWORD", broker.passcode)
-    # sab_stomp.testing registers its own class for the !wiseagents.WiseAgentMessage tag on
+    # sab_testing registers its own class for the !wiseagents.WiseAgentMessage tag on
     # yaml.Loader whenever another adapter's test uses it: give the tag back to the model.
     yaml.add_constructor(WiseAgentMessage.yaml_tag, WiseAgentMessage.from_yaml, Loader=yaml.Loader)
     s = System(broker)
@@ -237,7 +249,8 @@ def test_a_proxied_name_a_wise_agents_agent_already_registered_stops_the_bridge_
                          timeout=60, stdin=subprocess.DEVNULL)
     assert run.returncode != 0, "the bridge started although the name is taken"
     assert taken.name in run.stderr, run.stderr[-2000:]
-    assert WiseAgentRegistry.get_agent_metadata(taken.name).description == "a native agent that got there first"
+    metadata = WiseAgentRegistry.get_agent_metadata(taken.name)
+    assert metadata is not None and metadata.description == "a native agent that got there first"
 
 
 def test_the_entries_a_killed_bridge_left_behind_are_taken_over_by_its_restart(system, tmp_path):
@@ -327,6 +340,7 @@ class RestartingAgent(LLMOnlyWiseAgent):
 
     def process_request(self, request: WiseAgentMessage, conversation_history: list) -> str | None:
         ctx = WiseAgentRegistry.get_context(request.context_name)
+        assert ctx is not None
         if not ctx.get_queries():
             ctx.add_query("again")
             ctx.set_restart_sequence(True)
@@ -343,7 +357,9 @@ def test_a_sequence_ending_with_a_proxied_agent_restarts_when_the_context_says_s
             name=system.name("Seq"), metadata=WiseAgentMetaData(description="runs a sequence"),
             transport=system.transport(system.name("Seq")), agents=[first.name, civ]))
         answer = system.ask(system.client(), coordinator.name, "q")
-        restart_left = WiseAgentRegistry.get_context(answer.context_name).get_restart_sequence()
+        context = WiseAgentRegistry.get_context(answer.context_name)
+        assert context is not None
+        restart_left = context.get_restart_sequence()
     assert answer.message == f"{civ}({first.name}(again))", "the second round starts from the first query"
     assert answer.sender == civ and restart_left is False
 

@@ -32,7 +32,7 @@ use std::path::PathBuf;
 use std::process::Command as Process;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use stomp_agent_bridge::config::{AgentConfig, CivitasConfig, PenguiFlowConfig, Protocols, VoxConfig};
+use stomp_agent_bridge::config::{AgentConfig, CivitasConfig, Frameworks, PenguiFlowConfig, VoxConfig};
 use stomp_agent_bridge::envelope::Intent;
 use stomp_agent_bridge::envelope::civitas::Encoding;
 use stomp_agent_bridge::envelope::codecs::Framework;
@@ -352,7 +352,7 @@ fn bridge_config(dir: &std::path::Path, http_port: u16) -> PathBuf {
     config.broker.heartbeat_ms = [5000, 5000];
     config.wiseagents.agents = vec![CALLER.into(), WA_AGENT.into()];
     let namespace = "0d5f1a7e-3b7c-4c59-9a8e-6f3f2c1d9b10".parse().expect("a uuid");
-    config.protocols = Protocols {
+    config.protocols = Frameworks {
         civitas: Some(CivitasConfig::new("/queue/soak.civitas.{agent}", INGRESS[0].1)),
         vox: Some(VoxConfig::new("/queue/soak.vox.{agent}", INGRESS[1].1, namespace)),
         penguiflow: Some(PenguiFlowConfig::new("/queue/soak.penguiflow.{agent}", INGRESS[2].1)),

@@ -32,12 +32,7 @@ type Batch = Pin<Box<dyn Future<Output = Finished> + Send>>;
 /// What the engine does with advisory messages (discovery lives in `run`).
 pub trait Discover {
     fn is_advisory(&self, message: &Message) -> bool;
-    fn discover(
-        &mut self,
-        client: &Client,
-        pipeline: &mut Pipeline,
-        message: &Message,
-    ) -> impl Future<Output = ()> + Send;
+    fn discover(&mut self, pipeline: &mut Pipeline, message: &Message);
 }
 
 pub struct Engine {
@@ -233,7 +228,7 @@ impl Engine {
                 Some(reload) = next_reload(&mut self.reloads) => self.reconfigure(reload).await,
                 event = events.recv(), if room => match event {
                     Some(Event::Message(m)) if discovery.is_advisory(&m) => {
-                        discovery.discover(client, &mut self.pipeline, &m).await;
+                        discovery.discover(&mut self.pipeline, &m);
                     }
                     Some(Event::Message(m)) => self.take(m).await,
                     Some(other) => self.on_consuming_event(other),

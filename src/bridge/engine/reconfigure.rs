@@ -41,8 +41,9 @@ impl Engine {
         let d = &config.delivery;
         (self.dead_letter, self.batch_max, self.window, self.max_attempts) =
             (d.dead_letter.clone(), d.batch_max, d.batches_in_flight, d.max_attempts);
-        reloads.subscriptions.add(&added);
-        info!(subscribed = ?added, unsubscribed = ?removed, "the engine runs on the reloaded configuration");
+        reloads.subscriptions.add(&added, "configuration reload");
+        let (subscribed, unsubscribed) = (added.join(", "), removed.join(", "));
+        info!(subscribed, unsubscribed, "the engine runs on the reloaded configuration");
         let _ = done.send(Ok(format!("subscribed {added:?}, unsubscribed {removed:?}")));
     }
 

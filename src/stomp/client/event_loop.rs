@@ -85,7 +85,8 @@ pub(super) struct EventLoop {
 impl EventLoop {
     pub(super) async fn run(mut self, mut conn: Connection) {
         self.session.connected(&conn.negotiated);
-        info!(broker = %self.config.url, server = ?conn.negotiated.server, "STOMP connected");
+        let server = conn.negotiated.server.as_deref().unwrap_or("(not said)");
+        info!(broker = %self.config.url, server, "STOMP connected");
         loop {
             let err = match self.serve(&mut conn).await {
                 End::Shutdown => return,

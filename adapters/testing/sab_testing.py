@@ -1,7 +1,9 @@
-"""For the adapters' end-to-end tests: the bridge as a real ``stomp-agent-bridge run`` process
-with a per-test configuration (as tests/common/bridge.rs does it), and Wise Agents agents as
-the real ones behave on the wire (stomp.py, STOMP 1.1, heart-beat 60000, ack:auto, YAML
-``!wiseagents.WiseAgentMessage`` read with PyYAML's full Loader), as tests/e2e/wa_agent.py.
+"""Helpers for the adapters' end-to-end tests (tests only: no adapter package ships them): the
+bridge as a real ``stomp-agent-bridge run`` process with a per-test configuration (as
+tests/common/bridge.rs does it), and Wise Agents agents as the real ones behave on the wire
+(stomp.py, STOMP 1.1, heart-beat 60000, ack:auto, YAML ``!wiseagents.WiseAgentMessage`` read
+with PyYAML's full Loader), as tests/e2e/wa_agent.py. On the tests' path through
+``pythonpath`` in adapters/pyproject.toml.
 
 Environment: ``SAB_BRIDGE_BIN`` (default ``$CARGO_TARGET_DIR`` or ``<repo>/target``, then
 ``debug/stomp-agent-bridge``),
@@ -16,15 +18,16 @@ import subprocess
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import stomp
 
-from .link import LinkConfig
+from sab_stomp import LinkConfig
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -80,7 +83,7 @@ class Names:
 
 
 def config_toml(broker: Broker, names: Names, agents: list[tuple[str, str, str]], http_port: int,
-                wiseagents: list[str] = (), contexts: list[str] = ()) -> str:
+                wiseagents: Sequence[str] = (), contexts: Sequence[str] = ()) -> str:
     """A bridge configuration; ``agents`` are (name, protocol, extra TOML lines); ``contexts``
     are the Wise Agents contexts other frameworks may name (``wiseagents.contexts``: the
     bridge writes no other, docs/MAPPING.md)."""
@@ -135,7 +138,8 @@ format = "json"
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 class BridgeProcess:
@@ -178,7 +182,7 @@ class BridgeProcess:
 
 
 def start_bridge(broker: Broker, names: Names, agents: list[tuple[str, str, str]], tmp: Path,
-                 wiseagents: list[str] = (), contexts: list[str] = ()) -> BridgeProcess:
+                 wiseagents: Sequence[str] = (), contexts: Sequence[str] = ()) -> BridgeProcess:
     return BridgeProcess(config_toml(broker, names, agents, free_port(), wiseagents, contexts), tmp)
 
 
@@ -200,11 +204,12 @@ def wa_dump(fields: dict[str, Any]) -> str:
     yaml, cls = _yaml()
     message = cls()
     message.__dict__.update({k: fields.get(k) for k in KEYS})
-    return yaml.dump(message)
+    text: str = yaml.dump(message)
+    return text
 
 
 def wa_load(body: bytes | str) -> dict[str, Any]:
-    yaml, cls = _yaml()
+    yaml, _ = _yaml()  # defining the class registers its tag on yaml.Loader
     message = yaml.load(body, Loader=yaml.Loader)
     assert type(message).__name__ == "WiseAgentMessage", type(message)
     return {k: message.__dict__[k] for k in KEYS}  # a missing key is a KeyError, as in Wise Agents
