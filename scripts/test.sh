@@ -51,6 +51,10 @@ done
 # config/artemis.toml (what `scripts/run.sh --artemis` runs).
 scripts/walkthrough.sh
 scripts/walkthrough.sh artemis
+# The container image and the compose stack (Dockerfile, docker-compose.yml), built and run with
+# podman (the base images cached in /var/lib/stomp-agent-bridge/container; the image's release
+# build is the longest part): docs/OPERATING.md, "Containers".
+scripts/container-test.sh
 # The soak's five-minute form (docs/HARDENING.md; the hour is `scripts/soak.sh 60`): a private
 # ActiveMQ restarted twice, the bridge killed twice; it fails if a message is unaccounted for,
 # a well-formed one is dead-lettered, or the bridge's descriptors grow.
