@@ -37,18 +37,25 @@ fn civitas_ask(civ: &str, native: &str, text: &str) -> Vec<u8> {
         .into_bytes()
 }
 
+/// A private Redis, and the bridge for the Civitas agent `civ` registered there, with a
+/// default context of this test's own.
+async fn bridge_on_private_redis(names: &Names, civ: &str) -> (PrivateRedis, String, BridgeProcess) {
+    let redis = PrivateRedis::start().await;
+    let context = format!("Ctx{}", names.uid);
+    let port = free_port();
+    let config = config(names, civ, port, registry(names, redis.port), |c| {
+        c.wiseagents.default_context = context.clone();
+    });
+    let bridge = BridgeProcess::start(&config, port, &names.uid);
+    (redis, context, bridge)
+}
+
 // Multi-threaded: the test's STOMP clients run while it polls the bridge synchronously.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_redis_holds_only_what_needs_it_dead_letters_nothing_and_delivers_it_when_it_answers() {
     let names = Names::new(Broker::ActiveMq);
     let (civ, native) = (names.agent("CivPause"), names.agent("NativePause"));
-    let redis = PrivateRedis::start().await;
-    let context = format!("Ctx{}", names.uid);
-    let port = free_port();
-    let config = config(&names, &civ, port, registry(&names, redis.port), |c| {
-        c.wiseagents.default_context = context.clone();
-    });
-    let bridge = BridgeProcess::start(&config, port, &names.uid);
+    let (redis, context, bridge) = bridge_on_private_redis(&names, &civ).await;
     let (_n, mut requests) = listen(&names.request(&native)).await;
     let (_i, mut inbox) = listen(&names.dest(&format!("civitas.in.{civ}"))).await;
     let (civ_client, _) = Broker::ActiveMq.connect().await;
@@ -90,13 +97,7 @@ async fn a_paused_redis_holds_only_what_needs_it_dead_letters_nothing_and_delive
 async fn a_redis_restarted_empty_gets_the_proxied_agent_registered_and_the_context_made_again() {
     let names = Names::new(Broker::ActiveMq);
     let (civ, native) = (names.agent("CivEmpty"), names.agent("NativeEmpty"));
-    let redis = PrivateRedis::start().await;
-    let context = format!("Ctx{}", names.uid);
-    let port = free_port();
-    let config = config(&names, &civ, port, registry(&names, redis.port), |c| {
-        c.wiseagents.default_context = context.clone();
-    });
-    let bridge = BridgeProcess::start(&config, port, &names.uid);
+    let (redis, context, bridge) = bridge_on_private_redis(&names, &civ).await;
     let (_n, mut requests) = listen(&names.request(&native)).await;
     let (civ_client, _) = Broker::ActiveMq.connect().await;
     let ingress = names.dest("civitas.ingress");
