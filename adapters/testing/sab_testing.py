@@ -62,6 +62,9 @@ class Names:
     def __init__(self, broker: Broker | None = None) -> None:
         self.uid = f"{os.getpid()}x{uuid.uuid4().hex[:8]}"
         self.broker = broker or Broker()
+        # The bridge's own name (`wiseagents.reply_agent`): its response queue is consumed by
+        # this test's bridge alone, so that test runs side by side never take each other's answers.
+        self.reply_agent = f"_bridge_{self.uid}"
 
     def agent(self, base: str) -> str:
         return f"{base}_{self.uid}"
@@ -101,6 +104,7 @@ reconnect_max_ms = 1000
 request_prefix = "{broker.request_prefix}"
 response_prefix = "{broker.response_prefix}"
 default_context = "default"
+reply_agent = "{names.reply_agent}"
 agents = [{native}]
 contexts = [{known}]
 
