@@ -133,6 +133,26 @@ mod tests {
     }
 
     #[test]
+    fn it_needs_the_listener_native_names_and_bounds_of_at_least_one() {
+        let c: A2aConfig =
+            toml::from_str("serve = [\"Weather\", \"a b\"]\nmax_tasks = 0\npublic_url = \"ftp://x\"")
+                .unwrap();
+        let problems = c.problems("", &|name| name == "Weather");
+        let text: String = problems.iter().map(|(k, why)| format!("{k}: {why}\n")).collect();
+        for expected in [
+            "set http.listen",
+            "\"Weather\" is a proxied agent",
+            "\"a b\" is not an agent name",
+            "a2a.max_tasks",
+            "ftp://x",
+        ] {
+            assert!(text.contains(expected), "{expected}: {text}");
+        }
+        let fine: A2aConfig = toml::from_str("serve = [\"Assistant\", \"Trip*\"]").unwrap();
+        assert_eq!(fine.problems("127.0.0.1:9464", &|_| false), []);
+    }
+
+    #[test]
     fn an_unknown_key_is_refused() {
         let r: Result<A2aConfig, _> = toml::from_str("serve = []\nsrve = 1");
         assert!(r.unwrap_err().to_string().contains("srve"));
