@@ -91,7 +91,9 @@ class A2ABridge:
             token_file = tmp / "a2a-token"
             token_file.write_text(token + "\n")
         extra = a2a_section(serve, descriptions, token_file, reply_timeout_ms)
-        toml = config_toml(broker, names, [], self.port, wiseagents=list(serve), contexts=contexts,
+        # The served agents that are names, not globs, are native agents known by name too.
+        known = [s for s in serve if not any(c in s for c in "*?[")]
+        toml = config_toml(broker, names, [], self.port, wiseagents=known, contexts=contexts,
                            reply_agent=self.reply_agent, extra=extra)
         self.process = BridgeProcess(toml, tmp)
 

@@ -264,7 +264,13 @@ def test_ack_makes_the_task_working_then_response_completes_it(broker, tmp_path,
                 stream.history()
 
             # A second client subscribes to the running task (SubscribeToTask) and sees it end too.
+            # Its first event (the task as it stands) is awaited before the answer is sent, so the
+            # subscription is sure to be made while the task still runs.
             subscription = EventStream(client.subscribe(SubscribeToTaskRequest(id=task_id)))
+            current = await subscription.next()
+            assert current is not None and current.HasField("task"), subscription.history()
+            assert current.task.id == task_id
+            assert_state(current.task, WORKING)
             got = await client.get_task(GetTaskRequest(id=task_id))
             assert_state(got, WORKING)
 
