@@ -8,7 +8,7 @@
 #   BUILD          `cargo` (default): `cargo build --release` in RUST_IMAGE; `host`: take the
 #                  release binary built beforehand at .container/bin/stomp-agent-bridge (same
 #                  Debian 12 glibc as RUNTIME_IMAGE), for machines that cannot pull RUST_IMAGE
-#                  (scripts/container.sh, docs/OPERATING.md "Containers")
+#                  (scripts/container.sh, docs/CONTAINERS.md)
 ARG RUST_IMAGE=rust:1.95-slim-bookworm
 ARG RUNTIME_IMAGE=gcr.io/distroless/cc-debian12:nonroot
 ARG BUILD=cargo

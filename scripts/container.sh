@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The container way on a machine with no Docker engine and no image registry to pull from
-# (these machines: docs/OPERATING.md, "Containers"), as root: Debian's podman (4.3) with runc,
+# (these machines: docs/CONTAINERS.md), as root: Debian's podman (4.3) with runc,
 # vfs storage and ulimits the sandbox allows, podman-compose from PyPI, and local stand-ins for
 # the public images, made from Debian's packages and Maven Central, cached in the state folder
 # (${SAB_CONTAINER_STATE:-/var/lib/stomp-agent-bridge/container}: podman's storage, the

@@ -9,7 +9,7 @@
 #     a, the live broker (primary, failover-on-shutdown), on $SAB_HA_ARTEMIS_PORT (61710); b,
 #     the backup (allow-failback), on the next port (their cluster link on these ports + 10), its acceptor closed until a dies; a started
 #     again takes its store back (failback).
-#   rabbitmq: two independent RabbitMQ nodes (no cluster: see docs/OPERATING.md), each with the
+#   rabbitmq: two independent RabbitMQ nodes (no cluster: see docs/FAILOVER.md), each with the
 #     STOMP plugin: a on $SAB_HA_RABBITMQ_PORT (61740, AMQP 5780), b on the next port (AMQP 5781);
 #     each has its own queues, so what waits in a dead node waits until it returns.
 # Usage: scripts/ha.sh start BROKER        both brokers, empty store; returns once a answers

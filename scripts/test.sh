@@ -53,7 +53,7 @@ scripts/walkthrough.sh
 scripts/walkthrough.sh artemis
 # The container image and the compose stack (Dockerfile, docker-compose.yml), built and run with
 # podman (the base images cached in /var/lib/stomp-agent-bridge/container; the image's release
-# build is the longest part): docs/OPERATING.md, "Containers".
+# build is the longest part): docs/CONTAINERS.md.
 scripts/container-test.sh
 # The soak's five-minute form (docs/HARDENING.md; the hour is `scripts/soak.sh 60`): a private
 # ActiveMQ restarted twice, the bridge killed twice; it fails if a message is unaccounted for,

@@ -2,6 +2,7 @@
 //! (the process is alive), `/readyz` (connected, subscribed, and the broker confirming what is
 //! published, else 503 with the reason) and `/config` (the last configuration reload, JSON).
 
+use crate::a2a::Hub;
 use crate::telemetry::Metrics;
 use axum::Router;
 use axum::extract::State;
@@ -16,11 +17,22 @@ use tracing::{info, warn};
 const TEXT: &str = "text/plain; charset=utf-8";
 
 /// Serves until `shutdown` fires.
-pub async fn serve(listener: TcpListener, metrics: Arc<Metrics>, shutdown: CancellationToken) {
+/// `tasks`: the A2A service's (`[a2a]`), whose routes join the operator's.
+pub async fn serve(
+    listener: TcpListener,
+    metrics: Arc<Metrics>,
+    tasks: Option<Arc<Hub>>,
+    shutdown: CancellationToken,
+) {
     if let Ok(addr) = listener.local_addr() {
-        info!(%addr, "HTTP endpoint listening (/metrics, /healthz, /readyz, /config)");
+        let a2a = if tasks.is_some() { ", /a2a" } else { "" };
+        info!(%addr, "HTTP endpoint listening (/metrics, /healthz, /readyz, /config{a2a})");
     }
-    let served = axum::serve(listener, router(metrics)).with_graceful_shutdown(shutdown.cancelled_owned());
+    let routes = match tasks {
+        Some(tasks) => router(metrics).merge(crate::a2a::serve::routes(tasks)),
+        None => router(metrics),
+    };
+    let served = axum::serve(listener, routes).with_graceful_shutdown(shutdown.cancelled_owned());
     if let Err(error) = served.await {
         warn!(%error, "the HTTP endpoint stopped");
     }

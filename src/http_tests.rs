@@ -6,7 +6,7 @@ async fn exchange(metrics: Arc<Metrics>, pieces: &[&str]) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let shutdown = CancellationToken::new();
-    let served = tokio::spawn(serve(listener, metrics, shutdown.clone()));
+    let served = tokio::spawn(serve(listener, metrics, None, shutdown.clone()));
     let mut client = tokio::net::TcpStream::connect(addr).await.unwrap();
     client.set_nodelay(true).unwrap();
     for piece in pieces {

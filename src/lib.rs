@@ -20,14 +20,18 @@
 //! 7. [`broker`]: the connection every mode shares: client settings, connect with retries.
 //! 8. [`wise_registry`]: the Wise Agents registry in Redis, read and written as Wise Agents
 //!    does.
-//! 9. [`mirror`]: mirror mode: a broker-made copy of the Wise Agents traffic, published
-//!    again in every format.
-//! 10. [`deadletter`]: the dead-letter queue for operators: list, pick and replay.
-//! 11. [`bridge`]: the daemon: consume → decode → route → encode → publish → settle; runs
+//! 9. [`a2a`]: native Wise Agents agents served as A2A 1.0 agents: the official SDK's
+//!    JSON-RPC server, an executor that asks on the broker, the tasks awaiting answers.
+//! 10. [`mirror`]: mirror mode: a broker-made copy of the Wise Agents traffic, published
+//!     again in every format.
+//! 11. [`deadletter`]: the dead-letter queue for operators: list, pick and replay.
+//! 12. [`bridge`]: the daemon: consume → decode → route → encode → publish → settle; runs
 //!     the mirror and the registry beside it. Its [`bridge::pipeline`] is a pure function of
 //!     (message, state, now); its engine owns every consumed message and the clock.
-//! 12. [`http`]: the operator's endpoint (`/metrics`, `/healthz`, `/readyz`, `/config`).
+//! 13. [`http`]: the operator's endpoint (`/metrics`, `/healthz`, `/readyz`, `/config`) and
+//!     the A2A routes.
 
+pub mod a2a;
 pub mod bridge;
 pub mod broker;
 pub mod config;

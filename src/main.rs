@@ -210,10 +210,12 @@ fn one_malloc_arena() {}
 async fn serve(config: Config, path: &Path, set_level: SetLevel) -> ExitCode {
     let metrics = Arc::new(Metrics::default());
     let shutdown = CancellationToken::new();
+    let tasks = stomp_agent_bridge::a2a::Hub::of(&config, metrics.clone());
     if !config.http.listen.is_empty() {
         match tokio::net::TcpListener::bind(&config.http.listen).await {
             Ok(listener) => {
-                tokio::spawn(stomp_agent_bridge::http::serve(listener, metrics.clone(), shutdown.clone()));
+                let (metrics, tasks, shutdown) = (metrics.clone(), tasks.clone(), shutdown.clone());
+                tokio::spawn(stomp_agent_bridge::http::serve(listener, metrics, tasks, shutdown));
             }
             Err(e) => {
                 tracing::error!(listen = %config.http.listen, error = %e, "cannot open the HTTP endpoint");
@@ -230,8 +232,7 @@ async fn serve(config: Config, path: &Path, set_level: SetLevel) -> ExitCode {
             tracing::warn!(error = %e, "cannot listen for SIGHUP: the configuration cannot be reloaded")
         }
     }
-    match stomp_agent_bridge::bridge::run_with_reloads(config, metrics, shutdown.clone(), Some(requests))
-        .await
+    match stomp_agent_bridge::bridge::run_with(config, metrics, shutdown.clone(), Some(requests), tasks).await
     {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

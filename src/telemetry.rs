@@ -11,6 +11,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
+pub mod a2a;
 pub mod broker;
 pub mod heap;
 pub mod limit;
@@ -62,6 +63,8 @@ pub struct Metrics {
     pub registry: registry::RegistryMetrics,
     /// The broker addresses the connections are on, and failovers.
     pub broker: broker::BrokerMetrics,
+    /// The A2A service's tasks.
+    pub a2a: a2a::A2aMetrics,
     /// The log lines of events that can come in floods.
     logs: limit::LogLimits,
 }
@@ -264,6 +267,28 @@ impl Acknowledgement<'_> {
         );
         metrics.count_message(self.route, "receipt");
         metrics.receipts.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A Wise Agents answer handed to the A2A task it answers (the task reports how it ended).
+pub struct TaskAnswered<'a> {
+    pub route: &'a str,
+    pub source: &'a str,
+    pub message_id: &'a str,
+    pub task: &'a str,
+}
+
+impl TaskAnswered<'_> {
+    pub fn emit(&self, metrics: &Metrics) {
+        debug!(
+            outcome = "delivered",
+            route = self.route,
+            source = self.source,
+            message_id = self.message_id,
+            task = self.task,
+            "an answer handed to its A2A task"
+        );
+        metrics.count_message(self.route, "delivered");
     }
 }
 

@@ -7,6 +7,7 @@ use super::pipeline::Pipeline;
 use super::reload::{Reload, Reloads};
 use super::settle::{Settlement, Settler};
 use super::subscriptions::{MakeSubscription, Subscriptions};
+use crate::a2a::Hub;
 use crate::broker::{client_config, connect};
 use crate::config::{Config, Discovery};
 use crate::stomp::{AckMode, Client, ClientConfig, Message, Subscription};
@@ -25,18 +26,21 @@ pub async fn run(
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
 ) -> Result<(), BridgeError> {
-    run_with_reloads(config, metrics, shutdown, None).await
+    run_with(config, metrics, shutdown, None, None).await
 }
 
-/// [`run`], following the configuration reloads sent on `reloads` (`bridge::reload`).
-pub async fn run_with_reloads(
+/// [`run`], following the configuration reloads sent on `reloads` (`bridge::reload`), and
+/// publishing the requests of the A2A service's `tasks` (`[a2a]`, served on the HTTP
+/// listener).
+pub async fn run_with(
     config: Config,
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
     reloads: Option<mpsc::Receiver<Reload>>,
+    tasks: Option<Arc<Hub>>,
 ) -> Result<(), BridgeError> {
     let mirror = spawn_mirror(&config, &metrics, &shutdown);
-    let proxied = proxy(config, metrics, shutdown.clone(), reloads).await;
+    let proxied = proxy(config, metrics, shutdown.clone(), reloads, tasks).await;
     if let Some(mirror) = mirror {
         if proxied.is_err() {
             shutdown.cancel();
@@ -77,6 +81,7 @@ async fn proxy(
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
     reloads: Option<mpsc::Receiver<Reload>>,
+    tasks: Option<Arc<Hub>>,
 ) -> Result<(), BridgeError> {
     let pipeline = Pipeline::of(&config);
     let registry = crate::wise_registry::member::start(&config, &shutdown).await?;
@@ -116,6 +121,10 @@ async fn proxy(
         Engine::new(settler, pipeline, metrics.clone(), &config.delivery, publisher.clone(), budget)
             .with_unconfirmed_cap(unconfirmed_cap(mode, config.delivery.unconfirmed_max, publisher.server()))
             .with_registry(registry.clone().map(|r| Stage::spawn(r, metrics.clone(), shutdown.clone())));
+    if let Some(tasks) = &tasks {
+        tasks.attach(publisher.clone());
+    }
+    engine = engine.with_tasks(tasks);
     if let Some(requests) = reloads {
         let settle_within = Duration::from_millis(config.delivery.shutdown_timeout_ms);
         let (subscriptions, retired) = (held.clone(), Default::default());

@@ -2,6 +2,7 @@
 //! environment variables), typed, with unknown keys refused, validated once at start, and
 //! every problem of a file reported at once with its key, line and column.
 
+pub mod a2a;
 mod codecs;
 mod decode;
 mod delivery;
@@ -43,6 +44,9 @@ pub struct Config {
     /// Mirror mode (off unless the table is present): docs/OPERATING.md, "Mirror mode".
     #[serde(default)]
     pub mirror: Option<mirror::MirrorConfig>,
+    /// Native agents served as A2A agents (off unless the table is present): docs/A2A.md.
+    #[serde(default)]
+    pub a2a: Option<a2a::A2aConfig>,
 }
 
 /// How to reach the broker.
@@ -357,6 +361,7 @@ impl Config {
             http: HttpConfig::default(),
             log: LogConfig::default(),
             mirror: None,
+            a2a: None,
         }
     }
 }
@@ -475,6 +480,11 @@ impl Config {
         if let Err(why) = config.read_passcode_file(path) {
             broken.push(("broker.passcode_file".to_owned(), why));
         }
+        if let Some(a2a) = &mut config.a2a
+            && let Err(why) = a2a.read_token_file(path)
+        {
+            broken.push(("a2a.token_file".to_owned(), why));
+        }
         if !decoded.dropped_table {
             broken.extend(config.rules());
         }
@@ -497,16 +507,21 @@ impl Config {
         if self.broker.passcode.is_some() {
             return Err("set broker.passcode or broker.passcode_file, not both".into());
         }
-        let file = path.parent().unwrap_or(Path::new(".")).join(file);
-        let text =
-            std::fs::read_to_string(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-        let text = text.strip_suffix('\n').map_or(text.as_str(), |t| t.strip_suffix('\r').unwrap_or(t));
-        if text.is_empty() {
-            return Err(format!("{} is empty", file.display()));
-        }
-        self.broker.passcode = Some(Secret::new(text));
+        self.broker.passcode = Some(read_secret(path, file)?);
         Ok(())
     }
+}
+
+/// The secret in `file` (relative to the configuration file at `path`), without one
+/// trailing line end; an empty file is an error.
+fn read_secret(path: &Path, file: &Path) -> Result<Secret, String> {
+    let file = path.parent().unwrap_or(Path::new(".")).join(file);
+    let text = std::fs::read_to_string(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let text = text.strip_suffix('\n').map_or(text.as_str(), |t| t.strip_suffix('\r').unwrap_or(t));
+    if text.is_empty() {
+        return Err(format!("{} is empty", file.display()));
+    }
+    Ok(Secret::new(text))
 }
 
 /// A rule's problem at its key's place: the value, or the table it would be in.

@@ -163,7 +163,7 @@ fn read_text(text: &str) -> Config {
 }
 
 /// A configuration with every section and table set, and every key away from its default
-/// (but `broker.passcode_file`, which is not set with `passcode`).
+/// (but `broker.passcode_file`, which is not set with `passcode`, and `a2a.token_file`).
 pub(super) fn everything() -> Config {
     let namespace = Uuid::parse_str("0d5f1a7e-3b7c-4c59-9a8e-6f3f2c1d9b10").unwrap();
     Config {
@@ -211,9 +211,25 @@ pub(super) fn everything() -> Config {
             AgentConfig::new("Planner", Framework::PenguiFlow),
         ],
         delivery: every_delivery_key(),
-        http: HttpConfig { listen: String::new() },
+        http: HttpConfig { listen: "127.0.0.1:9999".into() },
         log: LogConfig { format: "json".into(), level: "stomp_agent_bridge=debug".into() },
         mirror: every_mirror_key(),
+        a2a: Some(every_a2a_key()),
+    }
+}
+
+/// `[a2a]` with every key set but `token_file` (a file the test would have to write).
+fn every_a2a_key() -> a2a::A2aConfig {
+    a2a::A2aConfig {
+        serve: vec!["Assistant".into(), "Tool*".into()],
+        descriptions: [("Assistant".to_owned(), "Answers".to_owned())].into(),
+        token_file: None,
+        token: None,
+        public_url: Some("https://bridge.example".into()),
+        reply_timeout_ms: 1000,
+        max_tasks: 10,
+        task_ttl_ms: 1000,
+        max_body_bytes: 4096,
     }
 }
 

@@ -37,6 +37,12 @@ impl Config {
                 bad(&key, why);
             }
         }
+        if let Some(a2a) = &self.a2a {
+            let proxied = |name: &str| self.agents.iter().any(|a| a.name == name);
+            for (key, why) in a2a.problems(&self.http.listen, &proxied) {
+                bad(&key, why);
+            }
+        }
         self.validate_limits(&mut bad);
         if !self.http.listen.is_empty() && self.http.listen.parse::<std::net::SocketAddr>().is_err() {
             bad("http.listen", format!("{:?} is not host:port", self.http.listen));

@@ -33,6 +33,10 @@ pub struct ReplyRoute {
     /// a Civitas `_reply.*` answer is delivered to this agent's inbox.
     #[serde(rename = "via", default, skip_serializing_if = "Option::is_none")]
     pub asker: Option<String>,
+    /// The A2A task a request was asked for (the bridge's A2A service, docs/A2A.md): its
+    /// answer completes that task instead of being published.
+    #[serde(rename = "a2a", default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
 }
 
 impl ReplyRoute {
@@ -47,6 +51,7 @@ impl ReplyRoute {
             route_response_to: env.route_response_to.clone(),
             correlation_id: env.correlation_id.clone(),
             asker: reply_via(env),
+            task: None,
         }
     }
 

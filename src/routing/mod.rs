@@ -60,6 +60,9 @@ pub struct Router {
     /// The bridge's own name towards Wise Agents (`wiseagents.reply_agent`, [`REPLY_AGENT`](crate::config::REPLY_AGENT) by
     /// default).
     reply_agent: String,
+    /// Whether answers come to the reply agent: asks from another framework's ingress, or
+    /// from A2A clients (`[a2a]`).
+    asks_as_reply_agent: bool,
 }
 
 /// The prefix of Civitas's ephemeral reply addresses (`request()` sets `reply_to` to
@@ -87,16 +90,17 @@ impl Router {
                 proxied.insert(a.name.clone(), Proxied { inbox, ..agent });
             }
         }
-        let ingress =
+        let ingress: Vec<(String, Framework)> =
             inboxes.iter().filter_map(|(fw, d)| d.as_ref().map(|(_, ing)| (ing.clone(), *fw))).collect();
         Router {
             request_prefix: config.wiseagents.request_prefix.clone(),
             response_prefix: config.wiseagents.response_prefix.clone(),
             proxied,
             patterns,
-            ingress,
             civitas_inbox: template(Framework::Civitas).map(|(inbox, _)| inbox),
             reply_agent: config.wiseagents.reply_agent.clone(),
+            asks_as_reply_agent: !ingress.is_empty() || config.a2a.is_some(),
+            ingress,
         }
     }
 
@@ -127,7 +131,7 @@ impl Router {
 
     /// Every destination the bridge consumes: the Wise Agents request and response queues of
     /// each proxied agent, each framework's ingress, and the response queue of
-    /// [`Router::reply_agent`]. Sorted, so runs are repeatable.
+    /// [`Router::reply_agent`] when it asks. Sorted, so runs are repeatable.
     pub fn subscriptions(&self) -> Vec<String> {
         let mut out: Vec<String> = self
             .proxied
@@ -136,9 +140,7 @@ impl Router {
                 [format!("{}{name}", self.request_prefix), format!("{}{name}", self.response_prefix)]
             })
             .chain(self.ingress.iter().map(|(d, _)| d.clone()))
-            .chain(
-                (!self.ingress.is_empty()).then(|| format!("{}{}", self.response_prefix, self.reply_agent)),
-            )
+            .chain(self.asks_as_reply_agent.then(|| format!("{}{}", self.response_prefix, self.reply_agent)))
             .collect();
         out.sort();
         out
@@ -155,7 +157,7 @@ impl Router {
         {
             let agent = strip_prefix_either(destination, prefix);
             let reply_agent = |a: &str| {
-                direction == Direction::Response && a == self.reply_agent && !self.ingress.is_empty()
+                direction == Direction::Response && a == self.reply_agent && self.asks_as_reply_agent
             };
             if let Some(agent) = agent.filter(|a| self.proxied(a).is_some() || reply_agent(a)) {
                 return Some(Source::WiseAgents { agent: agent.to_owned(), direction });

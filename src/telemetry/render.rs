@@ -22,6 +22,7 @@ impl Metrics {
         self.mirror.render(&mut out);
         self.reload.render(&mut out);
         self.registry.render(&mut out);
+        self.a2a.render(&mut out);
         out
     }
 

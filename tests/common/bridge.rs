@@ -112,6 +112,7 @@ pub fn config(broker: Broker, names: &Names, agents: Vec<AgentConfig>, http_port
         http: HttpConfig { listen: format!("127.0.0.1:{http_port}") },
         log: LogConfig { format: "json".into(), ..Default::default() },
         mirror: None,
+        a2a: None,
     }
 }
 

@@ -13,7 +13,7 @@ use crate::stomp::{AckRef, Client, Event, Events, Message};
 use crate::telemetry::broker::BrokerConnected;
 use crate::telemetry::{
     Acknowledgement, BatchFailed, ChunkTaken, DeadLettered, Delivered, Disconnected, LateReply, Metrics,
-    Reconnected, ReplyTimedOut, Unsettled,
+    Reconnected, ReplyTimedOut, TaskAnswered, Unsettled,
 };
 use crate::wise_registry::member::WiseFrame;
 use crate::wise_registry::stage::{Check, Checked, Stage, source_key};
@@ -77,6 +77,8 @@ pub struct Engine {
     reloads: Option<super::reload::Reloads>,
     /// Shutting down: a failed batch is given back to the broker, not published again.
     stopping: bool,
+    /// Where answers to A2A tasks go (`[a2a]`).
+    tasks: Option<Arc<crate::a2a::Hub>>,
 }
 
 /// Where the engine takes the ids the pipeline gives new asks.
@@ -176,6 +178,7 @@ impl Engine {
             ids: Box::new(crate::envelope::new_uuid7),
             reloads: None,
             stopping: false,
+            tasks: None,
         }
     }
 
@@ -201,6 +204,12 @@ impl Engine {
     /// With the Wise Agents registry's stage (by default: none).
     pub fn with_registry(mut self, registry: Option<Stage>) -> Self {
         self.registry = registry;
+        self
+    }
+
+    /// With the A2A service's tasks, to hand their answers to (by default: none).
+    pub fn with_tasks(mut self, tasks: Option<Arc<crate::a2a::Hub>>) -> Self {
+        self.tasks = tasks;
         self
     }
 
@@ -321,8 +330,12 @@ impl Engine {
                     None => Work { publish: vec![out.frame], ..work },
                 }
             }
-            // Nothing to publish: acknowledged (a chunk's text is kept by the pipeline).
+            // Nothing to publish: acknowledged (a chunk's text is kept by the pipeline; an A2A
+            // task's answer is handed to its task, which waits in memory).
             Ok(Processed::Absorbed { why, stream }) => {
+                if let (Absorbed::Task { answer, .. }, Some(tasks)) = (&why, &self.tasks) {
+                    tasks.answer(answer.clone());
+                }
                 Work { source: delivery, stream, publish: Vec::new(), outcome: Outcome::Absorbed(why) }
             }
             Ok(Processed::Chunk) => {
@@ -652,6 +665,10 @@ fn report(work: &Work, metrics: &Metrics) {
         }
         Outcome::Absorbed(Absorbed::LateReply { route, ask }) => {
             LateReply { route, source: &m.destination, message_id: &m.ack.message_id, ask }.emit(metrics)
+        }
+        Outcome::Absorbed(Absorbed::Task { route, answer }) => {
+            TaskAnswered { route, source: &m.destination, message_id: &m.ack.message_id, task: &answer.task }
+                .emit(metrics)
         }
         Outcome::Absorbed(Absorbed::Chunk { route }) => {
             ChunkTaken { route, source: &m.destination, message_id: &m.ack.message_id }.emit(metrics)

@@ -4,6 +4,7 @@
 //! owns it (no locks), and it reads no clock and makes no ids of its own.
 
 use super::MessageError;
+use crate::a2a::TaskAnswer;
 use crate::envelope::codecs::{Framework, Origin};
 use crate::envelope::correlation::ReplyRoute;
 use crate::envelope::penguiflow::stream::StreamAssembler;
@@ -60,6 +61,8 @@ pub enum Absorbed {
     LateReply { route: String, ask: String },
     /// A stream chunk, its text kept until the stream is whole.
     Chunk { route: String },
+    /// A Wise Agents answer to an A2A task: handed to the task (`crate::a2a`).
+    Task { route: String, answer: TaskAnswer },
 }
 
 impl Absorbed {
@@ -68,7 +71,8 @@ impl Absorbed {
         match self {
             Absorbed::Acknowledgement { route }
             | Absorbed::LateReply { route, .. }
-            | Absorbed::Chunk { route } => route,
+            | Absorbed::Chunk { route }
+            | Absorbed::Task { route, .. } => route,
         }
     }
 }
@@ -163,6 +167,8 @@ enum Correlation {
     Token(ReplyRoute),
     Late(PendingAsk),
     Acknowledgement,
+    /// An answer to the A2A task its token names.
+    Task(String),
 }
 
 /// The STOMP header that carries a context the bridge would not write into `_context_name`.
@@ -242,6 +248,15 @@ impl Pipeline {
             }
             Correlation::Late(ask) => {
                 return absorbed(Absorbed::LateReply { route: format!("{from}->late"), ask: ask.id });
+            }
+            Correlation::Task(task) => {
+                let answer = TaskAnswer {
+                    task,
+                    intent: env.intent,
+                    text: env.content.to_text(),
+                    sender: env.sender.take(),
+                };
+                return absorbed(Absorbed::Task { route: format!("{from}->a2a"), answer });
             }
             Correlation::Ask(ask) => {
                 let wise = ask
@@ -323,6 +338,9 @@ impl Pipeline {
             Source::WiseAgents { .. } => return Correlation::None,
             Source::Ingress(_) => (env.correlation_id.as_deref().and_then(ReplyRoute::from_token), None),
         };
+        if let Some(task) = token.as_ref().and_then(|t| t.task.clone()) {
+            return Correlation::Task(task);
+        }
         if token.is_none() && env.direction != Direction::Response && !env.acknowledgement {
             return Correlation::None;
         }

@@ -562,3 +562,39 @@ fn a_translation_is_a_function_of_the_message_and_the_time_and_ids_it_is_handed(
         }
     }
 }
+
+#[test]
+fn an_answer_carrying_an_a2a_tasks_token_is_handed_to_the_task_not_published() {
+    let mut p = pipeline_with(|c| {
+        c.protocols = Default::default();
+        c.agents.clear();
+        c.a2a = Some(toml::from_str("serve = [\"Assistant\"]").unwrap());
+    });
+    assert!(p.router().classify("/queue/response/_bridge").is_some(), "A2A asks as the bridge");
+    let route = ReplyRoute { task: Some("t-1".into()), ..ReplyRoute::default() };
+    let token = route.to_token();
+    let answer = msg(
+        "/queue/response/_bridge",
+        wa(&[
+            ("_message", "42"),
+            ("_sender", "Assistant"),
+            ("_message_type", "RESPONSE"),
+            ("_tool_id", &token),
+        ]),
+    );
+    match p.process(&answer).unwrap() {
+        Processed::Absorbed { why: Absorbed::Task { route, answer }, stream: None } => {
+            assert_eq!(route, "wiseagents->a2a");
+            assert_eq!(
+                answer,
+                TaskAnswer {
+                    task: "t-1".into(),
+                    intent: Some(Intent::Response),
+                    text: "42".into(),
+                    sender: Some("Assistant".into())
+                }
+            );
+        }
+        other => panic!("not handed to the task: {other:?}"),
+    }
+}

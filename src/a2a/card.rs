@@ -1,0 +1,66 @@
+//! Each served agent's AgentCard (A2A 1.0): one JSON-RPC interface at `/a2a/<Agent>`,
+//! streaming, text in and out, and the bearer scheme when a token is required.
+
+use super::Hub;
+use a2a::{AgentCapabilities, AgentCard, AgentInterface, AgentSkill, HttpAuthSecurityScheme, SecurityScheme};
+use std::collections::HashMap;
+
+/// The modes of a Wise Agents message: text, and JSON data carried as its text.
+pub const INPUT_MODES: [&str; 2] = ["text/plain", "application/json"];
+pub const OUTPUT_MODES: [&str; 1] = ["text/plain"];
+
+const SCHEME: &str = "bearer";
+
+/// `agent`'s card, its interface under `base` (the listener's public URL).
+pub fn card(hub: &Hub, agent: &str, base: &str) -> AgentCard {
+    let description = hub.config.description(agent);
+    let (security_schemes, security_requirements) = match &hub.config.token {
+        Some(_) => {
+            let scheme = SecurityScheme::HttpAuth(HttpAuthSecurityScheme {
+                scheme: "Bearer".into(),
+                description: Some("the token of the bridge's a2a.token_file".into()),
+                bearer_format: None,
+            });
+            (
+                Some(HashMap::from([(SCHEME.to_owned(), scheme)])),
+                Some(vec![HashMap::from([(SCHEME.to_owned(), vec![])])]),
+            )
+        }
+        None => (None, None),
+    };
+    AgentCard {
+        name: agent.to_owned(),
+        description: description.clone(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        supported_interfaces: vec![AgentInterface {
+            url: format!("{}/a2a/{agent}", base.trim_end_matches('/')),
+            protocol_binding: "JSONRPC".into(),
+            protocol_version: "1.0".into(),
+            tenant: None,
+        }],
+        capabilities: AgentCapabilities {
+            streaming: Some(true),
+            push_notifications: Some(false),
+            extensions: None,
+            extended_agent_card: Some(false),
+        },
+        default_input_modes: INPUT_MODES.map(String::from).to_vec(),
+        default_output_modes: OUTPUT_MODES.map(String::from).to_vec(),
+        skills: vec![AgentSkill {
+            id: agent.to_owned(),
+            name: agent.to_owned(),
+            description,
+            tags: vec!["wiseagents".into()],
+            examples: None,
+            input_modes: None,
+            output_modes: None,
+            security_requirements: None,
+        }],
+        provider: None,
+        documentation_url: None,
+        icon_url: None,
+        security_schemes,
+        security_requirements,
+        signatures: None,
+    }
+}

@@ -1,0 +1,181 @@
+//! The SDK's executor: one Wise Agents ask per A2A task. The request is published (and its
+//! receipt awaited) before the task is reported SUBMITTED; the task then follows the answers:
+//! `ACK` → WORKING, `CANNOT_ANSWER` → FAILED, any other answer → its text as an artifact and
+//! COMPLETED; no answer within `a2a.reply_timeout_ms` → FAILED.
+
+use super::request::{question, request_frame};
+use super::{Hub, TaskAnswer};
+use crate::envelope::Intent;
+use crate::telemetry::a2a::TaskEnded;
+use a2a::{
+    A2AError, Artifact, Message, Part, Role, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState,
+    TaskStatus, TaskStatusUpdateEvent,
+};
+use a2a_server::{AgentExecutor, ExecutorContext};
+use futures_util::stream::{self, BoxStream};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// The request header the service sets to the agent the path names (a client's own is
+/// replaced).
+pub const AGENT_HEADER: &str = "x-bridge-a2a-agent";
+
+/// The metadata key of the agent a task was asked of.
+const AGENT_KEY: &str = "wiseagentsAgent";
+
+pub struct Executor {
+    pub hub: Arc<Hub>,
+}
+
+type Events = mpsc::UnboundedSender<Result<StreamResponse, A2AError>>;
+
+impl AgentExecutor for Executor {
+    fn execute(&self, ctx: ExecutorContext) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(ask(self.hub.clone(), ctx, tx));
+        events(rx)
+    }
+
+    fn cancel(&self, ctx: ExecutorContext) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
+        self.hub.cancel(&ctx.task_id);
+        let agent = agent_of(&ctx);
+        TaskEnded { agent: &agent, task: &ctx.task_id, end: "canceled", reason: None }
+            .emit(&self.hub.metrics.a2a);
+        let update = status(&ctx, TaskState::Canceled, None);
+        Box::pin(stream::iter([Ok(update)]))
+    }
+}
+
+fn events(
+    rx: mpsc::UnboundedReceiver<Result<StreamResponse, A2AError>>,
+) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
+    Box::pin(stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) }))
+}
+
+/// The agent the request's path named.
+fn agent_of(ctx: &ExecutorContext) -> String {
+    ctx.service_params.get(AGENT_HEADER).and_then(|v| v.first()).cloned().unwrap_or_default()
+}
+
+/// Asks the Wise Agents agent and reports the task's course on `tx`.
+async fn ask(hub: Arc<Hub>, ctx: ExecutorContext, tx: Events) {
+    let agent = agent_of(&ctx);
+    let end = |end: &'static str, reason: Option<&str>| {
+        TaskEnded { agent: &agent, task: &ctx.task_id, end, reason }.emit(&hub.metrics.a2a)
+    };
+    let asked_of = ctx.stored_task.as_ref().and_then(|t| t.metadata.as_ref()).and_then(|m| m.get(AGENT_KEY));
+    if asked_of.is_some_and(|a| a.as_str() != Some(agent.as_str())) {
+        let why = "the task belongs to another agent";
+        end("refused", Some(why));
+        let _ = tx.send(Ok(status(&ctx, TaskState::Rejected, Some(why))));
+        return;
+    }
+    let text = match ctx.message.as_ref().ok_or_else(|| "no message".to_owned()).and_then(question) {
+        Ok(text) => text,
+        Err(why) => {
+            end("refused", Some(&why));
+            let _ = tx.send(Ok(status(&ctx, TaskState::Rejected, Some(&why))));
+            return;
+        }
+    };
+    let (_waiting, mut answers) = hub.wait(&ctx.task_id);
+    let frame = request_frame(&hub.asking, &agent, &ctx.task_id, &ctx.context_id, text);
+    if let Err(e) = hub.publish(frame).await {
+        let why = format!("the broker did not take the request: {e}");
+        end("failed", Some(&why));
+        let _ = tx.send(Ok(status(&ctx, TaskState::Failed, Some(&why))));
+        return;
+    }
+    let _ = tx.send(Ok(StreamResponse::Task(submitted(&ctx, &agent))));
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(hub.config.reply_timeout_ms);
+    loop {
+        let answer = match tokio::time::timeout_at(deadline, answers.recv()).await {
+            Ok(Some(answer)) => answer,
+            // Canceled: the cancel reported the end.
+            Ok(None) => return,
+            Err(_) => {
+                let why = format!("no answer from {agent} within the reply timeout");
+                end("failed", Some(&why));
+                let _ = tx.send(Ok(status(&ctx, TaskState::Failed, Some(&why))));
+                return;
+            }
+        };
+        if tx.is_closed() {
+            return;
+        }
+        for (event, ended) in course(&ctx, answer) {
+            let _ = tx.send(Ok(event));
+            if let Some((end_as, reason)) = ended {
+                end(end_as, reason.as_deref());
+                return;
+            }
+        }
+    }
+}
+
+type Ending = Option<(&'static str, Option<String>)>;
+
+/// What one answer does to the task: the events, and whether (and how) it ended the task.
+fn course(ctx: &ExecutorContext, answer: TaskAnswer) -> Vec<(StreamResponse, Ending)> {
+    let text = (!answer.text.is_empty()).then_some(answer.text.as_str());
+    match answer.intent {
+        Some(Intent::Ack) => vec![(status(ctx, TaskState::Working, text), None)],
+        Some(Intent::CannotAnswer) => {
+            let why = text.unwrap_or("the agent cannot answer").to_owned();
+            vec![(status(ctx, TaskState::Failed, Some(&why)), Some(("failed", Some(why))))]
+        }
+        _ => {
+            let artifact = TaskArtifactUpdateEvent {
+                task_id: ctx.task_id.clone(),
+                context_id: ctx.context_id.clone(),
+                artifact: Artifact {
+                    artifact_id: a2a::new_artifact_id(),
+                    name: Some("answer".into()),
+                    description: None,
+                    parts: vec![Part::text(answer.text)],
+                    metadata: None,
+                    extensions: None,
+                },
+                append: None,
+                last_chunk: Some(true),
+                metadata: None,
+            };
+            vec![
+                (StreamResponse::ArtifactUpdate(artifact), None),
+                (status(ctx, TaskState::Completed, None), Some(("completed", None))),
+            ]
+        }
+    }
+}
+
+/// The task as it stands once its request is on the broker.
+fn submitted(ctx: &ExecutorContext, agent: &str) -> Task {
+    let mut task = ctx.stored_task.clone().unwrap_or_else(|| Task {
+        id: ctx.task_id.clone(),
+        context_id: ctx.context_id.clone(),
+        status: TaskStatus { state: TaskState::Submitted, message: None, timestamp: None },
+        artifacts: None,
+        history: ctx.message.clone().map(|m| vec![m]),
+        metadata: None,
+    });
+    task.status = TaskStatus { state: TaskState::Submitted, message: None, timestamp: None };
+    task.metadata.get_or_insert_with(Default::default).insert(AGENT_KEY.into(), agent.into());
+    task
+}
+
+/// A status update, with the agent's words when there are some.
+fn status(ctx: &ExecutorContext, state: TaskState, text: Option<&str>) -> StreamResponse {
+    let message = text.map(|t| {
+        let mut m = Message::new(Role::Agent, vec![Part::text(t)]);
+        m.task_id = Some(ctx.task_id.clone());
+        m.context_id = Some(ctx.context_id.clone());
+        m
+    });
+    StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+        task_id: ctx.task_id.clone(),
+        context_id: ctx.context_id.clone(),
+        status: TaskStatus { state, message, timestamp: None },
+        metadata: None,
+    })
+}

@@ -1,0 +1,159 @@
+//! A2A 1.0: native Wise Agents agents served as A2A agents (docs/A2A.md).
+//!
+//! The official Rust SDK (`a2a-server`) serves the JSON-RPC binding, keeps each task's
+//! lifecycle and streams it over SSE; this module is what it calls: an executor that asks the
+//! Wise Agents agent on the broker ([`request`] makes the message, pure), a [`Hub`] where each
+//! task waits for its answer, and a bounded task store. Answers come back through the bridge's
+//! own consumer: the pipeline recognises a task's token in `_tool_id` and returns the answer as
+//! data ([`TaskAnswer`]); the engine hands it to the hub and acknowledges it.
+
+mod card;
+mod executor;
+pub mod request;
+pub mod serve;
+mod store;
+
+use crate::config::Config;
+use crate::config::a2a::A2aConfig;
+use crate::envelope::Intent;
+use crate::names::glob_matches;
+use crate::stomp::{Client, Frame};
+use crate::telemetry::Metrics;
+use crate::telemetry::a2a::LateAnswer;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc;
+
+/// A Wise Agents answer to an A2A task, as the pipeline hands it over.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskAnswer {
+    pub task: String,
+    pub intent: Option<Intent>,
+    pub text: String,
+    pub sender: Option<String>,
+}
+
+/// The Wise Agents names the service asks with.
+#[derive(Debug, Clone)]
+pub struct Asking {
+    pub request_prefix: String,
+    /// `wiseagents.reply_agent`: the `_sender` of every request, whose response queue the
+    /// bridge consumes.
+    pub reply_agent: String,
+    pub default_context: String,
+    /// `wiseagents.contexts`: an A2A `contextId` is used as `_context_name` only when it is
+    /// one of these (or the default); a Wise Agents agent fails on a context it does not know.
+    pub contexts: Vec<String>,
+}
+
+impl Asking {
+    /// The Wise Agents context for an A2A `contextId`.
+    pub fn context_for<'a>(&'a self, context_id: &'a str) -> &'a str {
+        let known =
+            context_id == self.default_context || self.contexts.iter().any(|g| glob_matches(g, context_id));
+        if known { context_id } else { &self.default_context }
+    }
+}
+
+/// The tasks waiting for their answer, and the connection their requests are published on.
+pub struct Hub {
+    pub config: A2aConfig,
+    /// The listener's URL as clients reach it (`a2a.public_url`, else `http://<http.listen>`).
+    pub base_url: String,
+    pub asking: Asking,
+    metrics: Arc<Metrics>,
+    waiting: Mutex<HashMap<String, mpsc::UnboundedSender<TaskAnswer>>>,
+    publisher: Mutex<Option<Client>>,
+}
+
+impl Hub {
+    /// The hub of `config`'s `[a2a]`, if it is set.
+    pub fn of(config: &Config, metrics: Arc<Metrics>) -> Option<Arc<Hub>> {
+        let a2a = config.a2a.clone()?;
+        let w = &config.wiseagents;
+        let asking = Asking {
+            request_prefix: w.request_prefix.clone(),
+            reply_agent: w.reply_agent.clone(),
+            default_context: w.default_context.clone(),
+            contexts: w.contexts.clone(),
+        };
+        metrics.a2a.enable();
+        let base_url = a2a.public_url.clone().unwrap_or_else(|| format!("http://{}", config.http.listen));
+        Some(Arc::new(Hub {
+            config: a2a,
+            base_url,
+            asking,
+            metrics,
+            waiting: Mutex::default(),
+            publisher: Mutex::default(),
+        }))
+    }
+
+    /// Whether `agent` is served (named, or matched by a glob of `a2a.serve`).
+    pub fn serves(&self, agent: &str) -> bool {
+        crate::names::is_agent_name(agent)
+            && self.config.serve.iter().any(|s| s == agent || glob_matches(s, agent))
+    }
+
+    /// The connection requests are published on, from the bridge once it is connected.
+    pub fn attach(&self, publisher: Client) {
+        *self.publisher.lock().unwrap_or_else(|e| e.into_inner()) = Some(publisher);
+    }
+
+    /// Publishes a request and waits for the broker's receipt.
+    async fn publish(&self, frame: Frame) -> Result<(), String> {
+        let client = self.publisher.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let client = client.ok_or("the bridge is not connected to the broker yet")?;
+        client.send_confirmed(frame).await.map_err(|e| e.to_string())
+    }
+
+    /// `task` waits for its answers from now on; it stops when the [`Waiting`] is dropped
+    /// or the task is [canceled](Hub::cancel).
+    fn wait(self: &Arc<Self>, task: &str) -> (Waiting, mpsc::UnboundedReceiver<TaskAnswer>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        if self.lock().insert(task.to_owned(), tx).is_none() {
+            self.metrics.a2a.waiting(1);
+        }
+        (Waiting { hub: self.clone(), task: task.to_owned() }, rx)
+    }
+
+    /// A canceled task waits no more: its answer, if it comes, is late.
+    pub fn cancel(&self, task: &str) {
+        self.stop_waiting(task);
+    }
+
+    fn stop_waiting(&self, task: &str) {
+        if self.lock().remove(task).is_some() {
+            self.metrics.a2a.waiting(-1);
+        }
+    }
+
+    /// An answer from the pipeline, to the task that waits for it (or dropped and counted).
+    pub fn answer(&self, answer: TaskAnswer) {
+        let waiting = self.lock().get(&answer.task).cloned();
+        let task = answer.task.clone();
+        if waiting.is_none_or(|tx| tx.send(answer).is_err()) {
+            LateAnswer { task: &task }.emit(&self.metrics.a2a);
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, mpsc::UnboundedSender<TaskAnswer>>> {
+        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A task's place in the hub, given up when dropped.
+struct Waiting {
+    hub: Arc<Hub>,
+    task: String,
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.hub.stop_waiting(&self.task);
+    }
+}
+
+#[cfg(test)]
+#[path = "mod_tests.rs"]
+mod tests;

@@ -1,0 +1,104 @@
+//! The A2A routes, on the operator's listener: `GET /a2a` (the served agents and their
+//! cards), `GET /a2a/<Agent>/.well-known/agent-card.json` (a card) and `POST /a2a/<Agent>`
+//! (JSON-RPC, by the SDK's router). A JSON-RPC call is checked here first: the agent is
+//! served (else 404), the bearer token is right when one is set (else 401: nothing is
+//! published), and the body is within `a2a.max_body_bytes` (else 413).
+
+use super::executor::{AGENT_HEADER, Executor};
+use super::store::Tasks;
+use super::{Hub, card};
+use a2a::AgentCapabilities;
+use a2a_server::DefaultRequestHandler;
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{OriginalUri, Path, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::{Next, from_fn_with_state};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The routes of `hub`'s agents.
+pub fn routes(hub: Arc<Hub>) -> Router {
+    let c = &hub.config;
+    let tasks = Tasks::new(c.max_tasks, Duration::from_millis(c.task_ttl_ms));
+    let handler = DefaultRequestHandler::new(Executor { hub: hub.clone() }, tasks)
+        .with_capabilities(AgentCapabilities {
+            streaming: Some(true),
+            push_notifications: Some(false),
+            extensions: None,
+            extended_agent_card: Some(false),
+        })
+        .with_default_input_modes(card::INPUT_MODES.map(String::from).to_vec());
+    let jsonrpc =
+        a2a_server::jsonrpc::jsonrpc_router(Arc::new(handler)).layer(from_fn_with_state(hub.clone(), guard));
+    Router::new()
+        .route("/a2a", get(listing))
+        .route("/a2a/{agent}/.well-known/agent-card.json", get(agent_card))
+        .with_state(hub)
+        .nest("/a2a/{agent}", jsonrpc)
+}
+
+/// The agent a path names, if it is served.
+fn served<'a>(hub: &Hub, path: &'a str) -> Option<&'a str> {
+    let agent = path.strip_prefix("/a2a/")?.split('/').next()?;
+    hub.serves(agent).then_some(agent)
+}
+
+async fn guard(State(hub): State<Arc<Hub>>, request: Request, next: Next) -> Response {
+    let (mut parts, body) = request.into_parts();
+    // Inside the nest the path is `/`: the agent is in the path as the client sent it.
+    let path = parts.extensions.get::<OriginalUri>().map_or(parts.uri.path(), |o| o.0.path());
+    let Some(agent) = served(&hub, path).map(str::to_owned) else {
+        return (StatusCode::NOT_FOUND, "no such A2A agent here (GET /a2a lists them)\n").into_response();
+    };
+    if let Some(token) = &hub.config.token {
+        let given = parts.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+        let bearer = given.and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")));
+        if !bearer.is_some_and(|b| same(b.trim().as_bytes(), token.expose().as_bytes())) {
+            hub.metrics.a2a.unauthorized();
+            let challenge = [(header::WWW_AUTHENTICATE, "Bearer")];
+            return (StatusCode::UNAUTHORIZED, challenge, "a bearer token is required (a2a.token_file)\n")
+                .into_response();
+        }
+    }
+    let Ok(body) = axum::body::to_bytes(body, hub.config.max_body_bytes).await else {
+        let why = format!("the request is larger than a2a.max_body_bytes ({})\n", hub.config.max_body_bytes);
+        return (StatusCode::PAYLOAD_TOO_LARGE, why).into_response();
+    };
+    match HeaderValue::from_str(&agent) {
+        Ok(value) => parts.headers.insert(AGENT_HEADER, value),
+        Err(_) => return StatusCode::NOT_FOUND.into_response(),
+    };
+    next.run(Request::from_parts(parts, Body::from(body))).await
+}
+
+/// Compares without stopping at the first difference (the token's bytes are not timed).
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
+}
+
+async fn agent_card(State(hub): State<Arc<Hub>>, Path(agent): Path<String>) -> Response {
+    if !hub.serves(&agent) {
+        return (StatusCode::NOT_FOUND, "no such A2A agent here (GET /a2a lists them)\n").into_response();
+    }
+    axum::Json(card::card(&hub, &agent, &hub.base_url)).into_response()
+}
+
+/// The agents named in `a2a.serve` (globs are served as asked for, not listed) and where
+/// their cards are.
+async fn listing(State(hub): State<Arc<Hub>>) -> Response {
+    let base = hub.base_url.trim_end_matches('/');
+    let agents: Vec<serde_json::Value> = hub
+        .config
+        .serve
+        .iter()
+        .filter(|s| !crate::names::is_glob(s))
+        .map(
+            |a| serde_json::json!({"name": a, "card": format!("{base}/a2a/{a}/.well-known/agent-card.json")}),
+        )
+        .collect();
+    let globs: Vec<&String> = hub.config.serve.iter().filter(|s| crate::names::is_glob(s)).collect();
+    axum::Json(serde_json::json!({"agents": agents, "globs": globs})).into_response()
+}

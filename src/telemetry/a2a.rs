@@ -1,0 +1,106 @@
+//! What the A2A service lets an operator observe: its tasks by how they ended, those still
+//! waiting for their Wise Agents answer, and answers that came for no waiting task.
+
+use std::fmt::Write;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use tracing::{info, warn};
+
+/// How a task ended, one counter each.
+pub const ENDS: [&str; 4] = ["completed", "failed", "canceled", "refused"];
+
+/// The A2A service's gauges and counters, rendered under `/metrics` when it runs.
+#[derive(Debug, Default)]
+pub struct A2aMetrics {
+    enabled: AtomicBool,
+    /// Tasks whose request was published and whose answer has not come.
+    waiting: AtomicI64,
+    ended: [AtomicU64; ENDS.len()],
+    /// Answers for a task that no longer waits (canceled, timed out, or before a restart).
+    late: AtomicU64,
+    /// Requests refused for lack of a valid bearer token.
+    unauthorized: AtomicU64,
+}
+
+impl A2aMetrics {
+    /// The service runs: its families are rendered from now on.
+    pub fn enable(&self) {
+        self.enabled.store(true, Ordering::Relaxed);
+    }
+
+    pub fn waiting(&self, delta: i64) {
+        self.waiting.fetch_add(delta, Ordering::Relaxed);
+    }
+
+    pub fn unauthorized(&self) {
+        self.unauthorized.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(super) fn render(&self, out: &mut String) {
+        if !self.enabled.load(Ordering::Relaxed) {
+            return;
+        }
+        let name = "bridge_a2a_tasks_total";
+        let _ = write!(out, "# HELP {name} A2A tasks by how they ended.\n# TYPE {name} counter\n");
+        for (end, n) in ENDS.iter().zip(&self.ended) {
+            let _ = writeln!(out, "{name}{{end=\"{end}\"}} {}", n.load(Ordering::Relaxed));
+        }
+        let families: [(&str, &str, &str, &AtomicU64); 2] = [
+            (
+                "bridge_a2a_late_answers_total",
+                "Wise Agents answers that came for an A2A task no longer waiting (canceled, timed out).",
+                "counter",
+                &self.late,
+            ),
+            (
+                "bridge_a2a_unauthorized_total",
+                "A2A requests refused with 401 (no or a wrong bearer token).",
+                "counter",
+                &self.unauthorized,
+            ),
+        ];
+        for (name, help, kind, value) in families {
+            let value = value.load(Ordering::Relaxed);
+            let _ = write!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n");
+        }
+        let name = "bridge_a2a_tasks_waiting";
+        let waiting = self.waiting.load(Ordering::Relaxed);
+        let _ = write!(
+            out,
+            "# HELP {name} A2A tasks waiting for their Wise Agents answer.\n# TYPE {name} gauge\n{name} {waiting}\n"
+        );
+    }
+}
+
+/// A task ended: `end` is one of [`ENDS`].
+pub struct TaskEnded<'a> {
+    pub agent: &'a str,
+    pub task: &'a str,
+    pub end: &'static str,
+    pub reason: Option<&'a str>,
+}
+
+impl TaskEnded<'_> {
+    pub fn emit(&self, metrics: &A2aMetrics) {
+        if let Some(i) = ENDS.iter().position(|e| *e == self.end) {
+            metrics.ended[i].fetch_add(1, Ordering::Relaxed);
+        }
+        match self.reason {
+            Some(reason) => {
+                warn!(agent = self.agent, task = self.task, end = self.end, reason, "A2A task ended")
+            }
+            None => info!(agent = self.agent, task = self.task, end = self.end, "A2A task ended"),
+        }
+    }
+}
+
+/// An answer for a task that no longer waits: dropped and counted.
+pub struct LateAnswer<'a> {
+    pub task: &'a str,
+}
+
+impl LateAnswer<'_> {
+    pub fn emit(&self, metrics: &A2aMetrics) {
+        metrics.late.fetch_add(1, Ordering::Relaxed);
+        info!(task = self.task, "a Wise Agents answer for an A2A task that no longer waits: dropped");
+    }
+}
