@@ -21,7 +21,6 @@ def test_sdk_client_talks_to_the_sdk_server(a2a_agent_server):
         async with httpx.AsyncClient(timeout=WAIT) as http:
             factory = ClientFactory(ClientConfig(streaming=False, httpx_client=http))
             client = await factory.create_from_url(server.url)
-            assert client is not None
             [answer] = [event async for event in client.send_message(send_request("hello"))]
             task = answer.task
             assert task.status.state == TaskState.TASK_STATE_COMPLETED, task
