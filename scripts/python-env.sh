@@ -7,8 +7,13 @@
 # docs/CIVITAS.md), the adapters under adapters/ (editable, with pytest for their tests), and
 # redis-py and openai for the model of Wise Agents in adapters/wiseagents/tests (its registry
 # is on Redis; its phased coordinator stores openai ChatCompletionMessage objects in Redis),
-# and the adapters' linters, pinned: ruff, mypy and the PyYAML stubs mypy needs
-# (scripts/test.sh runs them with adapters/pyproject.toml).
+# the official A2A Python SDK for the A2A interop tests in adapters/a2a (a2a-sdk 1.3.0, A2A 1.0:
+# its client talks to the bridge's A2A service; its `http-server` extra, Starlette and
+# sse-starlette, serves an A2A agent in adapters/testing, with uvicorn, which the extra does not
+# bring; httpx, which the SDK's client is built on, pinned because the tests call it directly),
+# and the adapters' linters, pinned: ruff, mypy and the PyYAML and protobuf stubs mypy needs
+# (protobuf, under a2a-sdk's types, ships none; scripts/test.sh runs them with
+# adapters/pyproject.toml).
 # Idempotent: reruns only when this file or an adapter's pyproject.toml changes.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -22,7 +27,10 @@ python3 -m venv "$venv"
 "$venv/bin/pip" install -q --disable-pip-version-check \
   'PyYAML==6.0.2' 'stomp.py==8.1.2' 'penguiflow==3.11.0' 'pydantic>=2,<3' 'msgpack>=1.2.1' \
   'rich>=13' 'typer>=0.12' 'pytest>=8,<9' 'redis==8.1.0' 'openai==1.109.1'
-"$venv/bin/pip" install -q --disable-pip-version-check 'ruff==0.17.5' 'mypy==2.4.1' 'types-PyYAML==6.0.12.20261113'
+"$venv/bin/pip" install -q --disable-pip-version-check \
+  'a2a-sdk[http-server]==1.3.0' 'httpx==0.29.0' 'uvicorn==0.55.0'
+"$venv/bin/pip" install -q --disable-pip-version-check 'ruff==0.17.5' 'mypy==2.4.1' 'types-PyYAML==6.0.12.20261113' \
+  'types-protobuf==7.35.1.20261122'
 # civitas's own dependencies are the line above (msgpack, PyYAML, rich, typer).
 "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --ignore-requires-python 'civitas==0.12.0'
 "$venv/bin/pip" install -q --disable-pip-version-check --no-deps \

@@ -86,12 +86,16 @@ class Names:
 
 
 def config_toml(broker: Broker, names: Names, agents: list[tuple[str, str, str]], http_port: int,
-                wiseagents: Sequence[str] = (), contexts: Sequence[str] = ()) -> str:
+                wiseagents: Sequence[str] = (), contexts: Sequence[str] = (), reply_agent: str | None = None,
+                extra: str = "") -> str:
     """A bridge configuration; ``agents`` are (name, protocol, extra TOML lines); ``contexts``
     are the Wise Agents contexts other frameworks may name (``wiseagents.contexts``: the
-    bridge writes no other, docs/MAPPING.md)."""
+    bridge writes no other, docs/MAPPING.md); ``reply_agent`` is ``wiseagents.reply_agent``
+    (the bridge's default, ``_bridge``, when None); ``extra`` is TOML appended at the end, after
+    the ``[[agents]]`` tables (whole tables, such as ``[a2a]``)."""
     native = ", ".join(f'"{a}"' for a in wiseagents)
     known = ", ".join(f'"{c}"' for c in contexts)
+    reply = "" if reply_agent is None else f'reply_agent = "{reply_agent}"\n'
     text = f"""[broker]
 url = "stomp://127.0.0.1:{broker.port}"
 login = "{broker.login}"
@@ -107,7 +111,7 @@ default_context = "default"
 reply_agent = "{names.reply_agent}"
 agents = [{native}]
 contexts = [{known}]
-
+{reply}
 [protocols.civitas]
 inbox = "{names.inbox('civitas')}"
 ingress = "{names.ingress('civitas')}"
@@ -134,8 +138,10 @@ listen = "127.0.0.1:{http_port}"
 [log]
 format = "json"
 """
-    for name, protocol, extra in agents:
-        text += f'\n[[agents]]\nname = "{name}"\nprotocol = "{protocol}"\n{extra}\n'
+    for name, protocol, lines in agents:
+        text += f'\n[[agents]]\nname = "{name}"\nprotocol = "{protocol}"\n{lines}\n'
+    if extra:
+        text += "\n" + extra
     return text
 
 
