@@ -91,11 +91,11 @@ def config_toml(broker: Broker, names: Names, agents: list[tuple[str, str, str]]
     """A bridge configuration; ``agents`` are (name, protocol, extra TOML lines); ``contexts``
     are the Wise Agents contexts other frameworks may name (``wiseagents.contexts``: the
     bridge writes no other, docs/MAPPING.md); ``reply_agent`` is ``wiseagents.reply_agent``
-    (the bridge's default, ``_bridge``, when None); ``extra`` is TOML appended at the end, after
+    (the test's own, ``names.reply_agent``, when None); ``extra`` is TOML appended at the end, after
     the ``[[agents]]`` tables (whole tables, such as ``[a2a]``)."""
     native = ", ".join(f'"{a}"' for a in wiseagents)
     known = ", ".join(f'"{c}"' for c in contexts)
-    reply = "" if reply_agent is None else f'reply_agent = "{reply_agent}"\n'
+    reply = names.reply_agent if reply_agent is None else reply_agent
     text = f"""[broker]
 url = "stomp://127.0.0.1:{broker.port}"
 login = "{broker.login}"
@@ -108,10 +108,10 @@ reconnect_max_ms = 1000
 request_prefix = "{broker.request_prefix}"
 response_prefix = "{broker.response_prefix}"
 default_context = "default"
-reply_agent = "{names.reply_agent}"
+reply_agent = "{reply}"
 agents = [{native}]
 contexts = [{known}]
-{reply}
+
 [protocols.civitas]
 inbox = "{names.inbox('civitas')}"
 ingress = "{names.ingress('civitas')}"

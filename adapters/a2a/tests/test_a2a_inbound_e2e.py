@@ -10,7 +10,8 @@ queue (``_message`` the text, ``_sender`` the bridge's reply agent, ``_context_n
 unless the A2A contextId names a context in ``wiseagents.contexts``, ``_tool_id`` a token the
 answer echoes); a RESPONSE completes the task with its text as an artifact, an ACK makes it
 WORKING, CANNOT_ANSWER or no answer within ``reply_timeout_ms`` fails it; CancelTask cancels it
-(a late answer changes nothing); file parts are refused; with ``token_file`` every JSON-RPC
+(a late answer changes nothing); file parts are refused (REJECTED with why, or -32005 for a
+media type the card does not accept); with ``token_file`` every JSON-RPC
 call needs the bearer token.
 
 Each test has agent names of its own (``Names``) and its own reply agent, so that tests on a
@@ -176,8 +177,8 @@ def test_card_and_listing(broker, tmp_path, closing):
             assert miss.status_code == 404, miss.text
 
     run(glob_scenario)
-    # Last, so that the rest of the card, the listing and the glob are judged whatever this says.
-    assert input_modes == ["text/plain"], f"the card's defaultInputModes: {input_modes}"
+    # Text, and JSON data (carried as its text in `_message`, docs/A2A.md).
+    assert input_modes == ["text/plain", "application/json"], f"the card's defaultInputModes: {input_modes}"
 
 
 # -- SendMessage, GetTask -------------------------------------------------------------------
@@ -407,8 +408,14 @@ def test_file_parts_are_refused(broker, tmp_path, closing):
             task = await send_once(client, "only text")
             assert_state(task, COMPLETED)
             assert_query(agent.next_request(), bridge, "only text")
-            not_errors = {k: v for k, v in outcomes.items() if not v.startswith("error")}
-            assert not not_errors, f"file parts answered without a JSON-RPC error: {not_errors}; all: {outcomes}"
+            # A media type the card does not accept is the SDK's -32005; any other file makes a
+            # task REJECTED with why (docs/A2A.md, "The mapping").
+            for label, said in outcomes.items():
+                if "pdf" in label:
+                    assert said.startswith("error"), f"{label}: {said}"
+                else:
+                    assert said.startswith("task TASK_STATE_REJECTED"), f"{label}: {said}"
+                    assert "cannot be carried in a Wise Agents message" in said, f"{label}: {said}"
 
     run(scenario)
 
