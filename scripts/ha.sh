@@ -179,7 +179,7 @@ log_of() { # broker a|b: that broker's log file
   case $1 in
     activemq) echo "$state/$2/activemq.log" ;;
     artemis) echo "$state/$2/log/console.log" ;;
-    rabbitmq) ls -t "$state/$2/log/"*.log 2>/dev/null | head -n 1 ;;
+    rabbitmq) echo "$state/$2/log/sab-ha-$2@localhost.log" ;;
   esac
 }
 
