@@ -16,6 +16,8 @@
 #        scripts/ha.sh kill BROKER a|b     kill -9 that broker's JVM (the failover under test)
 #        scripts/ha.sh start1 BROKER a|b   start that one broker again (the failback)
 #        scripts/ha.sh stop BROKER         both stopped, the state folder removed
+#        scripts/ha.sh logs BROKER         the end of each broker's log, on stderr (the test
+#                                          shows them on a failure, before stop removes them)
 # Needs root (ActiveMQ runs as user activemq, from Debian's package; Artemis from the
 # distribution scripts/brokers.sh fetched; scripts/brokers.sh installs both).
 set -euo pipefail
@@ -173,11 +175,32 @@ rabbitmq_start() {
   log "RabbitMQ nodes a on $rmq_port and b on $((rmq_port + 1))"
 }
 
+log_of() { # broker a|b: that broker's log file
+  case $1 in
+    activemq) echo "$state/$2/activemq.log" ;;
+    artemis) echo "$state/$2/log/console.log" ;;
+    rabbitmq) echo "$state/$2/log/sab-ha-$2@localhost.log" ;;
+  esac
+}
+
+show_logs() { # broker
+  local name file
+  for name in a b; do
+    file=$(log_of "$1" "$name")
+    if [ -n "$file" ] && [ -f "$file" ]; then
+      log "--- the last 60 lines of $1 $name's log ($file) ---"
+      tail -n 60 "$file" | sed "s|^|[ha] $1 $name: |" >&2
+    else
+      log "$1 $name has no log"
+    fi
+  done
+}
+
 cmd=${1:-}
 broker=${2:-}
 case $broker in
   activemq | artemis | rabbitmq) state=$ha_root/ha-$broker ;;
-  *) log "usage: $0 start|kill|start1|stop activemq|artemis|rabbitmq [a|b]"; exit 2 ;;
+  *) log "usage: $0 start|kill|start1|stop|logs activemq|artemis|rabbitmq [a|b]"; exit 2 ;;
 esac
 case $cmd in
   start) "${broker}_start" ;;
@@ -189,5 +212,6 @@ case $cmd in
     ;;
   start1) "${broker}_one" "${3:?a or b}" ;;
   stop) "${broker}_stop" ;;
-  *) log "usage: $0 start|kill|start1|stop activemq|artemis|rabbitmq [a|b]"; exit 2 ;;
+  logs) show_logs "$broker" ;;
+  *) log "usage: $0 start|kill|start1|stop|logs activemq|artemis|rabbitmq [a|b]"; exit 2 ;;
 esac

@@ -29,12 +29,16 @@ fn ha(args: &[&str]) {
 /// them one at a time through its `ha-pairs` group): two tests of a broker share its ports.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// Stops the pair whatever the test's outcome.
+/// Stops the pair whatever the test's outcome; on a failure, first shows the end of each
+/// broker's log, which the stop removes with the pair's state folder.
 struct Pair(&'static str);
 
 impl Drop for Pair {
     fn drop(&mut self) {
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/ha.sh");
+        if std::thread::panicking() {
+            let _ = std::process::Command::new("bash").arg(script).args(["logs", self.0]).status();
+        }
         let _ = std::process::Command::new("bash").arg(script).args(["stop", self.0]).status();
     }
 }
@@ -100,10 +104,23 @@ async fn drain(
     let mut killed: Option<Instant> = None;
     let (mut moved, mut gap) = (false, None);
     while tally.texts.len() < n {
-        let event = tokio::time::timeout(Duration::from_secs(120), inbox.recv())
-            .await
-            .expect("an event within two minutes")
-            .expect("the client runs");
+        let Ok(event) = tokio::time::timeout(Duration::from_secs(120), inbox.recv()).await else {
+            // Which side stopped: before the kill, the bridge (or the live broker refusing its
+            // SENDs: its log and the brokers' logs follow); after it, the failover.
+            let when = match killed {
+                None => "before the kill: the bridge stopped delivering from the live broker".to_owned(),
+                Some(k) => format!(
+                    "{:.0} s after the kill, the test's client {}",
+                    k.elapsed().as_secs_f64(),
+                    match moved {
+                        true => format!("on {} since its reconnect", client.address()),
+                        false => "never reconnected".to_owned(),
+                    }
+                ),
+            };
+            panic!("no event for two minutes, {} of {n} delivered, {when}", tally.texts.len());
+        };
+        let event = event.expect("the client runs");
         let message = match event {
             Event::Message(m) => m,
             Event::Reconnected { .. } if killed.is_some() => {
