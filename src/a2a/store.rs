@@ -1,4 +1,4 @@
-//! The tasks, bounded: at most `a2a.max_tasks` (a new task evicts the oldest finished one,
+//! The tasks, bounded: at most `a2a.max_tasks` (a new task evicts the one that finished first,
 //! and is refused when every task is still running), a finished task kept `a2a.task_ttl_ms`.
 //! In memory: a restart forgets them (docs/A2A.md, "Restarts").
 
@@ -19,8 +19,10 @@ pub struct Tasks {
 #[derive(Default)]
 struct Inner {
     tasks: HashMap<String, Entry>,
-    /// Task ids, oldest first.
-    order: VecDeque<String>,
+    /// Task ids, oldest first (for listing; ids of forgotten tasks are dropped now and then).
+    created: VecDeque<String>,
+    /// Finished tasks, by when they finished, first first: what ages out and what is evicted.
+    ended: VecDeque<(Instant, String)>,
 }
 
 struct Entry {
@@ -41,26 +43,35 @@ impl Tasks {
 }
 
 impl Inner {
-    /// Forgets finished tasks older than `ttl`, then, while `room` more would not fit under
-    /// `max`, the oldest finished ones. False when it cannot make room.
+    /// Forgets finished tasks older than `ttl`, then, while one more would not fit under
+    /// `max`, those that finished first. False when it cannot make room (every task runs).
+    /// Each task is looked at once in all: no scan of the whole store.
     fn make_room(&mut self, max: usize, ttl: Duration, now: Instant) -> bool {
-        let expired = |e: &Entry| e.ended.is_some_and(|at| now.duration_since(at) >= ttl);
-        self.order.retain(|id| !self.tasks.get(id).is_none_or(expired));
-        self.tasks.retain(|_, e| !expired(e));
-        while self.tasks.len() >= max {
-            let Some(at) = self.order.iter().position(|id| self.tasks[id].ended.is_some()) else {
-                return false;
-            };
-            if let Some(id) = self.order.remove(at) {
+        while self.ended.front().is_some_and(|(at, _)| now.duration_since(*at) >= ttl) {
+            if let Some((_, id)) = self.ended.pop_front() {
                 self.tasks.remove(&id);
             }
         }
+        while self.tasks.len() >= max {
+            let Some((_, id)) = self.ended.pop_front() else { return false };
+            self.tasks.remove(&id);
+        }
+        if self.created.len() > 2 * self.tasks.len() + 64 {
+            let tasks = &self.tasks;
+            self.created.retain(|id| tasks.contains_key(id));
+        }
         true
     }
-}
 
-fn ended_now(state: &TaskState) -> Option<Instant> {
-    state.is_terminal().then(Instant::now)
+    /// Records that `id` finished, if this is when it did.
+    fn ended(&mut self, id: &str, state: &TaskState) {
+        let Some(entry) = self.tasks.get_mut(id) else { return };
+        if entry.ended.is_none() && state.is_terminal() {
+            let now = Instant::now();
+            entry.ended = Some(now);
+            self.ended.push_back((now, id.to_owned()));
+        }
+    }
 }
 
 #[async_trait::async_trait]
@@ -73,23 +84,23 @@ impl TaskStore for Tasks {
                 self.max
             )));
         }
-        let id = task.id.clone();
-        let ended = ended_now(&task.status.state);
-        if inner.tasks.insert(id.clone(), Entry { task, version: 1, ended }).is_none() {
-            inner.order.push_back(id);
+        let (id, state) = (task.id.clone(), task.status.state.clone());
+        if inner.tasks.insert(id.clone(), Entry { task, version: 1, ended: None }).is_none() {
+            inner.created.push_back(id.clone());
         }
+        inner.ended(&id, &state);
         Ok(1)
     }
 
     async fn update(&self, task: Task) -> Result<TaskVersion, A2AError> {
         let mut inner = self.lock();
-        let entry = inner.tasks.get_mut(&task.id).ok_or_else(|| A2AError::task_not_found(&task.id))?;
-        if entry.ended.is_none() {
-            entry.ended = ended_now(&task.status.state);
-        }
+        let (id, state) = (task.id.clone(), task.status.state.clone());
+        let entry = inner.tasks.get_mut(&id).ok_or_else(|| A2AError::task_not_found(&id))?;
         entry.task = task;
         entry.version += 1;
-        Ok(entry.version)
+        let version = entry.version;
+        inner.ended(&id, &state);
+        Ok(version)
     }
 
     async fn get(&self, task_id: &str) -> Result<Option<Task>, A2AError> {
@@ -103,7 +114,7 @@ impl TaskStore for Tasks {
                 && req.status.as_ref().is_none_or(|s| *s == t.status.state)
         };
         let all: Vec<&Task> = inner
-            .order
+            .created
             .iter()
             .rev()
             .filter_map(|id| inner.tasks.get(id))
@@ -129,9 +140,10 @@ impl TaskStore for Tasks {
             return Err(A2AError::task_not_cancelable(task_id));
         }
         entry.task.status.state = TaskState::Canceled;
-        entry.ended = Some(Instant::now());
         entry.version += 1;
-        Ok(entry.task.clone())
+        let task = entry.task.clone();
+        inner.ended(task_id, &TaskState::Canceled);
+        Ok(task)
     }
 }
 
