@@ -102,3 +102,7 @@ async fn listing(State(hub): State<Arc<Hub>>) -> Response {
     let globs: Vec<&String> = hub.config.serve.iter().filter(|s| crate::names::is_glob(s)).collect();
     axum::Json(serde_json::json!({"agents": agents, "globs": globs})).into_response()
 }
+
+#[cfg(test)]
+#[path = "serve_tests.rs"]
+mod tests;

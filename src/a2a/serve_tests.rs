@@ -1,0 +1,76 @@
+use super::*;
+use crate::config::Config;
+use crate::telemetry::Metrics;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+fn hub() -> Arc<Hub> {
+    let mut config = Config::new(crate::config::BrokerConfig::new("stomp://127.0.0.1:61613"));
+    let mut a2a: crate::config::a2a::A2aConfig =
+        toml::from_str("serve = [\"Echo\"]\nmax_body_bytes = 512").unwrap();
+    a2a.token = Some(crate::stomp::Secret::new("s3cret"));
+    config.a2a = Some(a2a);
+    Hub::of(&config, Arc::new(Metrics::default())).unwrap()
+}
+
+/// One request to the routes, served on a local port; the whole answer.
+async fn exchange(hub: Arc<Hub>, request: String) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let served = tokio::spawn(async move { axum::serve(listener, routes(hub)).await });
+    let mut client = tokio::net::TcpStream::connect(addr).await.unwrap();
+    client.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    client.read_to_string(&mut answer).await.unwrap();
+    served.abort();
+    answer
+}
+
+fn post(path: &str, token: Option<&str>, body: &str) -> String {
+    let auth = token.map(|t| format!("authorization: Bearer {t}\r\n")).unwrap_or_default();
+    format!(
+        "POST {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-type: application/json\r\na2a-version: 1.0\r\n\
+         {auth}content-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+const SEND: &str = r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}}"#;
+
+#[tokio::test]
+async fn a_call_without_the_token_is_401_and_counted() {
+    let hub = hub();
+    for token in [None, Some("wrong")] {
+        let answer = exchange(hub.clone(), post("/a2a/Echo", token, SEND)).await;
+        assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+        assert!(answer.contains("www-authenticate: Bearer"), "{answer}");
+    }
+    assert!(hub.metrics.render().contains("bridge_a2a_unauthorized_total 2"));
+}
+
+#[tokio::test]
+async fn an_agent_not_served_is_404_and_a_body_past_the_limit_413() {
+    let answer = exchange(hub(), post("/a2a/Other", Some("s3cret"), SEND)).await;
+    assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+    let big = SEND.replace("\"hi\"", &format!("\"{}\"", "x".repeat(600)));
+    let answer = exchange(hub(), post("/a2a/Echo", Some("s3cret"), &big)).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+}
+
+#[tokio::test]
+async fn a_call_with_the_token_reaches_the_sdk_and_fails_the_task_while_nothing_can_be_published() {
+    let answer = exchange(hub(), post("/a2a/Echo", Some("s3cret"), SEND)).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("TASK_STATE_FAILED"), "{answer}");
+    assert!(answer.contains("the broker did not take the request: the bridge is not connected"), "{answer}");
+}
+
+#[tokio::test]
+async fn the_card_is_readable_without_the_token_and_declares_the_bearer_scheme() {
+    let get = "GET /a2a/Echo/.well-known/agent-card.json HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
+    let answer = exchange(hub(), get.to_owned()).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let card: serde_json::Value = serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    assert_eq!(card["supportedInterfaces"][0]["url"], "http://127.0.0.1:9464/a2a/Echo");
+    assert_eq!(card["supportedInterfaces"][0]["protocolVersion"], "1.0");
+    assert_eq!(card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"], "Bearer");
+}
