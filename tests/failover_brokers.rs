@@ -343,7 +343,7 @@ async fn artemis_shared_store_kill_9_under_load_the_bridge_follows_the_backup_an
     assert_eq!(ready, format!("ready\nbroker: {}\n", url(ports[0])), "the bridge followed the failback");
 }
 
-/// RabbitMQ as two independent nodes (not a cluster: docs/OPERATING.md says why): each has
+/// RabbitMQ as two independent nodes (the cluster is the test after this one): each has
 /// its own queues, so what waits in a node that dies waits until it returns. What the address
 /// list gives there: the node dies, the bridge moves to the other and traffic sent there flows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
