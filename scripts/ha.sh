@@ -12,12 +12,20 @@
 #   rabbitmq: two independent RabbitMQ nodes (no cluster: see docs/FAILOVER.md), each with the
 #     STOMP plugin: a on $SAB_HA_RABBITMQ_PORT (61740, AMQP 5780), b on the next port (AMQP 5781);
 #     each has its own queues, so what waits in a dead node waits until it returns.
-# Usage: scripts/ha.sh start BROKER        both brokers, empty store; returns once a answers
-#        scripts/ha.sh kill BROKER a|b     kill -9 that broker's JVM (the failover under test)
-#        scripts/ha.sh start1 BROKER a|b   start that one broker again (the failback)
-#        scripts/ha.sh stop BROKER         both stopped, the state folder removed
-#        scripts/ha.sh logs BROKER         the end of each broker's log, on stderr (the test
-#                                          shows them on a failure, before stop removes them)
+#   rabbitmq-cluster: three RabbitMQ nodes joined into one cluster (a quorum queue keeps going
+#     while a majority of its three replicas live: one node may die): a on
+#     $SAB_HA_RABBITMQ_CLUSTER_PORT (61750, AMQP 5750, distribution 25750), b and c on the next
+#     ports. The virtual host `quorum` is made with `--default-queue-type quorum`: every durable
+#     queue a STOMP client declares there (a SEND or SUBSCRIBE to /queue/...) is a quorum queue,
+#     replicated on the three nodes, whatever the client (docs/FAILOVER.md says why not a header).
+# Usage: scripts/ha.sh start BROKER          both brokers (the cluster's three nodes), empty
+#                                            store; returns once a answers (the cluster: once
+#                                            all three answer as one cluster)
+#        scripts/ha.sh kill BROKER a|b|c     kill -9 that broker's JVM or Erlang VM (the failover under test)
+#        scripts/ha.sh start1 BROKER a|b|c   start that one broker again (the failback; a
+#                                            cluster node rejoins its cluster)
+#        scripts/ha.sh stop BROKER           all stopped, the state folder removed
+#        scripts/ha.sh logs BROKER           the last lines of its logs (a failed test's)
 # Needs root (ActiveMQ runs as user activemq, from Debian's package; Artemis from the
 # distribution scripts/brokers.sh fetched; scripts/brokers.sh installs both).
 set -euo pipefail
@@ -175,43 +183,102 @@ rabbitmq_start() {
   log "RabbitMQ nodes a on $rmq_port and b on $((rmq_port + 1))"
 }
 
-log_of() { # broker a|b: that broker's log file
-  case $1 in
-    activemq) echo "$state/$2/activemq.log" ;;
-    artemis) echo "$state/$2/log/console.log" ;;
-    rabbitmq) echo "$state/$2/log/sab-ha-$2@localhost.log" ;;
-  esac
+rmqc_port=${SAB_HA_RABBITMQ_CLUSTER_PORT:-61750}
+rmqc_vhost=quorum
+rmqc_offset() { case $1 in a) echo 0 ;; b) echo 1 ;; c) echo 2 ;; *) log "no node $1"; exit 2 ;; esac; }
+rmqc_node() { echo "sab-hac-$1@localhost"; }
+rmqc_ctl() { # node rabbitmqctl-arguments...: as the nodes' user (their cookie), on that node only
+  local node=$1
+  shift
+  rabbitmqctl -q -n "$(rmqc_node "$node")" "$@"
+}
+rabbitmq_cluster_pids() { local f=$state/$1/pid; [ -s "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && cat "$f" || true; }
+
+rabbitmq_cluster_one() { # a|b|c: starts that node, detached (a node that was in the cluster rejoins it)
+  local name=$1 dir=$state/$1 offset
+  offset=$(rmqc_offset "$name")
+  mkdir -p "$dir/mnesia" "$dir/log"
+  printf 'listeners.tcp.1 = 127.0.0.1:%s\nstomp.listeners.tcp.1 = 127.0.0.1:%s\nloopback_users.guest = true\n' \
+    $((5750 + offset)) $((rmqc_port + offset)) >"$dir/rabbitmq.conf"
+  printf '[rabbitmq_stomp].\n' >"$dir/enabled_plugins"
+  chown -R rabbitmq:rabbitmq "$state"
+  log "starting RabbitMQ node $(rmqc_node "$name"), STOMP on $((rmqc_port + offset)) (log: $dir/log)"
+  (close_fds; exec env RABBITMQ_NODENAME="$(rmqc_node "$name")" RABBITMQ_NODE_PORT=$((5750 + offset)) \
+    RABBITMQ_DIST_PORT=$((25750 + offset)) RABBITMQ_CONFIG_FILE="$dir/rabbitmq.conf" \
+    RABBITMQ_ENABLED_PLUGINS_FILE="$dir/enabled_plugins" RABBITMQ_MNESIA_BASE="$dir/mnesia" \
+    RABBITMQ_LOG_BASE="$dir/log" RABBITMQ_PID_FILE="$dir/pid" rabbitmq-server -detached) >/dev/null 2>&1 </dev/null || true
 }
 
-show_logs() { # broker
-  local name file
-  for name in a b; do
-    file=$(log_of "$1" "$name")
-    if [ -n "$file" ] && [ -f "$file" ]; then
-      log "--- the last 60 lines of $1 $name's log ($file) ---"
-      tail -n 60 "$file" | sed "s|^|[ha] $1 $name: |" >&2
-    else
-      log "$1 $name has no log"
-    fi
+rabbitmq_cluster_stop() {
+  local name pids
+  for name in a b c; do
+    pids=$(rabbitmq_cluster_pids "$name")
+    [ -n "$pids" ] && kill -9 $pids 2>/dev/null || true
   done
+  rm -rf "${state:?}"
+  log "RabbitMQ cluster stopped, $state removed"
+}
+
+rmqc_up() { # node: waits until it has booted (RabbitMQ and its plugins), or fails showing its log
+  # `wait` waits for the pid file, then the node, then its boot (`await_startup` fails at once
+  # on a node that has not registered yet).
+  rmqc_ctl "$1" wait "$state/$1/pid" --timeout 180 >/dev/null 2>&1 && return 0
+  tail -n 40 "$state/$1/log/"*.log >&2
+  log "RabbitMQ node $1 did not start"
+  exit 1
+}
+
+rmqc_three() { # node: fails unless that node sees the three running as one cluster
+  local members
+  members=$(rmqc_ctl "$1" eval 'length(rabbit_nodes:all_running()).')
+  [ "$members" = 3 ] || { log "node $1 sees $members running nodes in its cluster, not 3"; exit 1; }
+}
+
+rabbitmq_cluster_start() {
+  command -v rabbitmq-server >/dev/null || "$here/brokers.sh" start rabbitmq >/dev/null
+  rabbitmq_cluster_stop
+  local name
+  for name in a b c; do rabbitmq_cluster_one "$name"; done
+  for name in a b c; do rmqc_up "$name"; done
+  for name in b c; do
+    rmqc_ctl "$name" stop_app
+    rmqc_ctl "$name" join_cluster "$(rmqc_node a)"
+    rmqc_ctl "$name" start_app
+    rmqc_up "$name"
+  done
+  rmqc_three a
+  rmqc_ctl a add_vhost "$rmqc_vhost" --default-queue-type quorum
+  rmqc_ctl a set_permissions -p "$rmqc_vhost" guest '.*' '.*' '.*'
+  for name in a b c; do wait_port $((rmqc_port + $(rmqc_offset "$name"))) 60 || { log "no STOMP on node $name"; exit 1; }; done
+  log "RabbitMQ cluster of a, b, c, STOMP on $rmqc_port-$((rmqc_port + 2)); vhost $rmqc_vhost: quorum queues"
 }
 
 cmd=${1:-}
 broker=${2:-}
+usage="usage: $0 start|kill|start1|stop|logs activemq|artemis|rabbitmq|rabbitmq-cluster [a|b|c]"
 case $broker in
-  activemq | artemis | rabbitmq) state=$ha_root/ha-$broker ;;
-  *) log "usage: $0 start|kill|start1|stop|logs activemq|artemis|rabbitmq [a|b]"; exit 2 ;;
+  activemq | artemis | rabbitmq | rabbitmq-cluster) state=$ha_root/ha-$broker fn=${broker//-/_} ;;
+  *) log "$usage"; exit 2 ;;
 esac
 case $cmd in
-  start) "${broker}_start" ;;
+  start) "${fn}_start" ;;
   kill)
-    pids=$("${broker}_pids" "${3:?a or b}")
+    pids=$("${fn}_pids" "${3:?a, b or c}")
     [ -n "$pids" ] || { log "$broker $3 is not running"; exit 1; }
     kill -9 $pids
     log "killed $broker $3 (kill -9 $pids)"
     ;;
-  start1) "${broker}_one" "${3:?a or b}" ;;
-  stop) "${broker}_stop" ;;
-  logs) show_logs "$broker" ;;
-  *) log "usage: $0 start|kill|start1|stop|logs activemq|artemis|rabbitmq [a|b]"; exit 2 ;;
+  start1)
+    "${fn}_one" "${3:?a, b or c}"
+    # A cluster's node returns as a member: booted and seeing the three nodes running.
+    if [ "$broker" = rabbitmq-cluster ]; then rmqc_up "$3" && rmqc_three "$3"; fi
+    ;;
+  stop) "${fn}_stop" ;;
+  logs) # the last lines of every log in the state folder (a failed test shows them)
+    find "$state" -name '*.log' -type f 2>/dev/null | while read -r f; do
+      printf '==> %s <==\n' "$f" >&2
+      tail -n 40 "$f" >&2
+    done
+    ;;
+  *) log "$usage"; exit 2 ;;
 esac
