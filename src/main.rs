@@ -232,8 +232,8 @@ async fn serve(config: Config, path: &Path, set_level: SetLevel) -> ExitCode {
             tracing::warn!(error = %e, "cannot listen for SIGHUP: the configuration cannot be reloaded")
         }
     }
-    match stomp_agent_bridge::bridge::run_with(config, metrics, shutdown.clone(), Some(requests), tasks).await
-    {
+    let attached = stomp_agent_bridge::bridge::Attached { reloads: Some(requests), tasks };
+    match stomp_agent_bridge::bridge::run_with(config, metrics, shutdown.clone(), attached).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!(error = %e, "the bridge stopped");

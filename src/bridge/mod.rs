@@ -17,7 +17,7 @@ pub mod settle;
 mod settle;
 mod subscriptions;
 
-pub use run::{run, run_with};
+pub use run::{Attached, run, run_with};
 
 use crate::envelope::EnvelopeError;
 use crate::routing::RouteError;

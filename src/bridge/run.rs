@@ -26,21 +26,28 @@ pub async fn run(
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
 ) -> Result<(), BridgeError> {
-    run_with(config, metrics, shutdown, None, None).await
+    run_with(config, metrics, shutdown, Attached::default()).await
 }
 
-/// [`run`], following the configuration reloads sent on `reloads` (`bridge::reload`), and
-/// publishing the requests of the A2A service's `tasks` (`[a2a]`, served on the HTTP
-/// listener).
+/// What the daemon serves besides its configuration's queues, each made by `main`.
+#[derive(Default)]
+pub struct Attached {
+    /// The configuration reloads to follow (`bridge::reload`).
+    pub reloads: Option<mpsc::Receiver<Reload>>,
+    /// The A2A service's tasks (`[a2a]`, served on the HTTP listener), whose requests the
+    /// bridge publishes and whose answers it hands over.
+    pub tasks: Option<Arc<Hub>>,
+}
+
+/// [`run`], with what `attached` brings.
 pub async fn run_with(
     config: Config,
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
-    reloads: Option<mpsc::Receiver<Reload>>,
-    tasks: Option<Arc<Hub>>,
+    attached: Attached,
 ) -> Result<(), BridgeError> {
     let mirror = spawn_mirror(&config, &metrics, &shutdown);
-    let proxied = proxy(config, metrics, shutdown.clone(), reloads, tasks).await;
+    let proxied = proxy(config, metrics, shutdown.clone(), attached).await;
     if let Some(mirror) = mirror {
         if proxied.is_err() {
             shutdown.cancel();
@@ -80,8 +87,7 @@ async fn proxy(
     config: Config,
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
-    reloads: Option<mpsc::Receiver<Reload>>,
-    tasks: Option<Arc<Hub>>,
+    Attached { reloads, tasks }: Attached,
 ) -> Result<(), BridgeError> {
     let pipeline = Pipeline::of(&config);
     let registry = crate::wise_registry::member::start(&config, &shutdown).await?;
