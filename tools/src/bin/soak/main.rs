@@ -486,14 +486,16 @@ async fn restart_broker() {
     eprintln!("[soak] {} back after {:.1} s", broker().name(), t0.elapsed().as_secs_f64());
 }
 
+/// The restart the soak is about: one that does not happen fails the soak (a soak that only
+/// says it restarted the broker proves nothing about restarts).
 fn restart_broker_now() {
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/brokers.sh");
+    // tools/ is a member of the workspace whose root holds scripts/.
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/brokers.sh");
     let which = if broker() == Broker::Artemis { "artemis" } else { "activemq" };
-    let out = Process::new(&script).args(["restart", which]).output();
-    match out {
+    match Process::new(&script).args(["restart", which]).output() {
         Ok(o) if o.status.success() => {}
-        Ok(o) => eprintln!("[soak] broker restart failed: {}", String::from_utf8_lossy(&o.stderr)),
-        Err(e) => eprintln!("[soak] cannot run {}: {e}", script.display()),
+        Ok(o) => panic!("[soak] the broker restart failed: {}", String::from_utf8_lossy(&o.stderr)),
+        Err(e) => panic!("[soak] cannot run {}: {e}", script.display()),
     }
 }
 
