@@ -88,17 +88,8 @@ wait_port_closed() { # port seconds
   return 1
 }
 
-apt_install() { # package...
-  local missing=()
-  for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  log "installing ${missing[*]} from Debian's packages"
-  if [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v -e lock -e partial || true)" ]; then
-    apt-get update -qq
-  fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null \
-    || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null; }
-}
+# shellcheck source=scripts/apt.sh
+. "$here/apt.sh"
 
 make_tls() { # a CA, a server certificate for 127.0.0.1/localhost, a client certificate, once
   local dir=$state/tls

@@ -62,17 +62,8 @@ EOF
   export CONTAINERS_STORAGE_CONF=$state/storage.conf CONTAINERS_CONF=$state/containers.conf BUILDAH_FORMAT=docker
 }
 
-apt_install() { # package...
-  local missing=() p
-  for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  log "installing ${missing[*]} from Debian's packages"
-  if [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v -e lock -e partial || true)" ]; then
-    apt-get update -qq
-  fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null \
-    || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null; }
-}
+# shellcheck source=scripts/apt.sh
+. scripts/apt.sh # the working directory is the repository (above)
 
 install() {
   apt_install podman runc debootstrap
