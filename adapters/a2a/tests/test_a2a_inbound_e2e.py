@@ -83,6 +83,16 @@ async def next_request(agent: WiseAgent) -> dict[str, Any]:
     return await asyncio.to_thread(agent.next_request, WAIT)
 
 
+async def opened(stream: EventStream, agent: WiseAgent, bridge: A2ABridge, text: str) -> tuple[str, dict[str, Any]]:
+    """The task a streaming send opened (its first event is the task) and the Wise Agents
+    request its agent received for it (a QUERY with ``text``)."""
+    first = await stream.next()
+    assert first is not None and first.HasField("task"), stream.history()
+    request = await next_request(agent)
+    assert_query(request, bridge, text)
+    return first.task.id, request
+
+
 def reply(agent: WiseAgent, request: dict[str, Any], text: str, message_type: str = "RESPONSE") -> None:
     """Answers ``request`` as a Wise Agents agent does: to the response queue of its
     ``_sender``, echoing ``_tool_id``, ``_context_name`` and ``_route_response_to``."""
@@ -252,11 +262,7 @@ def test_ack_makes_the_task_working_then_response_completes_it(broker, tmp_path,
         async with httpx.AsyncClient(timeout=WAIT) as http:
             client = await bridge.client(http, slow, streaming=True)
             stream = EventStream(client.send_message(send_request("think hard")))
-            first = await stream.next()
-            assert first is not None and first.HasField("task"), stream.history()
-            task_id = first.task.id
-            request = await next_request(agent)
-            assert_query(request, bridge, "think hard")
+            task_id, request = await opened(stream, agent, bridge, "think hard")
 
             # ACK: the agent is at it (Wise Agents' ACK carries an answer so far); the task is
             # WORKING, and nothing ends it while no RESPONSE came.
@@ -343,11 +349,7 @@ def test_cancel_task_and_the_late_answer_is_dropped(broker, tmp_path, closing):
         async with httpx.AsyncClient(timeout=WAIT) as http:
             client = await bridge.client(http, slow, streaming=True)
             stream = EventStream(client.send_message(send_request("take your time")))
-            first = await stream.next()
-            assert first is not None and first.HasField("task"), stream.history()
-            task_id = first.task.id
-            late = await next_request(agent)
-            assert_query(late, bridge, "take your time")
+            task_id, late = await opened(stream, agent, bridge, "take your time")
 
             canceled = await client.cancel_task(CancelTaskRequest(id=task_id))
             assert canceled.id == task_id
