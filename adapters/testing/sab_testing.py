@@ -190,10 +190,51 @@ class BridgeProcess:
         self.proc.terminate()
         return self.proc.wait(15)
 
+    def kill(self) -> int:
+        """``kill -9``: no clean stop; what it took from the broker and did not acknowledge is
+        the broker's again (redelivered to the next consumer)."""
+        self.proc.kill()
+        return self.proc.wait(15)
+
 
 def start_bridge(broker: Broker, names: Names, agents: list[tuple[str, str, str]], tmp: Path,
                  wiseagents: Sequence[str] = (), contexts: Sequence[str] = ()) -> BridgeProcess:
     return BridgeProcess(config_toml(broker, names, agents, free_port(), wiseagents, contexts), tmp)
+
+
+class QueueReader(stomp.ConnectionListener):
+    """The frames sent to ``destination`` (a dead-letter queue, say) as they arrive: stomp.py,
+    ack:auto, subscribed (its RECEIPT awaited) before this returns; ``next(secs)`` is the next
+    frame's body and headers."""
+
+    def __init__(self, broker: Broker, destination: str) -> None:
+        self.destination = destination
+        self.frames: queue.Queue[tuple[str, dict[str, str]]] = queue.Queue()
+        self._subscribed = threading.Event()
+        self.conn = stomp.Connection([("127.0.0.1", broker.port)], heartbeats=(60000, 60000), vhost="/")
+        self.conn.set_listener("", self)
+        self.conn.connect(broker.login, broker.passcode, wait=True)
+        self.conn.subscribe(destination, id="reader", ack="auto", receipt="sub-reader")
+        assert self._subscribed.wait(10), f"no RECEIPT for SUBSCRIBE {destination}"
+
+    def on_receipt(self, frame: Any) -> None:
+        if frame.headers.get("receipt-id") == "sub-reader":
+            self._subscribed.set()
+
+    def on_message(self, frame: Any) -> None:
+        self.frames.put((frame.body, dict(frame.headers)))
+
+    def next(self, secs: float = 30) -> tuple[str, dict[str, str]]:
+        try:
+            return self.frames.get(timeout=secs)
+        except queue.Empty:
+            raise AssertionError(f"nothing on {self.destination} within {secs} s") from None
+
+    def close(self) -> None:
+        try:
+            self.conn.disconnect()
+        except Exception:  # noqa: BLE001
+            pass
 
 
 # -- Wise Agents agents -------------------------------------------------------------------

@@ -1,7 +1,7 @@
-"""The A2A tests' fixtures: the root conftest.py gives ``broker``; the a2a-sdk agent server
-(adapters/testing/a2a_testing.py, on the tests' path through adapters/pyproject.toml) is made a
-fixture of this directory by importing it here."""
+"""The A2A tests' fixtures: the root conftest.py gives ``broker``; the a2a-sdk agent server and
+``closing`` (adapters/testing/a2a_testing.py, on the tests' path through adapters/pyproject.toml)
+are made fixtures of this directory by importing them here."""
 
-from a2a_testing import a2a_agent_server
+from a2a_testing import a2a_agent_server, closing
 
-__all__ = ["a2a_agent_server"]
+__all__ = ["a2a_agent_server", "closing"]

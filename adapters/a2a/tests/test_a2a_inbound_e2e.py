@@ -21,8 +21,8 @@ agent's next request, or a call's answer, each with a timeout."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import httpx
 import pytest
@@ -52,26 +52,10 @@ from a2a_testing import (
 )
 from sab_testing import Names, WiseAgent, wa_dump
 
-T = TypeVar("T")
 COMPLETED = TaskState.TASK_STATE_COMPLETED
 WORKING = TaskState.TASK_STATE_WORKING
 FAILED = TaskState.TASK_STATE_FAILED
 CANCELED = TaskState.TASK_STATE_CANCELED
-
-
-@pytest.fixture
-def closing() -> Iterator[Callable[[T, Callable[[], Any]], T]]:
-    """``closing(thing, close)`` returns ``thing`` and calls ``close`` after the test (last
-    registered, first closed)."""
-    closers: list[Callable[[], Any]] = []
-
-    def register(thing: T, close: Callable[[], Any]) -> T:
-        closers.append(close)
-        return thing
-
-    yield register
-    for close in reversed(closers):
-        close()
 
 
 def run(scenario: Callable[[], Awaitable[None]]) -> None:
