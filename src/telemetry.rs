@@ -12,6 +12,7 @@ use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
 pub mod a2a;
+pub mod a2a_calls;
 pub mod broker;
 pub mod heap;
 pub mod limit;
@@ -65,6 +66,8 @@ pub struct Metrics {
     pub broker: broker::BrokerMetrics,
     /// The A2A service's tasks.
     pub a2a: a2a::A2aMetrics,
+    /// The calls to A2A agents.
+    pub a2a_calls: a2a_calls::A2aCallMetrics,
     /// The log lines of events that can come in floods.
     logs: limit::LogLimits,
 }

@@ -7,6 +7,7 @@
 //! own consumer: the pipeline recognises a task's token in `_tool_id` and returns the answer as
 //! data ([`TaskAnswer`]); the engine hands it to the hub and acknowledges it.
 
+pub mod call;
 mod card;
 mod executor;
 pub mod request;

@@ -47,6 +47,9 @@ pub enum MessageError {
     TooLarge { size: usize, limit: usize },
     #[error("the Wise Agents registry: {0}")]
     Registry(#[from] crate::wise_registry::store::RegistryError),
+    /// A call to an A2A agent that got no answer (the asker got CANNOT_ANSWER).
+    #[error("the A2A call: {0}")]
+    A2a(String),
 }
 
 impl MessageError {
@@ -63,6 +66,7 @@ impl MessageError {
             MessageError::Expired { .. } => "expired",
             MessageError::TooLarge { .. } => "too_large",
             MessageError::Registry(_) => "registry",
+            MessageError::A2a(_) => "a2a",
         }
     }
 }

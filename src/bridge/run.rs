@@ -130,7 +130,9 @@ async fn proxy(
     if let Some(tasks) = &tasks {
         tasks.attach(publisher.clone());
     }
-    engine = engine.with_tasks(tasks);
+    let calls = crate::a2a::call::Calls::spawn(&config, metrics.clone(), shutdown.clone())
+        .map_err(BridgeError::Config)?;
+    engine = engine.with_tasks(tasks).with_calls(calls);
     if let Some(requests) = reloads {
         let settle_within = Duration::from_millis(config.delivery.shutdown_timeout_ms);
         let (subscriptions, retired) = (held.clone(), Default::default());

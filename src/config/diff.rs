@@ -166,6 +166,22 @@ fn agents(old: &Config, new: &Config, d: &mut Diff) {
         );
         d.refused.push(Refusal { key: "agents".into(), why });
     }
+    let a2a = |c: &Config, n: &str| {
+        find(c, n).is_some_and(|a| a.protocol == crate::envelope::codecs::Framework::A2a)
+    };
+    let calls: Vec<&String> = added
+        .iter()
+        .chain(&removed)
+        .chain(&changed)
+        .copied()
+        .filter(|n| a2a(old, n) || a2a(new, n))
+        .collect();
+    if !calls.is_empty() {
+        let why = format!(
+            "{calls:?}: A2A agents cannot change without a restart (their clients are made at start)"
+        );
+        d.refused.push(Refusal { key: "agents".into(), why });
+    }
     if old.wiseagents.registry.is_some() {
         let why = "cannot change without a restart while [wiseagents.registry] is set \
                    (proxied agents are registered at start)";

@@ -29,7 +29,7 @@ fn three_mistakes_in_three_tables_are_all_reported_in_the_order_of_the_file() {
 3 | colour = "red"
   | ^^^^^^
 
-error: agents[0].protocol: found "civitaz", expected one of civitas, vox, penguiflow
+error: agents[0].protocol: found "civitaz", expected one of civitas, vox, penguiflow, a2a
   --> DIR/c.toml:10:12
    |
 10 | protocol = "civitaz"
@@ -201,7 +201,7 @@ error: agents[1].protocol: vox is used but [protocols.vox] is missing
 9 | protocol = "vox"
   |            ^^^^^
 
-error: agents[1].encodng: unknown key, expected one of name, protocol, encoding, uuid, reply_timeout_ms
+error: agents[1].encodng: unknown key, expected one of name, protocol, encoding, uuid, reply_timeout_ms, url, token_file, ca_file, max_calls, max_attempts
   --> DIR/c.toml:10:1
    |
 10 | encodng = "json"
@@ -231,7 +231,7 @@ error: agents[1].protocol: missing: this key is required
 6 | [[agents]]
   | ^^^^^^^^^^
 
-error: agents[2].protocol: found "civitaz", expected one of civitas, vox, penguiflow
+error: agents[2].protocol: found "civitaz", expected one of civitas, vox, penguiflow, a2a
   --> DIR/c.toml:11:12
    |
 11 | protocol = "civitaz"
@@ -263,4 +263,24 @@ fn a_cap_of_no_unconfirmed_sends_is_refused_and_an_unset_one_is_the_brokers() {
     );
     let unset: Config = toml::from_str("[broker]\nurl = \"stomp://127.0.0.1:61613\"\n").unwrap();
     assert_eq!(unset.delivery.unconfirmed_max, None);
+}
+
+#[test]
+fn an_a2a_agent_needs_an_http_url_and_its_keys_belong_to_it_alone() {
+    let civitas = "[protocols.civitas]\ninbox = \"/queue/c.{agent}\"\ningress = \"/queue/in\"\n";
+    let agents = "[[agents]]\nname = \"Remote\"\nprotocol = \"a2a\"\n\n\
+                  [[agents]]\nname = \"Far*\"\nprotocol = \"a2a\"\nurl = \"ftp://far\"\nmax_calls = 0\n\n\
+                  [[agents]]\nname = \"Civ\"\nprotocol = \"civitas\"\nurl = \"http://127.0.0.1:1\"\n\n\
+                  [[agents]]\nname = \"Secret\"\nprotocol = \"a2a\"\nurl = \"https://agent.example\"\ntoken_file = \"missing-token\"\n";
+    let report = report("a2a", &format!("{BROKER}{civitas}\n{agents}"), &[]);
+    for expected in [
+        "agents[0].url: an A2A agent needs the url its card is read from",
+        "agents[1].name: an A2A agent is named exactly: each has its own url",
+        "agents[1].url: \"ftp://far\" is not an http:// or https:// URL",
+        "agents[1].max_calls: must be at least 1",
+        "agents[2].url: only A2A agents (protocol = \"a2a\") have it",
+        "agents[3].token_file: cannot read DIR/missing-token",
+    ] {
+        assert!(report.contains(expected), "{expected:?} not in:\n{report}");
+    }
 }

@@ -200,7 +200,8 @@ pub struct PenguiFlowConfig {
 #[serde(deny_unknown_fields)]
 pub struct AgentConfig {
     pub name: String,
-    /// The framework the agent lives in: `civitas`, `vox` or `penguiflow`.
+    /// The framework the agent lives in: `civitas`, `vox`, `penguiflow`, or `a2a` (an A2A 1.0
+    /// agent reached over HTTP at `url`: docs/A2A.md).
     #[serde(deserialize_with = "proxied_framework", serialize_with = "proxied_framework_name")]
     pub protocol: Framework,
     /// Civitas only: `json` or `msgpack` for this agent.
@@ -212,6 +213,48 @@ pub struct AgentConfig {
     /// This agent's own `delivery.reply_timeout_ms` (for asks it is sent and asks it makes).
     #[serde(default)]
     pub reply_timeout_ms: Option<u64>,
+    /// A2A only: the agent's URL (`http://` or `https://`); its card is read from
+    /// `<url>/.well-known/agent-card.json`, its JSON-RPC endpoint is the one the card names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// A2A only: a file holding the bearer token sent with every call to the agent, one
+    /// trailing line end dropped; relative to the configuration file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_file: Option<PathBuf>,
+    /// The token read from `token_file` (never written out, never logged).
+    #[serde(skip)]
+    pub token: Option<Secret>,
+    /// A2A only: PEM CA file for an `https://` agent (default: the system's roots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<PathBuf>,
+    /// A2A only: calls under way to this agent at once (default 4); the rest wait, holding
+    /// their requests unacknowledged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_calls: Option<usize>,
+    /// A2A only: attempts of one call when the agent is unreachable, answers 5xx or times
+    /// out (default 3), within the reply timeout; then the asker gets CANNOT_ANSWER and the
+    /// request is dead-lettered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_attempts: Option<u32>,
+}
+
+impl AgentConfig {
+    /// A proxied agent `name` of `protocol`, with every optional key unset.
+    pub fn new(name: impl Into<String>, protocol: Framework) -> Self {
+        AgentConfig {
+            name: name.into(),
+            protocol,
+            encoding: None,
+            uuid: None,
+            reply_timeout_ms: None,
+            url: None,
+            token_file: None,
+            token: None,
+            ca_file: None,
+            max_calls: None,
+            max_attempts: None,
+        }
+    }
 }
 
 /// Decodes `protocol`: the frameworks a proxied agent can live in, spelt as the configuration
@@ -223,11 +266,13 @@ fn proxied_framework<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Framework
         Civitas,
         Vox,
         Penguiflow,
+        A2a,
     }
     Ok(match Proxied::deserialize(d)? {
         Proxied::Civitas => Framework::Civitas,
         Proxied::Vox => Framework::Vox,
         Proxied::Penguiflow => Framework::PenguiFlow,
+        Proxied::A2a => Framework::A2a,
     })
 }
 
@@ -423,14 +468,6 @@ impl PenguiFlowConfig {
     }
 }
 
-impl AgentConfig {
-    /// The proxied agent `name` in `protocol`, with that framework's encoding, uuid and
-    /// timeout.
-    pub fn new(name: impl Into<String>, protocol: Framework) -> AgentConfig {
-        AgentConfig { name: name.into(), protocol, encoding: None, uuid: None, reply_timeout_ms: None }
-    }
-}
-
 pub use codecs::codecs;
 pub use report::{At, ConfigError, Problem};
 
@@ -484,6 +521,14 @@ impl Config {
             && let Err(why) = a2a.read_token_file(path)
         {
             broken.push(("a2a.token_file".to_owned(), why));
+        }
+        for (i, agent) in config.agents.iter_mut().enumerate() {
+            if let Some(file) = &agent.token_file {
+                match read_secret(path, file) {
+                    Ok(token) => agent.token = Some(token),
+                    Err(why) => broken.push((format!("agents[{i}].token_file"), why)),
+                }
+            }
         }
         if !decoded.dropped_table {
             broken.extend(config.rules());

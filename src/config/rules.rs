@@ -197,6 +197,7 @@ impl Config {
                 Framework::Civitas => self.protocols.civitas.is_some(),
                 Framework::Vox => self.protocols.vox.is_some(),
                 Framework::PenguiFlow => self.protocols.penguiflow.is_some(),
+                Framework::A2a => true,
                 // Never decoded: `protocol` names only the frameworks an agent is proxied in.
                 Framework::WiseAgents => true,
             };
@@ -213,6 +214,7 @@ impl Config {
             if self.wiseagents.agents.contains(&agent.name) {
                 bad(&format!("{key}.name"), format!("{:?} is also listed as a native agent", agent.name));
             }
+            validate_a2a_agent(agent, &key, bad);
             let probed = self.mirror.as_ref().is_some_and(|m| m.probe_timeout_ms > 0);
             if probed && glob_matches(&agent.name, PROBE_AGENT) {
                 let why = format!(
@@ -222,5 +224,41 @@ impl Config {
                 bad(&format!("{key}.name"), why);
             }
         }
+    }
+}
+
+/// The keys only an A2A agent has: set on one and only there, a URL it can be called at.
+fn validate_a2a_agent(agent: &super::AgentConfig, key: &str, bad: &mut impl FnMut(&str, String)) {
+    let a2a = agent.protocol == Framework::A2a;
+    let only = [
+        ("url", agent.url.is_some()),
+        ("token_file", agent.token_file.is_some()),
+        ("ca_file", agent.ca_file.is_some()),
+        ("max_calls", agent.max_calls.is_some()),
+        ("max_attempts", agent.max_attempts.is_some()),
+    ];
+    for (field, set) in only {
+        if set && !a2a {
+            bad(&format!("{key}.{field}"), "only A2A agents (protocol = \"a2a\") have it".into());
+        }
+    }
+    if !a2a {
+        return;
+    }
+    if is_glob(&agent.name) {
+        bad(&format!("{key}.name"), "an A2A agent is named exactly: each has its own url".into());
+    }
+    match agent.url.as_deref() {
+        None => bad(&format!("{key}.url"), "an A2A agent needs the url its card is read from".into()),
+        Some(url) if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() < 10 => {
+            bad(&format!("{key}.url"), format!("{url:?} is not an http:// or https:// URL"))
+        }
+        Some(_) => {}
+    }
+    if agent.max_calls == Some(0) {
+        bad(&format!("{key}.max_calls"), "must be at least 1".into());
+    }
+    if agent.max_attempts == Some(0) {
+        bad(&format!("{key}.max_attempts"), "must be at least 1".into());
     }
 }

@@ -1,6 +1,7 @@
 //! Bytes ↔ envelope for every framework, behind one interface: what the bridge pipeline,
 //! the `translate` command and the benchmarks call.
 
+use super::a2a;
 use super::civitas::{self, CivitasMessage, Encoding};
 use super::penguiflow::{self, PenguiMessage, PenguiOptions};
 use super::vox::{self, Registry, VoxMessage, VoxOptions};
@@ -16,6 +17,8 @@ pub enum Framework {
     Civitas,
     Vox,
     PenguiFlow,
+    /// An A2A 1.0 agent, reached over HTTP (the A2A call stage), not on the broker.
+    A2a,
 }
 
 impl Framework {
@@ -25,6 +28,7 @@ impl Framework {
             Framework::Civitas => "civitas",
             Framework::Vox => "vox",
             Framework::PenguiFlow => "penguiflow",
+            Framework::A2a => "a2a",
         }
     }
 }
@@ -44,7 +48,10 @@ impl FromStr for Framework {
             "civitas" => Ok(Framework::Civitas),
             "vox" => Ok(Framework::Vox),
             "penguiflow" => Ok(Framework::PenguiFlow),
-            other => Err(format!("unknown framework {other:?} (wiseagents, civitas, vox or penguiflow)")),
+            "a2a" => Ok(Framework::A2a),
+            other => {
+                Err(format!("unknown framework {other:?} (wiseagents, civitas, vox, penguiflow or a2a)"))
+            }
         }
     }
 }
@@ -112,6 +119,7 @@ impl Codecs {
             }
             Framework::Vox => vox::to_envelope(VoxMessage::decode(body)?, &self.vox),
             Framework::PenguiFlow => penguiflow::to_envelope(PenguiMessage::decode(body)?, clock),
+            Framework::A2a => a2a::to_envelope(body, origin.recipient),
         }
     }
 
@@ -144,6 +152,7 @@ impl Codecs {
                 body: penguiflow::from_envelope(env, &self.penguiflow, clock).encode()?,
                 content_type: JSON,
             },
+            Framework::A2a => Encoded { body: a2a::encode(env)?, content_type: JSON },
         })
     }
 

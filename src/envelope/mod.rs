@@ -1,6 +1,7 @@
 //! The canonical envelope every framework's message is translated through, and one module
 //! per framework that maps its own format onto it. Field mappings: docs/MAPPING.md.
 
+pub mod a2a;
 pub mod civitas;
 pub mod civitas_stream;
 pub mod codecs;

@@ -63,7 +63,20 @@ pub struct Router {
     /// Whether answers come to the reply agent: asks from another framework's ingress, or
     /// from A2A clients (`[a2a]`).
     asks_as_reply_agent: bool,
+    /// Whether some proxied agents are A2A agents (their answers come from [`A2A_ANSWERS`]).
+    calls_a2a: bool,
 }
+
+/// The destination of a request to an A2A agent (`a2a-call:<agent>`): not on the broker; the
+/// engine hands such a frame to the A2A call stage (the `a2a` layer), which calls the agent
+/// over HTTP.
+pub const A2A_CALL_PREFIX: &str = "a2a-call:";
+
+/// Where, to the pipeline, an A2A agent's answer comes from (the call stage hands it over).
+pub const A2A_ANSWERS: &str = "a2a-answers:";
+
+/// On an A2A agent's answer: the agent's name (an A2A task does not name its agent).
+pub const A2A_AGENT_HEADER: &str = "bridge-a2a-agent";
 
 /// The prefix of Civitas's ephemeral reply addresses (`request()` sets `reply_to` to
 /// `_reply.<uuid7>` and waits there).
@@ -81,7 +94,8 @@ impl Router {
         let (mut proxied, mut patterns) = (HashMap::new(), Vec::new());
         for a in &config.agents {
             let fw = a.protocol;
-            let Some((inbox, _)) = template(fw) else { continue };
+            let a2a = (fw == Framework::A2a).then(|| (format!("{A2A_CALL_PREFIX}{{agent}}"), String::new()));
+            let Some((inbox, _)) = a2a.or_else(|| template(fw)) else { continue };
             let agent = Proxied { framework: fw, inbox, encoding: a.encoding };
             if is_glob(&a.name) {
                 patterns.push((a.name.clone(), agent));
@@ -100,6 +114,7 @@ impl Router {
             civitas_inbox: template(Framework::Civitas).map(|(inbox, _)| inbox),
             reply_agent: config.wiseagents.reply_agent.clone(),
             asks_as_reply_agent: !ingress.is_empty() || config.a2a.is_some(),
+            calls_a2a: config.agents.iter().any(|a| a.protocol == Framework::A2a),
             ingress,
         }
     }
@@ -151,6 +166,9 @@ impl Router {
     pub fn classify(&self, destination: &str) -> Option<Source> {
         if let Some((_, fw)) = self.ingress.iter().find(|(d, _)| d == destination) {
             return Some(Source::Ingress(*fw));
+        }
+        if self.calls_a2a && destination == A2A_ANSWERS {
+            return Some(Source::Ingress(Framework::A2a));
         }
         for (prefix, direction) in
             [(&self.request_prefix, Direction::Request), (&self.response_prefix, Direction::Response)]

@@ -53,13 +53,7 @@ fn proxied_recipients_go_to_their_inbox_and_native_ones_to_their_queue() {
 fn agents_named_by_a_glob_are_routed_and_their_queues_discovered() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/bridge.toml");
     let mut config = Config::load(&path).unwrap();
-    config.agents.push(crate::config::AgentConfig {
-        name: "Civ*".into(),
-        protocol: crate::envelope::codecs::Framework::Civitas,
-        encoding: None,
-        uuid: None,
-        reply_timeout_ms: None,
-    });
+    config.agents.push(crate::config::AgentConfig::new("Civ*", crate::envelope::codecs::Framework::Civitas));
     let r = Router::new(&config);
     assert!(r.has_patterns());
     assert_eq!(r.target(&env("CivA", Direction::Request)).unwrap().destination, "/queue/civitas.CivA");

@@ -19,4 +19,4 @@ pub use codec::{FrameError, Limits, StompCodec};
 pub use frame::{Command, Frame};
 pub use secret::Secret;
 pub use session::{AckMode, AckRef, BrokerError, ConnectOptions, Message, SessionError, Subscription};
-pub use transport::{BrokerUrl, TlsOptions};
+pub use transport::{BrokerUrl, TlsOptions, tls_client_config};

@@ -169,6 +169,12 @@ pub fn refused_handshake(err: SessionError, opts: &TlsOptions) -> SessionError {
 
 /// Builds the TLS client configuration once, from PEM files.
 pub fn tls_connector(opts: &TlsOptions) -> Result<TlsConnector, SessionError> {
+    Ok(TlsConnector::from(Arc::new(tls_client_config(opts)?)))
+}
+
+/// The rustls client configuration of `opts` (ring, the safe default protocol versions):
+/// the CA file's roots or the system's, and the client certificate if one is given.
+pub fn tls_client_config(opts: &TlsOptions) -> Result<ClientConfig, SessionError> {
     let tls_err = |what: &str, path: &Path, e: &dyn std::fmt::Display| {
         SessionError::Tls(format!("{what} {}: {e}", path.display()))
     };
@@ -202,7 +208,7 @@ pub fn tls_connector(opts: &TlsOptions) -> Result<TlsConnector, SessionError> {
         (None, None) => builder.with_no_client_auth(),
         _ => return Err(SessionError::Tls("a client certificate needs both cert_file and key_file".into())),
     };
-    Ok(TlsConnector::from(Arc::new(config)))
+    Ok(config)
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ impl Metrics {
         self.reload.render(&mut out);
         self.registry.render(&mut out);
         self.a2a.render(&mut out);
+        self.a2a_calls.render(&mut out);
         out
     }
 

@@ -7,8 +7,10 @@ use super::MessageError;
 use super::delivery::{Delivery, Outcome, Settled, Tally, Work};
 use super::pipeline::{Absorbed, Consumed, Now, Outgoing, Pipeline, Processed, dead_letter_frame};
 use super::settle::{Attempts, Failure, Finished, Settlement, Settler, next_batch, route_of, work_key};
+use crate::a2a::call::{Call, Called, Calls, failed_answer};
 use crate::config::DeliveryConfig;
 use crate::envelope::Clock;
+use crate::routing::{A2A_AGENT_HEADER, A2A_ANSWERS, A2A_CALL_PREFIX};
 use crate::stomp::{AckRef, Client, Event, Events, Message};
 use crate::telemetry::broker::BrokerConnected;
 use crate::telemetry::{
@@ -79,6 +81,11 @@ pub struct Engine {
     stopping: bool,
     /// Where answers to A2A tasks go (`[a2a]`).
     tasks: Option<Arc<crate::a2a::Hub>>,
+    /// The stage that calls A2A agents (proxied agents with `protocol = "a2a"`).
+    calls: Option<Calls>,
+    /// Work whose request an A2A agent is being asked, by call id; still this engine's.
+    calling: HashMap<u64, Work>,
+    next_call: u64,
 }
 
 /// Where the engine takes the ids the pipeline gives new asks.
@@ -179,6 +186,9 @@ impl Engine {
             reloads: None,
             stopping: false,
             tasks: None,
+            calls: None,
+            calling: HashMap::new(),
+            next_call: 0,
         }
     }
 
@@ -191,8 +201,8 @@ impl Engine {
     /// of it waiting for the registry (so that traffic that needs no registry still flows
     /// while Redis is away).
     fn has_room(&self) -> bool {
-        self.budget
-            .is_none_or(|b| self.holding.load(Ordering::Relaxed) < b && self.checking.len() < (b / 2).max(1))
+        let staged = self.checking.len() + self.calling.len();
+        self.budget.is_none_or(|b| self.holding.load(Ordering::Relaxed) < b && staged < (b / 2).max(1))
     }
 
     /// With at most `cap` messages in the batches under way (by default: as many as they hold).
@@ -210,6 +220,12 @@ impl Engine {
     /// With the A2A service's tasks, to hand their answers to (by default: none).
     pub fn with_tasks(mut self, tasks: Option<Arc<crate::a2a::Hub>>) -> Self {
         self.tasks = tasks;
+        self
+    }
+
+    /// With the stage that calls A2A agents (by default: none).
+    pub fn with_calls(mut self, calls: Option<Calls>) -> Self {
+        self.calls = calls;
         self
     }
 
@@ -234,6 +250,7 @@ impl Engine {
                 Some(event) = next_event(&mut publishing) => self.on_publishing_event(event),
                 Some(done) = self.batches.next(), if !self.batches.is_empty() => self.finished(done),
                 Some(checked) = next_checked(&mut self.registry) => self.checked(checked),
+                Some(called) = next_called(&mut self.calls) => self.called(called),
                 Some(ack) = self.dropped.recv() => self.unsettled(&ack, client).await,
                 Some(reload) = next_reload(&mut self.reloads) => self.reconfigure(reload).await,
                 event = events.recv(), if room => match event {
@@ -264,14 +281,18 @@ impl Engine {
         );
         self.stopping = true;
         let settle = async {
-            while !self.ready.is_empty() || !self.batches.is_empty() {
+            // Calls to A2A agents under way are awaited too: their requests were sent, and
+            // released now they would be sent again by the next bridge.
+            while !self.ready.is_empty() || !self.batches.is_empty() || !self.calling.is_empty() {
                 self.start_batches().await;
-                if self.batches.is_empty() {
+                if self.batches.is_empty() && self.calling.is_empty() {
                     break; // the publishing connection is down: what is ready is released
                 }
-                if let Some(done) = self.batches.next().await {
+                tokio::select! {
                     // A failed batch is given back by the DISCONNECT that follows.
-                    self.finished(done);
+                    Some(done) = self.batches.next(), if !self.batches.is_empty() => self.finished(done),
+                    Some(called) = next_called(&mut self.calls), if !self.calling.is_empty() => self.called(called),
+                    else => break,
                 }
             }
         };
@@ -325,6 +346,9 @@ impl Engine {
                     ask: out.ask,
                 };
                 let work = Work { source: delivery, stream: out.stream, publish: Vec::new(), outcome };
+                if out.frame.header("destination").is_some_and(|d| d.starts_with(A2A_CALL_PREFIX)) {
+                    return self.call_a2a(work, out.frame);
+                }
                 match self.registry.as_ref().and_then(|r| r.needs(&out.frame)) {
                     Some(wise) => return self.check_in_registry(work, out.frame, wise),
                     None => Work { publish: vec![out.frame], ..work },
@@ -392,6 +416,92 @@ impl Engine {
                 self.ready_up(dead);
             }
         }
+    }
+
+    /// Hands `request`, what `work` asks an A2A agent, to the call stage; the work waits here
+    /// for the agent's answer, the request frame kept (its token matches the answer).
+    fn call_a2a(&mut self, mut work: Work, request: crate::stomp::Frame) {
+        let destination = request.header("destination").unwrap_or_default();
+        let agent = destination.strip_prefix(A2A_CALL_PREFIX).unwrap_or_default().to_owned();
+        let Some(calls) = &self.calls else {
+            let error = MessageError::A2a(format!("{agent} is an A2A agent but no call stage runs"));
+            let dead = self.dead_letter_work(work.source, &error, None);
+            return self.ready_up(dead);
+        };
+        let m = &work.source.message;
+        let message_id = source_key(&m.destination, &m.frame.body);
+        self.next_call += 1;
+        calls.call(Call { id: self.next_call, agent, request: request.body.clone(), message_id });
+        work.publish = vec![request];
+        self.calling.insert(self.next_call, work);
+    }
+
+    /// An A2A agent's answer to a work's request, through the pipeline as the asker's answer;
+    /// a call that got none also dead-letters the request, with why. Work of a connection gone
+    /// is released (its redelivery calls again).
+    fn called(&mut self, Called { id, answer, failure }: Called) {
+        let Some(mut work) = self.calling.remove(&id) else { return };
+        let Some(request) = work.publish.pop() else { return self.release(work) };
+        if work.source.ack_ref().epoch < self.epoch {
+            self.forget_ask(&work);
+            return self.release(work);
+        }
+        let (answered, failure) = match self.answer_of(&request, answer) {
+            Ok(processed) => (processed, failure),
+            Err(error) => {
+                let reason = format!("the A2A agent's answer cannot be read: {error}");
+                let failed = self.answer_of(&request, failed_answer(&reason));
+                (failed.unwrap_or(Processed::Chunk), Some(reason))
+            }
+        };
+        let (publish, outcome) = match answered {
+            Processed::Send(out) => {
+                let destination = out.frame.header("destination").unwrap_or_default().to_owned();
+                let outcome = Outcome::Delivered {
+                    route: out.route,
+                    destination,
+                    correlated: out.correlated,
+                    unmatched_reply: out.unmatched_reply,
+                    ask: None,
+                };
+                (Some(out.frame), outcome)
+            }
+            Processed::Absorbed { why, .. } => (None, Outcome::Absorbed(why)),
+            Processed::Chunk => (None, work.outcome),
+        };
+        let mut work = match failure {
+            None => Work { outcome, ..work },
+            Some(reason) => self.dead_letter_work(work.source, &MessageError::A2a(reason), None),
+        };
+        let Some(frame) = publish else { return self.ready_up(work) };
+        match self.registry.as_ref().and_then(|r| r.needs(&frame)) {
+            Some(wise) => self.check_in_registry(work, frame, wise),
+            None => {
+                work.publish.insert(0, frame);
+                self.ready_up(work)
+            }
+        }
+    }
+
+    /// The pipeline's decision on an A2A agent's answer (`answer`, a `SendMessageResponse`'s
+    /// JSON) to `request`: matched by the token the request frame carries.
+    fn answer_of(
+        &mut self,
+        request: &crate::stomp::Frame,
+        answer: bytes::Bytes,
+    ) -> Result<Processed, MessageError> {
+        let agent =
+            request.header("destination").and_then(|d| d.strip_prefix(A2A_CALL_PREFIX)).unwrap_or_default();
+        let mut frame = crate::stomp::Frame::new(crate::stomp::Command::Send)
+            .with(A2A_AGENT_HEADER, agent)
+            .with("content-type", "application/json")
+            .with_body(answer);
+        for header in ["correlation-id", super::pipeline::HOPS, "traceparent"] {
+            if let Some(value) = request.header(header) {
+                frame = frame.with(header, value);
+            }
+        }
+        self.pipeline.process(Consumed { destination: A2A_ANSWERS, frame: &frame }, &mut now(&mut self.ids))
     }
 
     /// Queues work, unless the broker refused its output too often: then its dead letter.
@@ -615,7 +725,8 @@ impl Engine {
 
     fn release_all(&mut self) {
         let checking = std::mem::take(&mut self.checking).into_values();
-        for work in std::mem::take(&mut self.ready).into_iter().chain(checking) {
+        let calling = std::mem::take(&mut self.calling).into_values();
+        for work in std::mem::take(&mut self.ready).into_iter().chain(checking).chain(calling) {
             self.release(work);
         }
         self.metrics.registry.set_held(0);
@@ -634,6 +745,14 @@ async fn next_event(events: &mut Option<Events>) -> Option<Event> {
 async fn next_checked(stage: &mut Option<Stage>) -> Option<Checked> {
     match stage {
         Some(stage) => stage.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The next call to an A2A agent done (never, without A2A agents).
+async fn next_called(calls: &mut Option<Calls>) -> Option<Called> {
+    match calls {
+        Some(calls) => calls.next().await,
         None => std::future::pending().await,
     }
 }

@@ -307,7 +307,9 @@ impl Pipeline {
             Source::Ingress(Framework::PenguiFlow) => self.decode_penguiflow(msg, now),
             Source::Ingress(Framework::Civitas) => self.decode_civitas(msg, now),
             Source::Ingress(fw) => {
-                let origin = Origin { direction: Direction::Request, recipient: "", content_type };
+                let agent = msg.header(crate::routing::A2A_AGENT_HEADER).filter(|_| *fw == Framework::A2a);
+                let recipient = agent.unwrap_or_default();
+                let origin = Origin { direction: Direction::Request, recipient, content_type };
                 Ok(Some((*fw, codecs.decode(*fw, msg.body(), origin, now)?, None)))
             }
         }
@@ -456,6 +458,11 @@ impl Settings {
         if let Some(tp) = traceparent(env) {
             frame = frame.with("traceparent", tp);
         }
+        // An A2A call never reaches a broker: the token its answer is matched by rides with it
+        // (the A2A agent echoes nothing of ours).
+        if let (Framework::A2a, Some(token)) = (target.framework, &env.reply_token) {
+            frame = frame.with("correlation-id", token.clone());
+        }
         let route = format!("{from}->{}", target.framework);
         Ok(Outgoing { frame, route, correlated, unmatched_reply: false, ask: None, stream: None })
     }
@@ -549,6 +556,10 @@ pub fn dead_letter_frame(
 #[cfg(test)]
 #[path = "mod_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "a2a_tests.rs"]
+mod a2a_tests;
 
 #[cfg(test)]
 mod harness;

@@ -60,13 +60,7 @@ fn rule2_an_answer_to_a_civitas_reply_address_reaches_the_askers_inbox() {
 #[test]
 fn rule2_the_reply_address_rule_holds_after_a_restart_for_glob_named_askers_and_falls_back_for_strangers() {
     let glob = |c: &mut Config| {
-        c.agents.push(crate::config::AgentConfig {
-            name: "Civ*".into(),
-            protocol: crate::envelope::codecs::Framework::Civitas,
-            encoding: None,
-            uuid: None,
-            reply_timeout_ms: None,
-        })
+        c.agents.push(crate::config::AgentConfig::new("Civ*", crate::envelope::codecs::Framework::Civitas))
     };
     let mut asked = pipeline_with(glob);
     let mut tools = Vec::new();
@@ -414,13 +408,7 @@ fn vox_uuid(name: &str) -> uuid::Uuid {
 }
 
 fn vox_glob(c: &mut Config) {
-    c.agents.push(crate::config::AgentConfig {
-        name: "Vox*".into(),
-        protocol: crate::envelope::codecs::Framework::Vox,
-        encoding: None,
-        uuid: None,
-        reply_timeout_ms: None,
-    });
+    c.agents.push(crate::config::AgentConfig::new("Vox*", crate::envelope::codecs::Framework::Vox));
 }
 
 #[test]

@@ -1,0 +1,337 @@
+//! Calls to A2A agents, the proxied agents with `protocol = "a2a"`: a stage of its own, as the
+//! registry's is, so that a slow or absent agent holds only the requests to it, never the
+//! engine. The engine hands over a request the pipeline made (a `SendMessageRequest`, pure);
+//! the stage reads the agent's card once (its JSON-RPC endpoint), calls `SendMessage` with the
+//! official SDK's client, at most `max_calls` at once per agent, and gives back what the agent
+//! answered, for the pipeline to turn into the asker's answer. An attempt that fails in a way
+//! another may not (unreachable, an HTTP or JSON-RPC internal error, garbage, a timeout) is made
+//! again with backoff, up to `max_attempts` and within the reply timeout; after that the
+//! result is a failed task that says why, and the engine dead-letters the request.
+
+use crate::config::{AgentConfig, Config};
+use crate::envelope::codecs::Framework;
+use crate::stomp::{Secret, TlsOptions, tls_client_config};
+use crate::telemetry::Metrics;
+use crate::telemetry::a2a_calls::{CallEnded, CallRetried};
+use a2a::{
+    A2AError, AgentCard, Message, Part, Role, SendMessageRequest, SendMessageResponse, Task, TaskState,
+    TaskStatus,
+};
+use a2a_client::A2AClient;
+use a2a_client::agent_card::AgentCardResolver;
+use a2a_client::auth::AuthInterceptor;
+use a2a_client::jsonrpc::JsonRpcTransport;
+use bytes::Bytes;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{Mutex, Semaphore, mpsc};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+/// Calls under way to one agent at once, unless `max_calls` says otherwise.
+pub const DEFAULT_MAX_CALLS: usize = 4;
+/// Attempts of one call, unless `max_attempts` says otherwise.
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 3;
+/// How long one attempt may take when no reply timeout bounds the call.
+const UNBOUNDED_ATTEMPT: Duration = Duration::from_secs(120);
+const FIRST_BACKOFF: Duration = Duration::from_millis(200);
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// A request for an A2A agent, as the pipeline wrote it.
+#[derive(Debug)]
+pub struct Call {
+    /// The caller's name for it, given back with the result.
+    pub id: u64,
+    pub agent: String,
+    /// The JSON of the `SendMessageRequest`.
+    pub request: Bytes,
+    /// The message id the agent sees, the same on every attempt and every redelivery of the
+    /// request (an agent that deduplicates by it runs the request once).
+    pub message_id: String,
+}
+
+/// A call done: what the agent answered (a `SendMessageResponse`'s JSON), or, when no answer
+/// came, a failed task that says why and the reason itself.
+#[derive(Debug)]
+pub struct Called {
+    pub id: u64,
+    pub answer: Bytes,
+    pub failure: Option<String>,
+}
+
+/// The handle on the stage's task.
+pub struct Calls {
+    requests: mpsc::UnboundedSender<Call>,
+    results: mpsc::UnboundedReceiver<Called>,
+}
+
+/// One A2A agent: how it is reached.
+struct Remote {
+    name: String,
+    url: String,
+    http: reqwest::Client,
+    token: Option<Secret>,
+    /// The JSON-RPC endpoint its card names, once read.
+    endpoint: Mutex<Option<String>>,
+    slots: Arc<Semaphore>,
+    max_attempts: u32,
+    /// The whole call's bound: the reply timeout the asker waits.
+    reply_timeout: Option<Duration>,
+}
+
+type Remotes = Arc<HashMap<String, Arc<Remote>>>;
+
+impl Calls {
+    /// Starts the stage for the A2A agents of `config` (none: no stage). An agent whose TLS
+    /// settings cannot be used is an error.
+    pub fn spawn(
+        config: &Config,
+        metrics: Arc<Metrics>,
+        shutdown: CancellationToken,
+    ) -> Result<Option<Calls>, String> {
+        let agents: Vec<&AgentConfig> =
+            config.agents.iter().filter(|a| a.protocol == Framework::A2a).collect();
+        if agents.is_empty() {
+            return Ok(None);
+        }
+        let global = Duration::from_millis(config.delivery.reply_timeout_ms);
+        let mut remotes = HashMap::new();
+        for agent in agents {
+            let remote = Remote::of(agent, global)?;
+            remotes.insert(agent.name.clone(), Arc::new(remote));
+        }
+        metrics.a2a_calls.agents(remotes.keys().map(String::as_str));
+        let (requests, inbox) = mpsc::unbounded_channel();
+        let (outbox, results) = mpsc::unbounded_channel();
+        let remotes: Remotes = Arc::new(remotes);
+        tokio::spawn(read_cards(remotes.clone(), shutdown.clone()));
+        tokio::spawn(run(remotes, metrics, inbox, outbox, shutdown));
+        Ok(Some(Calls { requests, results }))
+    }
+
+    /// Queues a call; its result comes from [`Calls::next`]. Once the stage has stopped
+    /// (shutdown) the call is dropped, and with it nothing: its message stays the caller's.
+    pub fn call(&self, call: Call) {
+        let _ = self.requests.send(call);
+    }
+
+    /// The next call done (never, once the stage has stopped).
+    pub async fn next(&mut self) -> Option<Called> {
+        self.results.recv().await
+    }
+}
+
+impl Remote {
+    fn of(agent: &AgentConfig, global_timeout: Duration) -> Result<Remote, String> {
+        let url = agent.url.clone().unwrap_or_default();
+        let tls = TlsOptions { ca_file: agent.ca_file.clone(), ..TlsOptions::default() };
+        let tls = tls_client_config(&tls).map_err(|e| format!("agent {}: {e}", agent.name))?;
+        let http = reqwest::Client::builder()
+            .use_preconfigured_tls(tls)
+            .build()
+            .map_err(|e| format!("agent {}: cannot make its HTTP client: {e}", agent.name))?;
+        let reply_timeout = agent.reply_timeout_ms.map(Duration::from_millis).unwrap_or(global_timeout);
+        Ok(Remote {
+            name: agent.name.clone(),
+            url,
+            http,
+            token: agent.token.clone(),
+            endpoint: Mutex::new(None),
+            slots: Arc::new(Semaphore::new(agent.max_calls.unwrap_or(DEFAULT_MAX_CALLS).max(1))),
+            max_attempts: agent.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS).max(1),
+            reply_timeout: Some(reply_timeout).filter(|t| !t.is_zero()),
+        })
+    }
+
+    /// The card at `<url>/.well-known/agent-card.json`.
+    async fn card(&self) -> Result<AgentCard, A2AError> {
+        AgentCardResolver::new(Some(self.http.clone())).resolve(&self.url).await
+    }
+
+    /// The JSON-RPC endpoint the card names, read once (again after a failure).
+    async fn endpoint(&self) -> Result<String, A2AError> {
+        let mut known = self.endpoint.lock().await;
+        if let Some(endpoint) = known.as_ref() {
+            return Ok(endpoint.clone());
+        }
+        let card = self.card().await?;
+        let endpoint = jsonrpc_url(&card).ok_or_else(|| {
+            A2AError::new(
+                a2a::error_code::UNSUPPORTED_OPERATION,
+                "the agent's card names no JSON-RPC interface",
+            )
+        })?;
+        *known = Some(endpoint.clone());
+        Ok(endpoint)
+    }
+
+    /// One attempt: `SendMessage`, bearer token if configured.
+    async fn send(&self, request: &SendMessageRequest) -> Result<SendMessageResponse, A2AError> {
+        let endpoint = self.endpoint().await?;
+        let mut client = A2AClient::new(JsonRpcTransport::new(self.http.clone(), endpoint));
+        if let Some(token) = &self.token {
+            client = client.with_interceptors(vec![Arc::new(AuthInterceptor::bearer(token.expose()))]);
+        }
+        client.send_message(request).await
+    }
+}
+
+/// The URL of the card's JSON-RPC interface (A2A 1.0 `supportedInterfaces`).
+fn jsonrpc_url(card: &AgentCard) -> Option<String> {
+    card.supported_interfaces.iter().find(|i| i.protocol_binding == "JSONRPC").map(|i| i.url.clone())
+}
+
+/// At start: every agent's card read once, to log what it says (an agent away now is
+/// read again at its first call).
+async fn read_cards(remotes: Remotes, shutdown: CancellationToken) {
+    for remote in remotes.values() {
+        let read = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            read = tokio::time::timeout(Duration::from_secs(10), remote.endpoint()) => read,
+        };
+        match read {
+            Ok(Ok(endpoint)) => {
+                info!(agent = %remote.name, url = %remote.url, %endpoint, "A2A agent card read")
+            }
+            Ok(Err(e)) => {
+                warn!(agent = %remote.name, url = %remote.url, error = %e.message, "cannot read the A2A agent's card yet")
+            }
+            Err(_) => {
+                warn!(agent = %remote.name, url = %remote.url, "the A2A agent's card did not come within 10 s")
+            }
+        }
+    }
+}
+
+async fn run(
+    remotes: Remotes,
+    metrics: Arc<Metrics>,
+    mut inbox: mpsc::UnboundedReceiver<Call>,
+    outbox: mpsc::UnboundedSender<Called>,
+    shutdown: CancellationToken,
+) {
+    loop {
+        let call = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            call = inbox.recv() => match call { Some(call) => call, None => return },
+        };
+        // A call under way is not cut short by shutdown: the engine waits for it (bounded by
+        // the shutdown timeout) so that its request is settled, not sent again by the next run.
+        let (remotes, metrics, outbox) = (remotes.clone(), metrics.clone(), outbox.clone());
+        tokio::spawn(async move {
+            let _ = outbox.send(one_call(&remotes, &metrics, call).await);
+        });
+    }
+}
+
+/// A call from its request to its result, with a slot of its agent's.
+async fn one_call(remotes: &Remotes, metrics: &Metrics, call: Call) -> Called {
+    let Call { id, agent, request, message_id } = call;
+    let Some(remote) = remotes.get(&agent) else {
+        return failed(id, format!("{agent} is not an A2A agent of this bridge"));
+    };
+    let mut request: SendMessageRequest = match serde_json::from_slice(&request) {
+        Ok(request) => request,
+        Err(e) => return failed(id, format!("the request for {agent} is not a SendMessageRequest: {e}")),
+    };
+    request.message.message_id = message_id;
+    let started = Instant::now();
+    metrics.a2a_calls.waiting(&agent, 1);
+    let slot = remote.slots.clone().acquire_owned().await;
+    metrics.a2a_calls.waiting(&agent, -1);
+    let Ok(_slot) = slot else { return failed(id, "the A2A call stage is closing".into()) };
+    metrics.a2a_calls.in_flight(&agent, 1);
+    let result = attempts(remote, metrics, &request, started).await;
+    metrics.a2a_calls.in_flight(&agent, -1);
+    match result {
+        Ok((answer, attempts)) => {
+            CallEnded { agent: &agent, attempts, reason: None }.emit(&metrics.a2a_calls);
+            Called { id, answer: answer.into(), failure: None }
+        }
+        Err((reason, attempts)) => {
+            CallEnded { agent: &agent, attempts, reason: Some(&reason) }.emit(&metrics.a2a_calls);
+            failed(id, reason)
+        }
+    }
+}
+
+/// Attempts until one answers, one fails for good, `max_attempts` are made or the reply
+/// timeout (from `started`) passes: the answer's JSON, or why none came; with the attempts.
+async fn attempts(
+    remote: &Remote,
+    metrics: &Metrics,
+    request: &SendMessageRequest,
+    started: Instant,
+) -> Result<(Vec<u8>, u32), (String, u32)> {
+    let deadline = remote.reply_timeout.map(|t| started + t);
+    let mut backoff = FIRST_BACKOFF;
+    for attempt in 1..=remote.max_attempts {
+        let bound = deadline.map_or(UNBOUNDED_ATTEMPT, |d| d.saturating_duration_since(Instant::now()));
+        let error = match tokio::time::timeout(bound, remote.send(request)).await {
+            Ok(Ok(answer)) => match serde_json::to_vec(&answer) {
+                Ok(json) => return Ok((json, attempt)),
+                Err(e) => format!("its answer cannot be written as JSON: {e}"),
+            },
+            Ok(Err(e)) if !again(&e) => {
+                return Err((
+                    format!("{} refused the call: {} (code {})", remote.name, e.message, e.code),
+                    attempt,
+                ));
+            }
+            Ok(Err(e)) => e.message,
+            Err(_) => format!("no answer within {} ms", bound.as_millis()),
+        };
+        let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        if attempt == remote.max_attempts || left.is_some_and(|l| l <= backoff) {
+            let why = format!("{} did not answer ({attempt} attempts): {error}", remote.name);
+            return Err((why, attempt));
+        }
+        let backoff_ms = backoff.as_millis() as u64;
+        CallRetried { agent: &remote.name, attempt, backoff_ms, error: &error }.emit(&metrics.a2a_calls);
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+    Err((format!("{} made no attempt", remote.name), 0))
+}
+
+/// Whether another attempt may succeed: the SDK reports an unreachable agent, an HTTP error
+/// page, a body that is not JSON-RPC and an internal error of the agent all as an internal
+/// error; any other A2A error is the agent's answer to this request and would be the same.
+fn again(error: &A2AError) -> bool {
+    error.code == a2a::error_code::INTERNAL_ERROR
+}
+
+/// The result of a call that got no answer: a failed task that says why.
+fn failed(id: u64, reason: String) -> Called {
+    Called { id, answer: failed_answer(&reason), failure: Some(reason) }
+}
+
+/// What the asker is answered when no answer came: a failed task (a `SendMessageResponse`'s
+/// JSON) whose status message is `reason`.
+pub fn failed_answer(reason: &str) -> Bytes {
+    let status = Message {
+        message_id: uuid::Uuid::now_v7().to_string(),
+        context_id: None,
+        task_id: None,
+        role: Role::Agent,
+        parts: vec![Part::text(reason)],
+        metadata: None,
+        extensions: None,
+        reference_task_ids: None,
+    };
+    let task = Task {
+        id: String::new(),
+        context_id: String::new(),
+        status: TaskStatus { state: TaskState::Failed, message: Some(status), timestamp: None },
+        artifacts: None,
+        history: None,
+        metadata: None,
+    };
+    serde_json::to_vec(&SendMessageResponse::Task(task)).unwrap_or_default().into()
+}
+
+#[cfg(test)]
+#[path = "call_tests.rs"]
+mod tests;

@@ -1,0 +1,152 @@
+//! What the calls to A2A agents (proxied agents with `protocol = "a2a"`) let an operator
+//! observe, per agent: the calls under way and waiting for a slot, how calls ended, and the
+//! attempts made again.
+
+use std::fmt::Write;
+use std::sync::RwLock;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use tracing::{info, warn};
+
+/// How a call ended, one counter each: an answer came (whatever it said), or none came
+/// (the asker got CANNOT_ANSWER and the request was dead-lettered).
+pub const RESULTS: [&str; 2] = ["answered", "failed"];
+
+/// One agent's counters.
+#[derive(Debug, Default)]
+struct AgentCalls {
+    in_flight: AtomicI64,
+    waiting: AtomicI64,
+    ended: [AtomicU64; RESULTS.len()],
+    retries: AtomicU64,
+}
+
+/// A gauge's name, its help, and its value for one agent.
+type Gauge = (&'static str, &'static str, fn(&AgentCalls) -> i64);
+
+/// Per A2A agent, in the order configured; rendered only when there is one.
+#[derive(Debug, Default)]
+pub struct A2aCallMetrics {
+    agents: RwLock<Vec<(String, AgentCalls)>>,
+}
+
+impl A2aCallMetrics {
+    /// The agents called from now on (a reload may add some; none is forgotten).
+    pub fn agents<'a>(&self, names: impl IntoIterator<Item = &'a str>) {
+        let mut agents = self.agents.write().unwrap_or_else(|e| e.into_inner());
+        for name in names {
+            if !agents.iter().any(|(n, _)| n == name) {
+                agents.push((name.to_owned(), AgentCalls::default()));
+            }
+        }
+    }
+
+    fn with(&self, agent: &str, f: impl FnOnce(&AgentCalls)) {
+        let agents = self.agents.read().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, calls)) = agents.iter().find(|(n, _)| n == agent) {
+            f(calls);
+        }
+    }
+
+    /// A call waits for one of its agent's `max_calls` slots (`delta` 1), or stops waiting.
+    pub fn waiting(&self, agent: &str, delta: i64) {
+        self.with(agent, |c| {
+            c.waiting.fetch_add(delta, Ordering::Relaxed);
+        });
+    }
+
+    /// A call starts (`delta` 1) or ends (-1).
+    pub fn in_flight(&self, agent: &str, delta: i64) {
+        self.with(agent, |c| {
+            c.in_flight.fetch_add(delta, Ordering::Relaxed);
+        });
+    }
+
+    pub(super) fn render(&self, out: &mut String) {
+        let agents = self.agents.read().unwrap_or_else(|e| e.into_inner());
+        if agents.is_empty() {
+            return;
+        }
+        let gauges: [Gauge; 2] = [
+            ("bridge_a2a_calls_in_flight", "Calls to an A2A agent under way.", |c| {
+                c.in_flight.load(Ordering::Relaxed)
+            }),
+            (
+                "bridge_a2a_calls_waiting",
+                "Calls to an A2A agent waiting for one of its max_calls slots.",
+                |c| c.waiting.load(Ordering::Relaxed),
+            ),
+        ];
+        for (name, help, value) in gauges {
+            let _ = write!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n");
+            for (agent, calls) in agents.iter() {
+                let _ = writeln!(out, "{name}{{agent=\"{agent}\"}} {}", value(calls));
+            }
+        }
+        let name = "bridge_a2a_calls_total";
+        let _ =
+            write!(out, "# HELP {name} Calls to an A2A agent by how they ended.\n# TYPE {name} counter\n");
+        for (agent, calls) in agents.iter() {
+            for (result, n) in RESULTS.iter().zip(&calls.ended) {
+                let _ = writeln!(
+                    out,
+                    "{name}{{agent=\"{agent}\",result=\"{result}\"}} {}",
+                    n.load(Ordering::Relaxed)
+                );
+            }
+        }
+        let name = "bridge_a2a_call_retries_total";
+        let _ = write!(
+            out,
+            "# HELP {name} Attempts of a call to an A2A agent made again.\n# TYPE {name} counter\n"
+        );
+        for (agent, calls) in agents.iter() {
+            let _ = writeln!(out, "{name}{{agent=\"{agent}\"}} {}", calls.retries.load(Ordering::Relaxed));
+        }
+    }
+}
+
+/// An attempt failed in a way another may not (unreachable, 5xx, a timeout, garbage): it is
+/// made again after `backoff_ms`.
+pub struct CallRetried<'a> {
+    pub agent: &'a str,
+    pub attempt: u32,
+    pub backoff_ms: u64,
+    pub error: &'a str,
+}
+
+impl CallRetried<'_> {
+    pub fn emit(&self, metrics: &A2aCallMetrics) {
+        metrics.with(self.agent, |c| {
+            c.retries.fetch_add(1, Ordering::Relaxed);
+        });
+        warn!(
+            agent = self.agent,
+            attempt = self.attempt,
+            backoff_ms = self.backoff_ms,
+            error = self.error,
+            "an A2A call failed; trying again"
+        );
+    }
+}
+
+/// A call ended: `reason` is why no answer came (then the request is dead-lettered).
+pub struct CallEnded<'a> {
+    pub agent: &'a str,
+    pub attempts: u32,
+    pub reason: Option<&'a str>,
+}
+
+impl CallEnded<'_> {
+    pub fn emit(&self, metrics: &A2aCallMetrics) {
+        let i = usize::from(self.reason.is_some());
+        metrics.with(self.agent, |c| {
+            c.ended[i].fetch_add(1, Ordering::Relaxed);
+        });
+        match self.reason {
+            Some(reason) => {
+                warn!(agent = self.agent, attempts = self.attempts, reason, "an A2A call got no answer")
+            }
+            None => info!(agent = self.agent, attempts = self.attempts, "an A2A call answered"),
+        }
+    }
+}
