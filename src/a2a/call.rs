@@ -65,6 +65,7 @@ pub struct Called {
 pub struct Calls {
     requests: mpsc::UnboundedSender<Call>,
     results: mpsc::UnboundedReceiver<Called>,
+    remotes: Remotes,
 }
 
 /// One A2A agent: how it is reached.
@@ -73,15 +74,27 @@ struct Remote {
     url: String,
     http: reqwest::Client,
     token: Option<Secret>,
-    /// The JSON-RPC endpoint its card names, once read.
-    endpoint: Mutex<Option<String>>,
+    /// What its card says, once read.
+    card: Mutex<Option<Card>>,
     slots: Arc<Semaphore>,
     max_attempts: u32,
     /// The whole call's bound: the reply timeout the asker waits.
     reply_timeout: Option<Duration>,
 }
 
+/// What the bridge takes from an agent's card.
+#[derive(Debug, Clone)]
+struct Card {
+    /// The URL of its JSON-RPC interface.
+    endpoint: String,
+    /// Its description and skills, for the Wise Agents registry.
+    description: String,
+}
+
 type Remotes = Arc<HashMap<String, Arc<Remote>>>;
+
+/// How long the start waits for the cards the Wise Agents registry describes agents by.
+const CARDS_AT_START: Duration = Duration::from_secs(5);
 
 impl Calls {
     /// Starts the stage for the A2A agents of `config` (none: no stage). An agent whose TLS
@@ -106,9 +119,16 @@ impl Calls {
         let (requests, inbox) = mpsc::unbounded_channel();
         let (outbox, results) = mpsc::unbounded_channel();
         let remotes: Remotes = Arc::new(remotes);
-        tokio::spawn(read_cards(remotes.clone(), shutdown.clone()));
-        tokio::spawn(run(remotes, metrics, inbox, outbox, shutdown));
-        Ok(Some(Calls { requests, results }))
+        tokio::spawn(run(remotes.clone(), metrics, inbox, outbox, shutdown));
+        Ok(Some(Calls { requests, results, remotes }))
+    }
+
+    /// Every agent's card read (at most [`CARDS_AT_START`], all at once): what each says it
+    /// does, by agent, for those whose card came. One that did not is read again at its first
+    /// call; it is registered with the default description.
+    pub fn descriptions(&self) -> impl Future<Output = HashMap<String, String>> + Send + 'static {
+        let remotes = self.remotes.clone();
+        async move { read_cards(&remotes).await }
     }
 
     /// Queues a call; its result comes from [`Calls::next`]. Once the stage has stopped
@@ -121,6 +141,28 @@ impl Calls {
     pub async fn next(&mut self) -> Option<Called> {
         self.results.recv().await
     }
+}
+
+/// [`Calls::descriptions`].
+async fn read_cards(remotes: &Remotes) -> HashMap<String, String> {
+    let reads = remotes.values().map(|remote| async move {
+            match tokio::time::timeout(CARDS_AT_START, remote.known()).await {
+                Ok(Ok(card)) => {
+                    info!(agent = %remote.name, url = %remote.url, endpoint = %card.endpoint, "A2A agent card read");
+                    Some((remote.name.clone(), card.description))
+                }
+                Ok(Err(e)) => {
+                    warn!(agent = %remote.name, url = %remote.url, error = %e.message, "cannot read the A2A agent's card yet");
+                    None
+                }
+                Err(_) => {
+                    let within_s = CARDS_AT_START.as_secs();
+                    warn!(agent = %remote.name, url = %remote.url, within_s, "the A2A agent's card did not come");
+                    None
+                }
+            }
+        });
+    futures_util::future::join_all(reads).await.into_iter().flatten().collect()
 }
 
 impl Remote {
@@ -138,7 +180,7 @@ impl Remote {
             url,
             http,
             token: agent.token.clone(),
-            endpoint: Mutex::new(None),
+            card: Mutex::new(None),
             slots: Arc::new(Semaphore::new(agent.max_calls.unwrap_or(DEFAULT_MAX_CALLS).max(1))),
             max_attempts: agent.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS).max(1),
             reply_timeout: Some(reply_timeout).filter(|t| !t.is_zero()),
@@ -150,11 +192,11 @@ impl Remote {
         AgentCardResolver::new(Some(self.http.clone())).resolve(&self.url).await
     }
 
-    /// The JSON-RPC endpoint the card names, read once (again after a failure).
-    async fn endpoint(&self) -> Result<String, A2AError> {
-        let mut known = self.endpoint.lock().await;
-        if let Some(endpoint) = known.as_ref() {
-            return Ok(endpoint.clone());
+    /// What the card says, read once (again after a failure).
+    async fn known(&self) -> Result<Card, A2AError> {
+        let mut known = self.card.lock().await;
+        if let Some(card) = known.as_ref() {
+            return Ok(card.clone());
         }
         let card = self.card().await?;
         let endpoint = jsonrpc_url(&card).ok_or_else(|| {
@@ -163,13 +205,14 @@ impl Remote {
                 "the agent's card names no JSON-RPC interface",
             )
         })?;
-        *known = Some(endpoint.clone());
-        Ok(endpoint)
+        let card = Card { endpoint, description: description(&card) };
+        *known = Some(card.clone());
+        Ok(card)
     }
 
     /// One attempt: `SendMessage`, bearer token if configured.
     async fn send(&self, request: &SendMessageRequest) -> Result<SendMessageResponse, A2AError> {
-        let endpoint = self.endpoint().await?;
+        let endpoint = self.known().await?.endpoint;
         let mut client = A2AClient::new(JsonRpcTransport::new(self.http.clone(), endpoint));
         if let Some(token) = &self.token {
             client = client.with_interceptors(vec![Arc::new(AuthInterceptor::bearer(token.expose()))]);
@@ -178,31 +221,26 @@ impl Remote {
     }
 }
 
+/// What a coordinator reads of the agent in the Wise Agents registry: the card's description
+/// and its skills.
+fn description(card: &AgentCard) -> String {
+    let skills: Vec<String> = card
+        .skills
+        .iter()
+        .map(|s| match s.description.is_empty() {
+            true => s.name.clone(),
+            false => format!("{} ({})", s.name, s.description),
+        })
+        .collect();
+    match skills.is_empty() {
+        true => card.description.clone(),
+        false => format!("{} Skills: {}.", card.description.trim_end(), skills.join("; ")),
+    }
+}
+
 /// The URL of the card's JSON-RPC interface (A2A 1.0 `supportedInterfaces`).
 fn jsonrpc_url(card: &AgentCard) -> Option<String> {
     card.supported_interfaces.iter().find(|i| i.protocol_binding == "JSONRPC").map(|i| i.url.clone())
-}
-
-/// At start: every agent's card read once, to log what it says (an agent away now is
-/// read again at its first call).
-async fn read_cards(remotes: Remotes, shutdown: CancellationToken) {
-    for remote in remotes.values() {
-        let read = tokio::select! {
-            _ = shutdown.cancelled() => return,
-            read = tokio::time::timeout(Duration::from_secs(10), remote.endpoint()) => read,
-        };
-        match read {
-            Ok(Ok(endpoint)) => {
-                info!(agent = %remote.name, url = %remote.url, %endpoint, "A2A agent card read")
-            }
-            Ok(Err(e)) => {
-                warn!(agent = %remote.name, url = %remote.url, error = %e.message, "cannot read the A2A agent's card yet")
-            }
-            Err(_) => {
-                warn!(agent = %remote.name, url = %remote.url, "the A2A agent's card did not come within 10 s")
-            }
-        }
-    }
 }
 
 async fn run(

@@ -14,7 +14,8 @@ async fn agent(failures: u32) -> (String, Arc<AtomicU32>) {
     let card = json!({
         "name": "Flaky", "description": "fails first", "version": "1.0.0",
         "supportedInterfaces": [{"url": format!("{base}/rpc"), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
-        "capabilities": {}, "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"], "skills": []
+        "capabilities": {}, "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+        "skills": [{"id": "s1", "name": "retry", "description": "answers on the second try", "tags": []}]
     });
     let posts = Arc::new(AtomicU32::new(0));
     let seen = posts.clone();
@@ -109,4 +110,18 @@ fn only_internal_errors_are_tried_again() {
     assert!(again(&A2AError::internal("HTTP request failed: connection refused")));
     assert!(!again(&A2AError::new(a2a::error_code::INVALID_PARAMS, "bad params")));
     assert!(!again(&A2AError::new(a2a::error_code::CONTENT_TYPE_NOT_SUPPORTED, "no text")));
+}
+
+#[tokio::test]
+async fn the_registry_describes_an_agent_by_its_cards_description_and_skills() {
+    let (base, _) = agent(0).await;
+    let (calls, _) = stage_for(&base, 1);
+    let described = calls.descriptions().await;
+    assert_eq!(
+        described.get("Flaky").map(String::as_str),
+        Some("fails first Skills: retry (answers on the second try).")
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (away, _) = stage_for(&format!("http://127.0.0.1:{port}"), 1);
+    assert!(away.descriptions().await.is_empty(), "no card, no description: the default stands");
 }

@@ -90,7 +90,19 @@ async fn proxy(
     Attached { reloads, tasks }: Attached,
 ) -> Result<(), BridgeError> {
     let pipeline = Pipeline::of(&config);
-    let registry = crate::wise_registry::member::start(&config, &shutdown).await?;
+    let calls = crate::a2a::call::Calls::spawn(&config, metrics.clone(), shutdown.clone())
+        .map_err(BridgeError::Config)?;
+    // The registry describes A2A agents by their cards: read first (bounded). Without it they
+    // are read beside the start, for the log.
+    let cards = match (&calls, &config.wiseagents.registry) {
+        (Some(calls), Some(_)) => calls.descriptions().await,
+        (Some(calls), None) => {
+            tokio::spawn(calls.descriptions());
+            Default::default()
+        }
+        (None, _) => Default::default(),
+    };
+    let registry = crate::wise_registry::member::start(&config, &cards, &shutdown).await?;
     let mode = Settlement::choose(config.delivery.mode);
     let split = mode == Settlement::Confirm;
     let base = client_config(&config).map_err(|e| BridgeError::Config(e.to_string()))?;

@@ -12,6 +12,7 @@ use crate::envelope::Intent;
 use crate::envelope::wiseagents::WiseMessage;
 use crate::names::is_glob;
 use crate::stomp::Frame;
+use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -25,9 +26,10 @@ pub const REFRESH: std::time::Duration = std::time::Duration::from_secs(10);
 /// not answering is not (they are registered when it does).
 pub async fn start(
     config: &Config,
+    cards: &HashMap<String, String>,
     shutdown: &CancellationToken,
 ) -> Result<Option<Arc<WiseRegistry>>, RegistryError> {
-    let Some(registry) = WiseRegistry::of(config) else { return Ok(None) };
+    let Some(registry) = WiseRegistry::of(config, cards) else { return Ok(None) };
     match registry.start().await {
         // Redis away at start is no reason not to bridge: the keeper registers the agents
         // once it answers, and the messages that need it wait for it.
@@ -68,8 +70,10 @@ pub struct WiseFrame {
 }
 
 impl WiseRegistry {
-    /// The registry the configuration names, with every proxied agent named exactly.
-    pub fn of(config: &Config) -> Option<Self> {
+    /// The registry the configuration names, with every proxied agent named exactly; an
+    /// agent's description is the configuration's, else what its A2A card says (`cards`,
+    /// by agent), else a default naming its framework.
+    pub fn of(config: &Config, cards: &HashMap<String, String>) -> Option<Self> {
         let registry = config.wiseagents.registry.clone()?;
         let members = config
             .agents
@@ -80,9 +84,12 @@ impl WiseRegistry {
                 let framework = a.protocol;
                 Member {
                     name: a.name.clone(),
-                    description: said.and_then(|s| s.description.clone()).unwrap_or_else(|| {
-                        format!("{}: a {framework} agent behind stomp-agent-bridge", a.name)
-                    }),
+                    description: said
+                        .and_then(|s| s.description.clone())
+                        .or_else(|| cards.get(&a.name).cloned())
+                        .unwrap_or_else(|| {
+                            format!("{}: a {framework} agent behind stomp-agent-bridge", a.name)
+                        }),
                     tool: said
                         .filter(|s| s.tool)
                         .map(|s| s.parameters.clone().unwrap_or_else(|| serde_json::json!({}))),
