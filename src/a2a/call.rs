@@ -1,13 +1,15 @@
 //! Calls to A2A agents, the proxied agents with `protocol = "a2a"`: a stage of its own, as the
 //! registry's is, so that a slow or absent agent holds only the requests to it, never the
 //! engine. The engine hands over a request the pipeline made (a `SendMessageRequest`, pure);
-//! the stage reads the agent's card once (its JSON-RPC endpoint), calls `SendMessage` with the
-//! official SDK's client, at most `max_calls` at once per agent, and gives back what the agent
-//! answered, for the pipeline to turn into the asker's answer. An attempt that fails in a way
+//! the stage reads the agent's card once (its JSON-RPC endpoint, whether it streams), calls
+//! `SendMessage` (`SendStreamingMessage` when it streams, [`super::stream`] folding the events)
+//! with the official SDK's client, at most `max_calls` at once per agent, and gives back what
+//! the agent answered, for the pipeline to turn into the asker's answer. An attempt that fails in a way
 //! another may not (unreachable, an HTTP or JSON-RPC internal error, garbage, a timeout) is made
 //! again with backoff, up to `max_attempts` and within the reply timeout; after that the
 //! result is a failed task that says why, and the engine dead-letters the request.
 
+use super::stream::Folded;
 use crate::config::{AgentConfig, Config};
 use crate::envelope::codecs::Framework;
 use crate::stomp::{Secret, TlsOptions, tls_client_config};
@@ -22,6 +24,7 @@ use a2a_client::agent_card::AgentCardResolver;
 use a2a_client::auth::AuthInterceptor;
 use a2a_client::jsonrpc::JsonRpcTransport;
 use bytes::Bytes;
+use futures_util::StreamExt;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -89,6 +92,9 @@ struct Card {
     endpoint: String,
     /// Its description and skills, for the Wise Agents registry.
     description: String,
+    /// Whether it streams (`capabilities.streaming`): then it is called with
+    /// `SendStreamingMessage`.
+    streaming: bool,
 }
 
 type Remotes = Arc<HashMap<String, Arc<Remote>>>;
@@ -205,19 +211,31 @@ impl Remote {
                 "the agent's card names no JSON-RPC interface",
             )
         })?;
-        let card = Card { endpoint, description: description(&card) };
+        let streaming = card.capabilities.streaming.unwrap_or(false);
+        let card = Card { endpoint, description: description(&card), streaming };
         *known = Some(card.clone());
         Ok(card)
     }
 
-    /// One attempt: `SendMessage`, bearer token if configured.
+    /// One attempt, bearer token if configured: `SendStreamingMessage` when the card says the
+    /// agent streams (its events folded into the final task), else `SendMessage`.
     async fn send(&self, request: &SendMessageRequest) -> Result<SendMessageResponse, A2AError> {
-        let endpoint = self.known().await?.endpoint;
-        let mut client = A2AClient::new(JsonRpcTransport::new(self.http.clone(), endpoint));
+        let card = self.known().await?;
+        let mut client = A2AClient::new(JsonRpcTransport::new(self.http.clone(), card.endpoint));
         if let Some(token) = &self.token {
             client = client.with_interceptors(vec![Arc::new(AuthInterceptor::bearer(token.expose()))]);
         }
-        client.send_message(request).await
+        if !card.streaming {
+            return client.send_message(request).await;
+        }
+        let mut events = client.send_streaming_message(request).await?;
+        let mut folded = Folded::default();
+        while let Some(event) = events.next().await {
+            if let Some(answer) = folded.take(event?) {
+                return Ok(answer);
+            }
+        }
+        Err(A2AError::internal("the stream ended before the task finished"))
     }
 }
 

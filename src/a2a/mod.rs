@@ -13,6 +13,7 @@ mod executor;
 pub mod request;
 pub mod serve;
 mod store;
+mod stream;
 
 use crate::config::Config;
 use crate::config::a2a::A2aConfig;
