@@ -20,8 +20,9 @@
 //! 7. [`broker`]: the connection every mode shares: client settings, connect with retries.
 //! 8. [`wise_registry`]: the Wise Agents registry in Redis, read and written as Wise Agents
 //!    does.
-//! 9. [`a2a`]: native Wise Agents agents served as A2A 1.0 agents: the official SDK's
-//!    JSON-RPC server, an executor that asks on the broker, the tasks awaiting answers.
+//! 9. [`a2a`]: A2A 1.0 both ways: native Wise Agents agents served as A2A agents (the
+//!    official SDK's JSON-RPC server, an executor that asks on the broker, the tasks awaiting
+//!    answers), and the stage that calls the A2A agents proxied (`protocol = "a2a"`).
 //! 10. [`mirror`]: mirror mode: a broker-made copy of the Wise Agents traffic, published
 //!     again in every format.
 //! 11. [`deadletter`]: the dead-letter queue for operators: list, pick and replay.

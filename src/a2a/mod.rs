@@ -1,4 +1,5 @@
-//! A2A 1.0: native Wise Agents agents served as A2A agents (docs/A2A.md).
+//! A2A 1.0 both ways (docs/A2A.md): native Wise Agents agents served as A2A agents (below),
+//! and the A2A agents proxied, called by the stage in [`call`].
 //!
 //! The official Rust SDK (`a2a-server`) serves the JSON-RPC binding, keeps each task's
 //! lifecycle and streams it over SSE; this module is what it calls: an executor that asks the
