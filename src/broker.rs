@@ -32,6 +32,8 @@ pub fn client_config(config: &Config) -> Result<ClientConfig, SessionError> {
         cert_file: b.cert_file.clone(),
         key_file: b.key_file.clone(),
     };
+    c.address_tls =
+        c.urls.iter().map(|url| (url.clone(), b.tls_for(url))).filter(|(_, tls)| *tls != c.tls).collect();
     c.receipt_timeout = Duration::from_millis(config.delivery.receipt_timeout_ms);
     c.backoff =
         Backoff { initial: Duration::from_millis(200), max: Duration::from_millis(b.reconnect_max_ms) };
@@ -75,3 +77,7 @@ pub async fn connect(
 fn addresses(client_config: &ClientConfig) -> String {
     client_config.urls.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }
+
+#[cfg(test)]
+#[path = "broker_tests.rs"]
+mod tests;

@@ -57,7 +57,7 @@ fn validate_and_run_report_all_three_mistakes_of_a_file_with_their_lines() {
     let path = three_mistakes(&dir);
     let file = path.display().to_string();
     let want = format!(
-        r#"error: broker.colour: unknown key, expected one of url, urls, login, passcode, passcode_file, vhost, heartbeat_ms, ca_file, cert_file, key_file, reconnect_max_ms
+        r#"error: broker.colour: unknown key, expected one of url, urls, login, passcode, passcode_file, vhost, heartbeat_ms, ca_file, cert_file, key_file, address_tls, reconnect_max_ms
  --> {file}:8:1
   |
 8 | colour = "red"

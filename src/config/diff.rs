@@ -74,7 +74,7 @@ fn refused_keys(old: &Config, new: &Config, d: &mut Diff) {
     let (o, n) = (&old.delivery, &new.delivery);
     let (bounds, new_bounds) = (stream_bounds(old), stream_bounds(new));
     let plain = changed!(b, nb, "broker": url, urls, login, passcode, passcode_file, vhost, heartbeat_ms, ca_file,
-        cert_file, key_file, reconnect_max_ms)
+        cert_file, key_file, address_tls, reconnect_max_ms)
     .into_iter()
     .chain(changed!(w, nw, "wiseagents": discovery))
     .chain(

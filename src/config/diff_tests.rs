@@ -118,10 +118,11 @@ fn stream_bounds_the_mirror_and_the_listener_are_refused() {
     assert_eq!(d.live, ["protocols.penguiflow"], "the tenant alone is live");
 }
 
-/// Every leaf of a TOML value with its path (`delivery.in_flight`, `agents.0.name`); an array
-/// of plain values is one leaf.
-fn leaves(value: &toml::Value, path: &str, out: &mut Vec<String>) {
-    let join = |key: &str| if path.is_empty() { key.to_owned() } else { format!("{path}.{key}") };
+/// Every leaf of a TOML value with its path (`["delivery", "in_flight"]`, `["agents", "0",
+/// "name"]`: a key may hold dots, as an address in `broker.address_tls` does); an array of
+/// plain values is one leaf.
+fn leaves(value: &toml::Value, path: &[String], out: &mut Vec<Vec<String>>) {
+    let join = |key: &str| [path, &[key.to_owned()]].concat();
     match value {
         toml::Value::Table(table) => table.iter().for_each(|(k, v)| leaves(v, &join(k), out)),
         toml::Value::Array(items) if items.iter().any(toml::Value::is_table) => {
@@ -131,10 +132,10 @@ fn leaves(value: &toml::Value, path: &str, out: &mut Vec<String>) {
     }
 }
 
-fn at<'a>(value: &'a mut toml::Value, path: &str) -> &'a mut toml::Value {
-    path.split('.').fold(value, |v, key| match v {
+fn at<'a>(value: &'a mut toml::Value, path: &[String]) -> &'a mut toml::Value {
+    path.iter().fold(value, |v, key| match v {
         toml::Value::Array(items) => &mut items[key.parse::<usize>().unwrap()],
-        other => &mut other[key],
+        other => &mut other[key.as_str()],
     })
 }
 
@@ -186,7 +187,7 @@ fn every_key_of_the_configuration_reloads_as_live_or_refused_never_as_nothing_ch
     let base = crate::config::tests::everything();
     let table = toml::Value::try_from(&base).unwrap();
     let mut paths = Vec::new();
-    leaves(&table, "", &mut paths);
+    leaves(&table, &[], &mut paths);
     assert!(paths.len() > 60, "the every-key configuration has {} keys", paths.len());
     let mut unclassified = Vec::new();
     for path in &paths {
@@ -196,10 +197,21 @@ fn every_key_of_the_configuration_reloads_as_live_or_refused_never_as_nothing_ch
             edited.try_into::<Config>().ok().filter(|c| *c != base)
         });
         match changed {
-            Some(new) if diff(&base, &new).is_empty() => unclassified.push(path.clone()),
+            Some(new) if diff(&base, &new).is_empty() => unclassified.push(path.join(".")),
             Some(_) => {}
-            None => unclassified.push(format!("{path} (no other value of its type to try)")),
+            None => unclassified.push(format!("{} (no other value of its type to try)", path.join("."))),
         }
     }
     assert!(unclassified.is_empty(), "changed, these keys reload as 'nothing changed': {unclassified:?}");
+}
+
+#[test]
+fn tls_files_of_one_address_are_refused_as_the_brokers_are() {
+    const TLS: (&str, &str) = ("url = \"stomp://127.0.0.1:61613\"", "url = \"stomp+ssl://127.0.0.1:61614\"");
+    let own =
+        "[broker.address_tls.\"stomp+ssl://127.0.0.1:61614\"]\nca_file = \"backup-ca.pem\"\n\n[wiseagents]";
+    let d = diff(&config(&[TLS]), &config(&[TLS, ("[wiseagents]", own)]));
+    assert_eq!(keys(&d.refused), ["broker.address_tls"]);
+    assert_eq!(d.refusals(), "broker.address_tls cannot change without a restart");
+    assert_eq!(d.live, [] as [String; 0]);
 }

@@ -23,7 +23,7 @@ fn three_mistakes_in_three_tables_are_all_reported_in_the_order_of_the_file() {
     );
     assert_eq!(
         report("three", &text, &[]),
-        r#"error: broker.colour: unknown key, expected one of url, urls, login, passcode, passcode_file, vhost, heartbeat_ms, ca_file, cert_file, key_file, reconnect_max_ms
+        r#"error: broker.colour: unknown key, expected one of url, urls, login, passcode, passcode_file, vhost, heartbeat_ms, ca_file, cert_file, key_file, address_tls, reconnect_max_ms
  --> DIR/c.toml:3:1
   |
 3 | colour = "red"
@@ -283,4 +283,49 @@ fn an_a2a_agent_needs_an_http_url_and_its_keys_belong_to_it_alone() {
     ] {
         assert!(report.contains(expected), "{expected:?} not in:\n{report}");
     }
+}
+
+#[test]
+fn tls_files_of_an_address_are_shown_under_its_quoted_key_at_their_place() {
+    let text = "[broker]\nurls = [\"stomp+ssl://live.example:61617\", \"stomp+ssl://backup.example:61617\"]\n\n[broker.address_tls.\"stomp+ssl://backup.example:61617\"]\ncert_file = \"backup.pem\"\n\n[broker.address_tls.\"stomp+ssl://spare.example:61617\"]\nca_file = \"spare-ca.pem\"\n";
+    assert_eq!(
+        report("address-tls", text, &[]),
+        r#"error: broker.address_tls."stomp+ssl://backup.example:61617".cert_file: a client certificate needs both cert_file and key_file here (or neither: then broker.cert_file and broker.key_file apply)
+ --> DIR/c.toml:5:13
+  |
+5 | cert_file = "backup.pem"
+  |             ^^^^^^^^^^^^
+
+error: broker.address_tls."stomp+ssl://spare.example:61617": stomp+ssl://spare.example:61617 is not one of the broker's addresses (broker.urls)
+ --> DIR/c.toml:7:1
+  |
+7 | [broker.address_tls."stomp+ssl://spare.example:61617"]
+  | ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+
+error: DIR/c.toml has 2 problems"#
+    );
+}
+
+#[test]
+fn an_unknown_key_in_an_address_table_is_named_under_the_quoted_address() {
+    let text = "[broker]\nurl = \"stomp+ssl://b.example:61617\"\n[broker.address_tls.\"stomp+ssl://b.example:61617\"]\nca_fle = \"ca.pem\"\n";
+    assert_eq!(
+        report("address-tls-key", text, &[]),
+        r#"error: broker.address_tls."stomp+ssl://b.example:61617".ca_fle: unknown key, expected one of ca_file, cert_file, key_file
+ --> DIR/c.toml:4:1
+  |
+4 | ca_fle = "ca.pem"
+  | ^^^^^^
+  = help: did you mean `ca_file`?
+
+error: DIR/c.toml has 1 problem"#
+    );
+}
+
+#[test]
+fn an_address_key_holding_a_password_is_reported_without_it() {
+    let text = "[broker]\nurl = \"stomp+ssl://b.example:61617\"\n[broker.address_tls.\"stomp+ssl://u:pw@b.example:61617\"]\nca_file = \"ca.pem\"\n";
+    let out = report("address-tls-password", text, &[]);
+    assert!(!out.contains("pw"), "{out}");
+    assert!(out.starts_with("error: broker.address_tls: invalid broker URL \"…@b.example:61617\""), "{out}");
 }

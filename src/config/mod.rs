@@ -15,7 +15,7 @@ mod source;
 
 use crate::envelope::civitas::Encoding;
 use crate::envelope::codecs::Framework;
-use crate::stomp::Secret;
+use crate::stomp::{BrokerUrl, Secret, TlsOptions};
 pub use delivery::{DeliveryConfig, DeliveryMode};
 use serde::{Deserialize, Serialize};
 use source::Node;
@@ -87,9 +87,30 @@ pub struct BrokerConfig {
     pub cert_file: Option<PathBuf>,
     #[serde(default)]
     pub key_file: Option<PathBuf>,
+    /// TLS files of their own for some of the addresses, keyed by the address as `url` or
+    /// `urls` gives it (`[broker.address_tls."stomp+ssl://backup:61617"]`): for that address a
+    /// file set there replaces the one above, and the one above applies where none is set.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub address_tls: BTreeMap<String, AddressTls>,
     /// Longest wait between reconnect attempts.
     #[serde(default = "default_reconnect_max_ms")]
     pub reconnect_max_ms: u64,
+}
+
+/// The TLS files of one broker address (`[broker.address_tls."<address>"]`); each one left
+/// out is the broker's (`broker.ca_file`, ...).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AddressTls {
+    /// PEM CA file to trust for this address.
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
+    /// PEM client certificate and key for this address: both, or neither (then the broker's
+    /// pair, if any).
+    #[serde(default)]
+    pub cert_file: Option<PathBuf>,
+    #[serde(default)]
+    pub key_file: Option<PathBuf>,
 }
 
 /// Wise Agents' naming, and the native agents.
@@ -433,8 +454,22 @@ impl BrokerConfig {
             ca_file: None,
             cert_file: None,
             key_file: None,
+            address_tls: BTreeMap::new(),
             reconnect_max_ms: default_reconnect_max_ms(),
         }
+    }
+
+    /// The TLS files for `address`: those its `address_tls` entry sets, the broker's for the
+    /// others. The client certificate and its key go together: an entry that sets either
+    /// takes neither from the broker.
+    pub fn tls_for(&self, address: &BrokerUrl) -> TlsOptions {
+        let own = self.address_tls.iter().find(|(key, _)| key.parse().ok().as_ref() == Some(address));
+        let own = own.map(|(_, tls)| tls).cloned().unwrap_or_default();
+        let (cert_file, key_file) = match own.cert_file.is_some() || own.key_file.is_some() {
+            true => (own.cert_file, own.key_file),
+            false => (self.cert_file.clone(), self.key_file.clone()),
+        };
+        TlsOptions { ca_file: own.ca_file.or_else(|| self.ca_file.clone()), cert_file, key_file }
     }
 }
 
@@ -584,7 +619,8 @@ fn locate(tree: &Node, key: &str, why: &str) -> Problem {
     if found < steps.len() {
         problem.note = Some("the key is not set in this table, so its default applies".into());
     }
-    problem.show_line = !(key.ends_with("passcode") || key.starts_with("broker.url") && with_credentials);
+    let credentials = key.starts_with("broker.url") && with_credentials || key == "broker.address_tls";
+    problem.show_line = !(key.ends_with("passcode") || credentials);
     problem
 }
 

@@ -155,6 +155,93 @@ fn a_list_of_broker_addresses_is_checked_address_by_address_and_as_a_whole() {
     assert!(problems(&["stomp://a:1@b:2"], "")[0].1.contains("credentials"), "a password is refused");
 }
 
+/// A broker on `urls` with the broker-level TLS files `ca.pem`, `client.pem`, `client.key`,
+/// and `address_tls` as written in a file; typed, the rules not checked.
+fn with_address_tls(urls: &[&str], address_tls: &str) -> Config {
+    let urls: Vec<String> = urls.iter().map(|u| format!("{u:?}")).collect();
+    toml::from_str(&format!(
+        "[broker]\nurls = [{}]\nca_file = \"ca.pem\"\ncert_file = \"client.pem\"\nkey_file = \"client.key\"\n{address_tls}",
+        urls.join(", ")
+    ))
+    .unwrap()
+}
+
+#[test]
+fn an_address_takes_the_tls_files_it_sets_and_the_brokers_for_the_others() {
+    let config = with_address_tls(
+        &["stomp+ssl://live:61617", "stomp+ssl://backup:61617", "stomp+ssl://spare:61617"],
+        "[broker.address_tls.\"stomp+ssl://backup:61617/\"]\nca_file = \"backup-ca.pem\"\n\
+         [broker.address_tls.\"stomp+ssl://spare:61617\"]\ncert_file = \"spare.pem\"\nkey_file = \"spare.key\"\n",
+    );
+    assert_eq!(config.rules(), [], "a trailing slash names the address as the list does");
+    let tls = |url: &str| config.broker.tls_for(&url.parse().unwrap());
+    let files = |ca: &str, cert: &str, key: &str| TlsOptions {
+        ca_file: Some(ca.into()),
+        cert_file: Some(cert.into()),
+        key_file: Some(key.into()),
+    };
+    assert_eq!(tls("stomp+ssl://live:61617"), files("ca.pem", "client.pem", "client.key"));
+    assert_eq!(tls("stomp+ssl://backup:61617"), files("backup-ca.pem", "client.pem", "client.key"));
+    assert_eq!(tls("stomp+ssl://spare:61617"), files("ca.pem", "spare.pem", "spare.key"));
+}
+
+#[test]
+fn tls_files_for_an_address_that_is_not_a_tls_one_of_the_list_are_refused_each_by_its_key() {
+    let rules = |urls: &[&str], address_tls: &str| with_address_tls(urls, address_tls).rules();
+    let pair = ["stomp+ssl://live:61617", "stomp+ssl://backup:61617"];
+    assert_eq!(
+        rules(&pair, "[broker.address_tls.\"stomp+ssl://other.example:61617\"]\nca_file = \"x.pem\"\n"),
+        [(
+            "broker.address_tls.\"stomp+ssl://other.example:61617\"".to_owned(),
+            "stomp+ssl://other.example:61617 is not one of the broker's addresses (broker.urls)".to_owned()
+        )]
+    );
+    assert_eq!(
+        rules(&pair, "[broker.address_tls.\"stomp+ssl://backup\"]\nca_file = \"x.pem\"\n")[0].1,
+        "stomp+ssl://backup:61614 is not one of the broker's addresses (broker.urls)",
+        "the default port is 61614, not the list's 61617"
+    );
+    let plain = ["stomp://live:61613", "stomp://backup:61613"];
+    assert_eq!(
+        rules(&plain, "[broker.address_tls.\"stomp://backup:61613\"]\nca_file = \"x.pem\"\n"),
+        [(
+            "broker.address_tls.\"stomp://backup:61613\"".to_owned(),
+            "stomp://backup:61613 is a stomp:// address: TLS settings are for stomp+ssl:// ones".to_owned()
+        )]
+    );
+    let twice = "[broker.address_tls.\"stomp+ssl://backup:61617\"]\nca_file = \"x.pem\"\n\
+                 [broker.address_tls.\"stomp+ssl://backup:61617/\"]\nca_file = \"y.pem\"\n";
+    assert_eq!(
+        rules(&pair, twice),
+        [(
+            "broker.address_tls.\"stomp+ssl://backup:61617/\"".to_owned(),
+            "stomp+ssl://backup:61617 is already named by \"stomp+ssl://backup:61617\"".to_owned()
+        )]
+    );
+    let malformed = rules(&pair, "[broker.address_tls.backup]\nca_file = \"x.pem\"\n");
+    assert_eq!(malformed[0].0, "broker.address_tls.backup", "{malformed:?}");
+    assert!(malformed[0].1.contains("stomp:// or stomp+ssl://"), "{malformed:?}");
+    let password =
+        rules(&pair, "[broker.address_tls.\"stomp+ssl://u:pw@backup:61617\"]\nca_file = \"x.pem\"\n");
+    assert_eq!(password[0].0, "broker.address_tls", "the key holds a password: {password:?}");
+    assert!(!format!("{password:?}").contains("pw"), "{password:?}");
+}
+
+#[test]
+fn an_address_sets_its_client_certificate_with_its_key_or_neither() {
+    let url = "[broker.address_tls.\"stomp+ssl://b:61617\"]";
+    let rules = |files: &str| {
+        with_address_tls(&["stomp+ssl://a:61617", "stomp+ssl://b:61617"], &format!("{url}\n{files}")).rules()
+    };
+    let why = "a client certificate needs both cert_file and key_file here (or neither: then \
+               broker.cert_file and broker.key_file apply)";
+    let key = |field: &str| format!("broker.address_tls.\"stomp+ssl://b:61617\".{field}");
+    assert_eq!(rules("cert_file = \"b.pem\"\n"), [(key("cert_file"), why.to_owned())]);
+    assert_eq!(rules("key_file = \"b.key\"\n"), [(key("key_file"), why.to_owned())]);
+    assert_eq!(rules("cert_file = \"b.pem\"\nkey_file = \"b.key\"\n"), []);
+    assert_eq!(rules("ca_file = \"b-ca.pem\"\n"), []);
+}
+
 /// `text` read as a file is (no environment, nothing relative to the file).
 fn read_text(text: &str) -> Config {
     let (config, problems) = Config::read(text, &BTreeMap::new(), Path::new("x.toml"));
@@ -178,6 +265,15 @@ pub(super) fn everything() -> Config {
             reconnect_max_ms: 1000,
             url: String::new(),
             urls: vec!["stomp+ssl://127.0.0.1:61614".into(), "stomp+ssl://127.0.0.1:61714".into()],
+            address_tls: [(
+                "stomp+ssl://127.0.0.1:61714".to_owned(),
+                AddressTls {
+                    ca_file: Some("tls/backup-ca.pem".into()),
+                    cert_file: Some("tls/backup-client.pem".into()),
+                    key_file: Some("tls/backup-client.key".into()),
+                },
+            )]
+            .into(),
             ..BrokerConfig::new("")
         },
         wiseagents: every_wiseagents_key(),

@@ -3,6 +3,7 @@
 
 use super::mirror::PROBE_AGENT;
 use super::report::{At, ConfigError, Problem};
+use super::source::toml_key;
 use super::{Config, Discovery};
 use crate::envelope::codecs::Framework;
 use crate::names::{glob_matches, is_glob};
@@ -27,6 +28,7 @@ impl Config {
         if self.broker.cert_file.is_some() != self.broker.key_file.is_some() {
             bad("broker.cert_file", "a client certificate needs both cert_file and key_file".into());
         }
+        self.validate_address_tls(&mut bad);
         self.validate_wiseagents(&mut bad);
         self.validate_timeouts(&mut bad);
         self.validate_protocols(&mut bad);
@@ -84,6 +86,43 @@ impl Config {
         if parsed.windows(2).any(|w| scheme(&w[0]) != scheme(&w[1])) {
             let why = "mixes schemes: every address must be stomp:// or every one stomp+ssl:// (a failover must not drop TLS)";
             bad("broker.urls", why.into());
+        }
+    }
+
+    /// `[broker.address_tls]`: each key one of the `stomp+ssl://` addresses, compared as
+    /// addresses (`stomp+ssl://b:61617/` is `stomp+ssl://b:61617`), none named twice; a client
+    /// certificate with its key.
+    fn validate_address_tls(&self, bad: &mut impl FnMut(&str, String)) {
+        let b = &self.broker;
+        let list = if b.urls.is_empty() { "broker.url" } else { "broker.urls" };
+        let addresses: Vec<BrokerUrl> = b.addresses().iter().filter_map(|a| a.parse().ok()).collect();
+        let mut named: Vec<(BrokerUrl, &str)> = Vec::new();
+        for (text, tls) in &b.address_tls {
+            let key = address_key(text);
+            let url = match text.parse::<BrokerUrl>() {
+                Ok(url) => url,
+                Err(e) => {
+                    // A key with credentials is not shown: the problem is the table's.
+                    bad(if text.contains('@') { "broker.address_tls" } else { &key }, e.to_string());
+                    continue;
+                }
+            };
+            if !addresses.contains(&url) {
+                bad(&key, format!("{url} is not one of the broker's addresses ({list})"));
+            } else if !url.tls {
+                bad(&key, format!("{url} is a stomp:// address: TLS settings are for stomp+ssl:// ones"));
+            }
+            match named.iter().find(|(u, _)| *u == url) {
+                Some((_, first)) => bad(&key, format!("{url} is already named by {first:?}")),
+                None => named.push((url, text)),
+            }
+            let why = "a client certificate needs both cert_file and key_file here (or neither: then \
+                       broker.cert_file and broker.key_file apply)";
+            match (&tls.cert_file, &tls.key_file) {
+                (Some(_), None) => bad(&format!("{key}.cert_file"), why.into()),
+                (None, Some(_)) => bad(&format!("{key}.key_file"), why.into()),
+                _ => {}
+            }
         }
     }
 
@@ -261,4 +300,9 @@ fn validate_a2a_agent(agent: &super::AgentConfig, key: &str, bad: &mut impl FnMu
     if agent.max_attempts == Some(0) {
         bad(&format!("{key}.max_attempts"), "must be at least 1".into());
     }
+}
+
+/// `broker.address_tls."<address>"`, the key of one address's TLS files.
+fn address_key(address: &str) -> String {
+    format!("broker.address_tls.{}", toml_key(address))
 }

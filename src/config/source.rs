@@ -231,22 +231,53 @@ pub(super) fn env_path(var: &str) -> Option<&str> {
     prefix.eq_ignore_ascii_case("BRIDGE__").then(|| &var[8..])
 }
 
-/// `agents[0].protocol` as steps.
+/// `agents[0].protocol` as steps; a quoted key is one step whatever it holds
+/// (`broker.address_tls."stomp+ssl://b.example:61617".ca_file`).
 pub(super) fn steps(key: &str) -> Vec<Step> {
     let mut steps = Vec::new();
-    for part in key.split('.').filter(|p| !p.is_empty()) {
-        let mut pieces = part.split('[');
-        if let Some(name) = pieces.next().filter(|n| !n.is_empty()) {
-            steps.push(Step::Key(name.to_owned()));
-        }
-        for index in pieces {
-            match index.trim_end_matches(']').parse() {
-                Ok(i) => steps.push(Step::Index(i)),
-                Err(_) => steps.push(Step::Key(index.to_owned())),
+    // The key being read (`Some("")` after an empty quoted key).
+    let mut name: Option<String> = None;
+    let mut chars = key.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => name.get_or_insert_default().push_str(&quoted(&mut chars)),
+            '.' => steps.extend(name.take().map(Step::Key)),
+            '[' => {
+                steps.extend(name.take().map(Step::Key));
+                let index: String = chars.by_ref().take_while(|c| *c != ']').collect();
+                steps.push(match index.parse() {
+                    Ok(i) => Step::Index(i),
+                    Err(_) => Step::Key(index),
+                });
             }
+            c => name.get_or_insert_default().push(c),
         }
     }
+    steps.extend(name.map(Step::Key));
     steps
+}
+
+/// The rest of a quoted key up to its closing quote, unescaped.
+fn quoted(chars: &mut std::str::Chars<'_>) -> String {
+    let mut text = String::new();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => text.extend(chars.next()),
+            '"' => break,
+            c => text.push(c),
+        }
+    }
+    text
+}
+
+/// A key as a step of a dotted path: bare when TOML allows it (`in_flight`), else quoted as
+/// TOML quotes it (`"stomp+ssl://b.example:61617"`).
+pub(super) fn toml_key(key: &str) -> String {
+    let bare = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    match !key.is_empty() && key.chars().all(bare) {
+        true => key.to_owned(),
+        false => format!("\"{}\"", key.replace('\\', "\\\\").replace('"', "\\\"")),
+    }
 }
 
 /// Steps as `agents[0].protocol`.
@@ -254,10 +285,10 @@ pub(super) fn dotted(steps: &[Step]) -> String {
     let mut key = String::new();
     for step in steps {
         match step {
-            Step::Key(k) if key.is_empty() => key.push_str(k),
+            Step::Key(k) if key.is_empty() => key.push_str(&toml_key(k)),
             Step::Key(k) => {
                 key.push('.');
-                key.push_str(k);
+                key.push_str(&toml_key(k));
             }
             Step::Index(i) => key.push_str(&format!("[{i}]")),
         }

@@ -4,13 +4,14 @@
 
 use super::frame::Frame;
 use super::session::{AckRef, BrokerError, Message, Session, SessionError, Subscription};
-use super::transport::{self, BrokerUrl};
+use super::transport::{self, BrokerUrl, TlsOptions};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::timeout;
+use tokio_rustls::TlsConnector;
 
 mod config;
 mod event_loop;
@@ -94,6 +95,31 @@ enum Request {
     Disconnect { reply: Reply<()> },
 }
 
+/// The TLS connector of each address (`None` for a `stomp://` one), in the order of
+/// [`ClientConfig::urls`]: one built for each distinct set of TLS settings, shared by the
+/// addresses that have it, and kept for every reconnect.
+fn tls_connectors(config: &ClientConfig) -> Result<Vec<Option<TlsConnector>>, SessionError> {
+    let mut built: Vec<(&TlsOptions, TlsConnector)> = Vec::new();
+    let mut connectors = Vec::with_capacity(config.urls.len());
+    for url in &config.urls {
+        if !url.tls {
+            connectors.push(None);
+            continue;
+        }
+        let opts = config.tls_for(url);
+        let connector = match built.iter().find(|(o, _)| *o == opts) {
+            Some((_, connector)) => connector.clone(),
+            None => {
+                let connector = transport::tls_connector(opts)?;
+                built.push((opts, connector.clone()));
+                connector
+            }
+        };
+        connectors.push(Some(connector));
+    }
+    Ok(connectors)
+}
+
 /// A handle to the client. Clones share one connection; when the last is dropped the client
 /// disconnects cleanly.
 #[derive(Debug, Clone)]
@@ -113,9 +139,8 @@ impl Client {
     /// the last is returned when none does: bad address, refused login, TLS failure) and
     /// starts the event loop, which from then on reconnects by itself.
     pub async fn connect(config: ClientConfig) -> Result<(Client, Events), SessionError> {
-        let tls =
-            config.urls.iter().any(|u| u.tls).then(|| transport::tls_connector(&config.tls)).transpose()?;
-        let (current, conn) = Connection::open_first(&config, tls.as_ref()).await?;
+        let tls = tls_connectors(&config)?;
+        let (current, conn) = Connection::open_first(&config, &tls).await?;
         let address = Arc::new(Mutex::new(config.urls[current].clone()));
         let (req_tx, req_rx) = mpsc::channel(256);
         let (ev_tx, ev_rx) = mpsc::channel(config.event_capacity.max(1));

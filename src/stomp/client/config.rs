@@ -15,7 +15,11 @@ pub struct ClientConfig {
     /// pair, a cluster's nodes). One address for a broker that runs alone.
     pub urls: Vec<BrokerUrl>,
     pub connect: ConnectOptions,
+    /// The TLS settings of every `stomp+ssl://` address but those in `address_tls`.
     pub tls: TlsOptions,
+    /// The addresses with TLS settings of their own, each with its settings (whole, not
+    /// merged with `tls`).
+    pub address_tls: Vec<(BrokerUrl, TlsOptions)>,
     pub limits: Limits,
     /// How long to wait for TCP, TLS and CONNECTED together.
     pub connect_timeout: Duration,
@@ -44,6 +48,7 @@ impl ClientConfig {
                 heartbeat: (Duration::from_secs(10), Duration::from_secs(10)),
             },
             tls: TlsOptions::default(),
+            address_tls: Vec::new(),
             limits: Limits::default(),
             connect_timeout: Duration::from_secs(10),
             receipt_timeout: Duration::from_secs(5),
@@ -55,6 +60,11 @@ impl ClientConfig {
 }
 
 impl ClientConfig {
+    /// The TLS settings for `url`: its own from `address_tls`, else `tls`.
+    pub fn tls_for(&self, url: &BrokerUrl) -> &TlsOptions {
+        self.address_tls.iter().find(|(u, _)| u == url).map_or(&self.tls, |(_, tls)| tls)
+    }
+
     /// Reconnect attempt `attempt` (0-based) after losing the address at index `lost`: the
     /// address it tries (the next in the list, wrapping round) and the backoff step it waits
     /// for first (one step per round of the list, so that every address is tried once before

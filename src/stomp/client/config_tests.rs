@@ -20,3 +20,13 @@ fn with_one_address_every_attempt_is_a_backoff_step_as_before() {
     let walk: Vec<(usize, u32)> = (0..4).map(|attempt| one.reconnect_target(0, attempt)).collect();
     assert_eq!(walk, [(0, 0), (0, 1), (0, 2), (0, 3)]);
 }
+
+#[test]
+fn an_address_with_tls_settings_of_its_own_gets_them_and_the_others_the_common_ones() {
+    let mut config = config_with(2);
+    let ca = |file: &str| TlsOptions { ca_file: Some(file.into()), ..TlsOptions::default() };
+    config.tls = ca("common.pem");
+    config.address_tls = vec![(config.urls[1].clone(), ca("own.pem"))];
+    assert_eq!(config.tls_for(&config.urls[0]), &ca("common.pem"));
+    assert_eq!(config.tls_for(&config.urls[1]), &ca("own.pem"));
+}

@@ -29,11 +29,11 @@ impl Connection {
     /// the connection, or the last address's error.
     pub(super) async fn open_first(
         config: &ClientConfig,
-        tls: Option<&TlsConnector>,
+        tls: &[Option<TlsConnector>],
     ) -> Result<(usize, Connection), SessionError> {
         let mut last = SessionError::Url { url: String::new(), reason: "no broker address is configured" };
         for (index, url) in config.urls.iter().enumerate() {
-            match Self::open(config, url, tls).await {
+            match Self::open(config, url, tls[index].as_ref()).await {
                 Ok(conn) => return Ok((index, conn)),
                 Err(e) => {
                     debug!(broker = %url, error = %e, "this address does not accept; trying the next");
@@ -44,6 +44,8 @@ impl Connection {
         Err(last)
     }
 
+    /// Connects to `url` through `tls`, its connector; a TLS alert is explained with the
+    /// settings of that address.
     pub(super) async fn open(
         config: &ClientConfig,
         url: &BrokerUrl,
@@ -52,7 +54,7 @@ impl Connection {
         timeout(config.connect_timeout, Self::handshake(config, url, tls))
             .await
             .map_err(|_| SessionError::ConnectTimeout(config.connect_timeout))?
-            .map_err(|e| transport::refused_handshake(e, &config.tls))
+            .map_err(|e| transport::refused_handshake(e, config.tls_for(url)))
     }
 
     async fn handshake(
@@ -95,7 +97,8 @@ enum End {
 
 pub(super) struct EventLoop {
     pub(super) config: ClientConfig,
-    pub(super) tls: Option<TlsConnector>,
+    /// The TLS connector of each address of `config.urls` (`None` for `stomp://`).
+    pub(super) tls: Vec<Option<TlsConnector>>,
     /// The index in `config.urls` of the current (or last) connection's address.
     pub(super) current: usize,
     /// That address, for the client's handles.
@@ -415,7 +418,7 @@ impl EventLoop {
     /// it, then tells the consumer.
     async fn restore(&mut self, target: usize) -> Result<Connection, SessionError> {
         let url = &self.config.urls[target];
-        let mut conn = Connection::open(&self.config, url, self.tls.as_ref()).await?;
+        let mut conn = Connection::open(&self.config, url, self.tls[target].as_ref()).await?;
         for frame in self.session.resubscribe_frames() {
             conn.framed.feed(frame).await?;
         }
