@@ -63,7 +63,7 @@ fn validate_and_run_report_all_three_mistakes_of_a_file_with_their_lines() {
 8 | colour = "red"
   | ^^^^^^
 
-error: agents[0].protocol: found "civitaz", expected one of civitas, vox, penguiflow
+error: agents[0].protocol: found "civitaz", expected one of civitas, vox, penguiflow, a2a
   --> {file}:39:12
    |
 39 | protocol = "civitaz"
