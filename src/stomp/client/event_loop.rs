@@ -35,6 +35,12 @@ impl Connection {
         for (index, url) in config.urls.iter().enumerate() {
             match Self::open(config, url, tls[index].as_ref()).await {
                 Ok(conn) => return Ok((index, conn)),
+                // A TLS failure is a setting to fix (a CA, a certificate), not a broker that is
+                // down, as the other address of a pair usually is: said at warn level.
+                Err(e) if tls_failure(&e) => {
+                    warn!(broker = %url, error = %e, "this address refuses the TLS settings; trying the next");
+                    last = e;
+                }
                 Err(e) => {
                     debug!(broker = %url, error = %e, "this address does not accept; trying the next");
                     last = e;
@@ -437,4 +443,16 @@ impl EventLoop {
 /// Flushes what `feed` buffered (the sink has several item types, hence the explicit one).
 async fn flush(framed: &mut Framed<Box<dyn Io>, StompCodec>) -> Result<(), FrameError> {
     SinkExt::<Frame>::flush(framed).await
+}
+
+/// Whether `e` is a TLS handshake that failed (a certificate not trusted or refused), as
+/// opposed to an address nobody answers at.
+fn tls_failure(e: &SessionError) -> bool {
+    match e {
+        SessionError::Tls(_) | SessionError::TlsRefused(_) => true,
+        SessionError::Connect { source, .. } => source
+            .get_ref()
+            .is_some_and(|inner| inner.downcast_ref::<tokio_rustls::rustls::Error>().is_some()),
+        _ => false,
+    }
 }
