@@ -323,6 +323,7 @@ class ScriptedExecutor(EchoExecutor):
     what it says), so that one agent shows every ending:
 
     - ``fail x``: FAILED, status message ``failed: x``; ``reject x``: REJECTED, ``rejected: x``;
+      ``cancel x``: CANCELED, ``canceled: x``;
     - ``input x``: INPUT_REQUIRED, ``which language for x?``; ``auth x``: AUTH_REQUIRED,
       ``sign in to translate x``;
     - ``artifacts x``: COMPLETED with two artifacts, ``one: x`` and ``two: x``;
@@ -345,6 +346,8 @@ class ScriptedExecutor(EchoExecutor):
             await updater.failed(say(f"failed: {rest}"))
         elif word == "reject":
             await updater.reject(say(f"rejected: {rest}"))
+        elif word == "cancel":
+            await updater.cancel(say(f"canceled: {rest}"))
         elif word == "input":
             await updater.requires_input(say(f"which language for {rest}?"))
         elif word == "auth":

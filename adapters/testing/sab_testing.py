@@ -37,17 +37,19 @@ class Broker:
     passcode: str = os.environ.get("SAB_TEST_STOMP_PASSCODE", "admin")
     request_prefix: str = "/queue/request/"
     response_prefix: str = "/queue/response/"
+    #: which broker it is: "activemq", "rabbitmq" or "artemis" (for the few tests that must know).
+    kind: str = "activemq"
 
     @classmethod
     def rabbitmq(cls) -> Broker:
         """RabbitMQ's STOMP plugin as scripts/brokers.sh starts it: no `/` in queue names."""
         return cls(port=int(os.environ.get("SAB_TEST_RABBITMQ_PORT", "61623")), login="guest", passcode="guest",
-                   request_prefix="/queue/request.", response_prefix="/queue/response.")
+                   request_prefix="/queue/request.", response_prefix="/queue/response.", kind="rabbitmq")
 
     @classmethod
     def artemis(cls) -> Broker:
         """ActiveMQ Artemis as scripts/brokers.sh starts it (Wise Agents' own queue names)."""
-        return cls(port=int(os.environ.get("SAB_TEST_ARTEMIS_PORT", "61633")))
+        return cls(port=int(os.environ.get("SAB_TEST_ARTEMIS_PORT", "61633")), kind="artemis")
 
     def link(self, **overrides: Any) -> LinkConfig:
         cfg = LinkConfig(port=self.port, login=self.login, passcode=self.passcode, heartbeats=(2000, 2000))

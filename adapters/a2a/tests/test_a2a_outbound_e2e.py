@@ -4,22 +4,25 @@ agent's URL, its card at ``<url>/.well-known/agent-card.json``), asked by Wise A
 they behave on the wire (sab_testing.WiseAgent) and by a Civitas agency, through the real bridge
 binary, on ActiveMQ Classic, RabbitMQ and Artemis.
 
-What the bridge promises (the contract these tests check):
+What the bridge promises (the contract these tests check; docs/A2A.md, "An A2A agent in the
+Wise Agents society"):
 
-- A QUERY on ``/queue/request/<Agent>`` is one A2A ``SendMessage`` (JSON-RPC as the card says,
-  blocking): one USER message, one text part (``_message``), ``contextId`` the request's
-  ``_context_name``, a ``messageId`` the same on every attempt of one request.
+- A QUERY on ``/queue/request/<Agent>`` is one A2A call, JSON-RPC as the card says:
+  ``SendStreamingMessage`` when the card says ``capabilities.streaming``, else ``SendMessage``
+  (blocking); one USER message, one text part (``_message``), ``contextId`` the request's
+  ``_context_name``, a ``messageId`` the same on every attempt of one request and on its
+  redelivery to the next bridge.
 - The answer goes to the asker (``/queue/response/<_sender>``), ``_sender`` the A2A agent's
   Wise Agents name, ``_context_name``, ``_route_response_to`` and ``_tool_id`` echoed: a
   RESPONSE with the task's artifact texts joined by a line end (with no artifact, its status
   message's text; a Message answer's text); a CANNOT_ANSWER with the status message's text when
-  the task is FAILED or REJECTED, prefixed "the A2A agent needs more input: " (INPUT_REQUIRED)
-  or "the A2A agent requires authorization: " (AUTH_REQUIRED).
-- A 5xx, a refused connection or an attempt that timed out is retried with backoff up to
-  ``max_attempts``; then (and at once for an answer that is not JSON-RPC) the asker gets a
-  CANNOT_ANSWER and the request goes to ``delivery.dead_letter`` with ``bridge-error-kind: a2a``
-  and a ``bridge-error`` that names the agent. Past the agent's ``reply_timeout_ms`` the asker
-  gets the usual "no answer from <Agent> within the reply timeout", and nothing else.
+  the task is FAILED, REJECTED or CANCELED, prefixed "the A2A agent needs more input: "
+  (INPUT_REQUIRED) or "the A2A agent requires authorization: " (AUTH_REQUIRED).
+- A 5xx, a refused connection, a body that is not JSON-RPC or an attempt that timed out is
+  tried again with backoff up to ``max_attempts``; then the asker gets a CANNOT_ANSWER and the
+  request goes to ``delivery.dead_letter`` with ``bridge-error-kind: a2a`` and a
+  ``bridge-error`` that names the agent. The agent's ``reply_timeout_ms`` bounds the ask and
+  the call: the asker gets one CANNOT_ANSWER.
 - A request is acknowledged only once its answer (or its dead letter) is published: a bridge
   killed during a call leaves it on the broker, the next bridge calls again, the asker gets one
   answer.
@@ -80,9 +83,11 @@ def dead_letters(broker: Broker, names: Names, closing: Closing) -> QueueReader:
     return closing(reader, reader.close)
 
 
-def serve(closing: Closing, executor: AgentExecutor, gate: HttpGate | None = None) -> A2AAgentServer:
-    """``executor`` served by the a2a-sdk; a held executor is released before its server stops."""
-    server = A2AAgentServer(f"SdkAgent_{uuid.uuid4().hex[:8]}", executor, gate=gate)
+def serve(closing: Closing, executor: AgentExecutor, gate: HttpGate | None = None, streaming: bool = True
+          ) -> A2AAgentServer:
+    """``executor`` served by the a2a-sdk (its card saying ``capabilities.streaming`` or not); a
+    held executor is released before its server stops."""
+    server = A2AAgentServer(f"SdkAgent_{uuid.uuid4().hex[:8]}", executor, gate=gate, streaming=streaming)
     closing(server, server.stop)
     if isinstance(executor, BlockingExecutor):
         closing(executor, executor.release.set)
@@ -165,12 +170,16 @@ def only_answer_so_far(asker: WiseAgent, bridge: OutboundBridge, to: str, marker
 
 
 # -- answers ---------------------------------------------------------------------------------
-def test_a_wise_agents_agent_asks_an_a2a_agent_and_gets_its_answer(broker: Broker, tmp_path: Path,
-                                                                    closing: Closing) -> None:
+STREAMING = pytest.mark.parametrize("streaming", [True, False], ids=["streaming-card", "plain-card"])
+
+
+@STREAMING
+def test_a_wise_agents_agent_asks_an_a2a_agent_and_gets_its_answer(broker: Broker, tmp_path: Path, closing: Closing,
+                                                                    streaming: bool) -> None:
     names = Names(broker)
     translator = names.agent("Translator")
     executor = EchoExecutor()
-    server = serve(closing, executor)
+    server = serve(closing, executor, streaming=streaming)
     asker = asker_of(broker, names, closing)
     user = asker_of(broker, names, closing, "User")  # where an answer routed to _route_response_to would land
     trip = names.agent("Trip")  # a context the bridge was not told of: Wise Agents contexts come and go
@@ -192,9 +201,11 @@ def test_a_wise_agents_agent_asks_an_a2a_agent_and_gets_its_answer(broker: Broke
     assert second.message_id != first.message_id, (first, second)
     assert user.responses.empty(), list(user.responses.queue)
 
-    # Non-streaming SendMessage, one per ask, blocking (not returnImmediately).
+    # One call per ask: SendStreamingMessage when the card says the agent streams, else
+    # SendMessage, blocking (not returnImmediately).
+    method = "SendStreamingMessage" if streaming else "SendMessage"
     posts = server.gate.posts
-    assert [p.method for p in posts] == ["SendMessage", "SendMessage"], [p.body for p in posts]
+    assert [p.method for p in posts] == [method, method], [p.body for p in posts]
     for post in posts:
         configuration = post.body["params"].get("configuration", {})
         assert not configuration.get("returnImmediately"), post.body
@@ -209,6 +220,7 @@ def test_a_wise_agents_agent_asks_an_a2a_agent_and_gets_its_answer(broker: Broke
 ENDINGS = [
     ("fail the sky is green", "CANNOT_ANSWER", "failed: the sky is green"),
     ("reject sonnets", "CANNOT_ANSWER", "rejected: sonnets"),
+    ("cancel the order", "CANNOT_ANSWER", "canceled: the order"),
     ("input a poem", "CANNOT_ANSWER", "the A2A agent needs more input: which language for a poem?"),
     ("auth a letter", "CANNOT_ANSWER", "the A2A agent requires authorization: sign in to translate a letter"),
     ("artifacts hello", "RESPONSE", "one: hello\ntwo: hello"),
@@ -218,10 +230,12 @@ ENDINGS = [
 ]
 
 
-def test_how_the_a2a_task_ends_is_the_answer(broker: Broker, tmp_path: Path, closing: Closing) -> None:
+@STREAMING
+def test_how_the_a2a_task_ends_is_the_answer(broker: Broker, tmp_path: Path, closing: Closing, streaming: bool
+                                             ) -> None:
     names = Names(broker)
     translator = names.agent("Translator")
-    server = serve(closing, ScriptedExecutor())
+    server = serve(closing, ScriptedExecutor(), streaming=streaming)
     asker = asker_of(broker, names, closing)
     bridge = start(broker, names, tmp_path, closing, [a2a_agent(translator, server.url)])
 
@@ -271,7 +285,11 @@ def test_5xx_answers_are_retried_up_to_max_attempts(broker: Broker, tmp_path: Pa
     bridge.wait_metric("bridge_a2a_calls_in_flight", lambda v: v == 0, agent=translator)
 
 
-def test_an_answer_that_is_not_json_rpc_is_not_retried(broker: Broker, tmp_path: Path, closing: Closing) -> None:
+def test_an_answer_that_is_not_json_rpc_is_retried_then_dead_lettered(broker: Broker, tmp_path: Path,
+                                                                       closing: Closing) -> None:
+    """The SDK's client reports a body that is not JSON-RPC as it reports an unreachable agent
+    (an internal error): another attempt is made, as for a 5xx (docs/A2A.md, "Settlement and
+    faults")."""
     names = Names(broker)
     translator = names.agent("Translator")
     gate = HttpGate(garbage=True)  # 200, text/html: a proxy's page, say
@@ -284,8 +302,9 @@ def test_an_answer_that_is_not_json_rpc_is_not_retried(broker: Broker, tmp_path:
     assert_answer(next_answer(asker, bridge), "CANNOT_ANSWER", None, translator, "call_html", asker=asker)
     assert_dead_letter(dead, translator, "hello")
     bridge.wait_metric("bridge_a2a_calls_total", lambda v: v == 1, agent=translator, result="failed")
-    assert len(gate.posts) == 1, [p.body for p in gate.posts]
-    assert not bridge.metric("bridge_a2a_call_retries_total", agent=translator), bridge.a2a_metrics(translator)
+    # The call is over: max_attempts attempts, no more.
+    assert len(gate.posts) == 3, [p.body for p in gate.posts]
+    bridge.wait_metric("bridge_a2a_call_retries_total", lambda v: v == 2, agent=translator)
 
 
 def test_an_a2a_agent_nobody_serves(broker: Broker, tmp_path: Path, closing: Closing) -> None:
@@ -316,8 +335,12 @@ def test_an_a2a_agent_slower_than_the_reply_timeout(broker: Broker, tmp_path: Pa
 
     ask(asker, translator, "slowly", tool_id="call_slow")
     assert_sent(received(executor), "slowly", "default")  # the call is under way, and held
-    assert_answer(next_answer(asker, bridge), "CANNOT_ANSWER", TIMEOUT_TEXT.format(agent=translator), translator,
-                  "call_slow", asker=asker)
+    # The reply timeout bounds both the ask and the call (all its attempts): whichever ends
+    # first answers, the pipeline's timeout answer or the call's "did not answer".
+    answer = next_answer(asker, bridge)
+    assert_answer(answer, "CANNOT_ANSWER", None, translator, "call_slow", asker=asker)
+    said = answer["_message"]
+    assert said == TIMEOUT_TEXT.format(agent=translator) or said.startswith(f"{translator} did not answer"), said
 
     # The agent answers after all; the call ends, one way or the other.
     executor.release.set()
@@ -348,6 +371,22 @@ def test_the_a2a_agent_killed_during_a_call(broker: Broker, tmp_path: Path, clos
 
 def test_the_bridge_killed_during_a_call_calls_again_and_answers_once(broker: Broker, tmp_path: Path,
                                                                       closing: Closing) -> None:
+    """In about one run in eight, Artemis never redelivers a message whose consumer's connection
+    was cut: it stays "delivering" with no consumer until the broker restarts (docs/OPERATING.md,
+    the Artemis table; tests/bridge_delivery.rs). Such a run checks nothing, so on Artemis the
+    scenario is tried again on new queues, at most three times; on the others, once."""
+    tries = 3 if broker.kind == "artemis" else 1
+    for attempt in range(1, tries + 1):
+        (tmp_path / f"try{attempt}").mkdir()
+        if killed_during_a_call(broker, tmp_path / f"try{attempt}", closing, WAIT / tries):
+            return
+    pytest.fail(f"{broker.kind} redelivered the request to the next bridge in none of {tries} runs")
+
+
+def killed_during_a_call(broker: Broker, tmp_path: Path, closing: Closing, redelivery_secs: float) -> bool:
+    """The bridge killed (-9) while its call is held, the agent then released, a new bridge on
+    the same configuration: the request comes again, the agent is called again, the asker gets
+    one answer. False when the broker did not hand the request to the new bridge in time."""
     names = Names(broker)
     translator = names.agent("Translator")
     executor = BlockingExecutor()
@@ -363,12 +402,20 @@ def test_the_bridge_killed_during_a_call_calls_again_and_answers_once(broker: Br
 
     # The request was not acknowledged: the broker hands it to the next bridge, which calls again.
     bridge.restart()
-    again = received(executor)
+    try:
+        again = executor.received.get(timeout=redelivery_secs)
+    except queue.Empty:
+        if broker.kind != "artemis":
+            raise AssertionError(f"the A2A agent was not called again within {redelivery_secs} s") from None
+        return False
     assert_sent(again, "survive this", "default")
     assert_sent(first, "survive this", "default")
+    # The same request, the same messageId (an agent that deduplicates by it runs it once).
+    assert again.message_id == first.message_id, (first, again)
     assert_answer(next_answer(asker, bridge), "RESPONSE", "echo: survive this", translator, "call_crash",
                   asker=asker)
     only_answer_so_far(asker, bridge, translator, "after the crash")
+    return True
 
 
 # -- the bearer token ------------------------------------------------------------------------
@@ -455,21 +502,40 @@ def test_a_civitas_agent_asks_an_a2a_agent(broker: Broker, tmp_path: Path, closi
     executor = EchoExecutor()
     server = serve(closing, executor)
     start(broker, names, tmp_path, closing, [(helper, "civitas", ""), a2a_agent(translator, server.url)])
+    books = names.agent("Books")
 
-    async def scenario() -> CivitasMessage:
-        runtime = Runtime(
-            supervisor=Supervisor("root", children=[Idle(helper)]),
-            components=bridge_components(inbox=names.inbox("civitas"), ingress=names.ingress("civitas"),
-                                         link=broker.link()),
-        )
-        await runtime.start()
-        try:
-            answer: CivitasMessage = await runtime.ask(translator, {"message": "bonjour"}, timeout=WAIT)
-            return answer
-        finally:
-            await runtime.stop()
+    def ask_in_a_runtime(payload: dict[str, Any]) -> CivitasMessage:
+        """``Runtime.ask`` in an agency of its own. One ask per runtime: in civitas_stomp the ACK
+        of an ask's answer races the UNSUBSCRIBE of its reply inbox, and an ACK that comes
+        second is an ERROR on Artemis and RabbitMQ that drops the connection, under the next
+        ask's SUBSCRIBE (seen on Artemis: "no RECEIPT from the broker")."""
 
-    answer = asyncio.run(asyncio.wait_for(scenario(), 2 * WAIT))
-    assert answer.payload.get("message") == "echo: bonjour", answer
-    assert answer.sender == translator, answer
-    assert_sent(received(executor), "bonjour", "default")
+        async def scenario() -> CivitasMessage:
+            runtime = Runtime(
+                supervisor=Supervisor("root", children=[Idle(helper)]),
+                components=bridge_components(inbox=names.inbox("civitas"), ingress=names.ingress("civitas"),
+                                             link=broker.link()),
+            )
+            await runtime.start()
+            try:
+                answer: CivitasMessage = await runtime.ask(translator, payload, timeout=WAIT)
+                return answer
+            finally:
+                await runtime.stop()
+
+        return asyncio.run(asyncio.wait_for(scenario(), 2 * WAIT))
+
+    in_books = ask_in_a_runtime({"message": "bonjour", "context_name": books})
+    plain = ask_in_a_runtime({"message": "merci"})
+    assert in_books.payload.get("message") == "echo: bonjour", in_books
+    assert in_books.payload.get("context_name") == books, in_books
+    assert in_books.sender == translator, in_books
+    assert_sent(received(executor), "bonjour", books)
+    assert plain.payload.get("message") == "echo: merci", plain
+    assert plain.sender == translator, plain
+    # An ask that names no context: the bridge sends no contextId, or the default context's name
+    # (the agent then makes a context of its own, which the answer does not carry back).
+    merci = received(executor)
+    [sent] = [p.body["params"]["message"] for p in server.gate.posts if "merci" in str(p.body)]
+    assert sent.get("contextId", "default") == "default", sent
+    assert get_message_text(merci) == "merci", merci
