@@ -17,10 +17,6 @@ Wise Agents' transport hard-codes (``/queue/request/<Agent>``). Each test has na
 (its agents, its bridge's reply agent: ``Names``); nothing sleeps: a test waits for the
 client's answer or the A2A agent's next message, each with a timeout."""
 
-# Upstream marks WiseAgent.process_request abstract without an ABC, and its coordinators never
-# define it: they are made all the same (as test_wiseagents_registry_e2e's override says).
-# mypy: disable-error-code="abstract"
-
 from __future__ import annotations
 
 import queue
