@@ -1,6 +1,9 @@
 //! The operator's HTTP endpoint, on axum (hyper): `/metrics` (Prometheus text), `/healthz`
 //! (the process is alive), `/readyz` (connected, subscribed, and the broker confirming what is
-//! published, else 503 with the reason) and `/config` (the last configuration reload, JSON).
+//! published, else 503 with the reason) and `/config` (the last configuration reload, JSON);
+//! HTTPS with `http.cert_file` and `http.key_file` ([`tls`]).
+
+pub mod tls;
 
 use crate::a2a::Hub;
 use crate::telemetry::Metrics;
@@ -18,22 +21,32 @@ const TEXT: &str = "text/plain; charset=utf-8";
 
 /// Serves until `shutdown` fires.
 /// `tasks`: the A2A service's (`[a2a]`), whose routes join the operator's.
+/// `tls`: HTTPS with this server configuration ([`tls::server_config`]), else plain HTTP.
 pub async fn serve(
     listener: TcpListener,
+    tls: Option<Arc<tls::ServerConfig>>,
     metrics: Arc<Metrics>,
     tasks: Option<Arc<Hub>>,
     shutdown: CancellationToken,
 ) {
     if let Ok(addr) = listener.local_addr() {
         let a2a = if tasks.is_some() { ", /a2a" } else { "" };
-        info!(%addr, "HTTP endpoint listening (/metrics, /healthz, /readyz, /config{a2a})");
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        info!(%addr, scheme, "HTTP endpoint listening (/metrics, /healthz, /readyz, /config{a2a})");
     }
     let routes = match tasks {
         Some(tasks) => router(metrics).merge(crate::a2a::serve::routes(tasks)),
         None => router(metrics),
     };
-    let served = axum::serve(listener, routes).with_graceful_shutdown(shutdown.cancelled_owned());
-    if let Err(error) = served.await {
+    let stopped = shutdown.cancelled_owned();
+    let served = match tls {
+        None => axum::serve(listener, routes).with_graceful_shutdown(stopped).await,
+        Some(config) => match tls::TlsListener::new(listener, config) {
+            Ok(listener) => axum::serve(listener, routes).with_graceful_shutdown(stopped).await,
+            Err(error) => Err(error),
+        },
+    };
+    if let Err(error) = served {
         warn!(%error, "the HTTP endpoint stopped");
     }
 }

@@ -6,7 +6,7 @@ async fn exchange(metrics: Arc<Metrics>, pieces: &[&str]) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let shutdown = CancellationToken::new();
-    let served = tokio::spawn(serve(listener, metrics, None, shutdown.clone()));
+    let served = tokio::spawn(serve(listener, None, metrics, None, shutdown.clone()));
     let mut client = tokio::net::TcpStream::connect(addr).await.unwrap();
     client.set_nodelay(true).unwrap();
     for piece in pieces {
@@ -80,4 +80,53 @@ async fn the_config_route_says_how_the_last_reload_ended() {
         "{answer}"
     );
     assert!(answer.contains("\"last_reload\":null"), "{answer}");
+}
+
+/// A file of the TLS fixtures in `tests/tls` (a CA, and a server certificate for `localhost`).
+fn fixture(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tls").join(name)
+}
+
+/// A TLS client trusting the fixtures' CA, connected to `addr` as `localhost`.
+async fn https_client(
+    addr: std::net::SocketAddr,
+) -> std::io::Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>> {
+    let opts = crate::stomp::TlsOptions { ca_file: Some(fixture("ca.pem")), ..Default::default() };
+    let config = crate::stomp::tls_client_config(&opts).unwrap();
+    let tcp = tokio::net::TcpStream::connect(addr).await?;
+    let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+    tokio_rustls::TlsConnector::from(Arc::new(config)).connect(name, tcp).await
+}
+
+#[tokio::test]
+async fn with_a_certificate_the_endpoint_is_https_and_a_stalled_handshake_holds_no_one_back() {
+    let tls = tls::server_config(&fixture("server.pem"), &fixture("server.key")).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let shutdown = CancellationToken::new();
+    let served =
+        tokio::spawn(serve(listener, Some(tls), Arc::new(Metrics::default()), None, shutdown.clone()));
+    // A client that connects and never says hello.
+    let _stalled = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut client = https_client(addr).await.expect("the handshake");
+    client.write_all(get("/healthz").as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    client.read_to_string(&mut answer).await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200") && answer.ends_with("ok\n"), "{answer}");
+    // Plain HTTP on the HTTPS port gets no answer from the routes.
+    let mut plain = tokio::net::TcpStream::connect(addr).await.unwrap();
+    plain.write_all(get("/healthz").as_bytes()).await.unwrap();
+    let mut refused = Vec::new();
+    let _ = plain.read_to_end(&mut refused).await;
+    assert!(!String::from_utf8_lossy(&refused).contains("200 OK"), "{refused:?}");
+    shutdown.cancel();
+    served.await.unwrap();
+}
+
+#[test]
+fn a_certificate_without_a_usable_key_is_refused_with_why() {
+    let e = tls::server_config(&fixture("server.pem"), &fixture("client.key")).unwrap_err();
+    assert!(e.contains("cannot be used together"), "{e}");
+    let e = tls::server_config(&fixture("missing.pem"), &fixture("server.key")).unwrap_err();
+    assert!(e.contains("missing.pem"), "{e}");
 }

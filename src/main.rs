@@ -143,7 +143,8 @@ fn dead_letters(config: Option<PathBuf>, queue: Option<String>, action: Action) 
     }
 }
 
-/// GET /healthz on the configured listen address (a wildcard address is asked on loopback).
+/// GET /healthz on the configured listen address (a wildcard address is asked on loopback);
+/// with HTTPS, a connection the listener accepts.
 fn health(path: &Path) -> ExitCode {
     use std::io::Read;
     let Ok(config) = Config::load(path) else { return ExitCode::FAILURE };
@@ -155,6 +156,11 @@ fn health(path: &Path) -> ExitCode {
     let Ok(mut stream) = std::net::TcpStream::connect_timeout(&addr, timeout) else {
         return ExitCode::FAILURE;
     };
+    // HTTPS: the listener accepting is the answer (`/healthz` says only that the process is
+    // alive; a probe has no CA to verify the certificate with, and need not speak TLS for that).
+    if config.http.cert_file.is_some() {
+        return ExitCode::SUCCESS;
+    }
     let _ = stream.set_read_timeout(Some(timeout));
     let _ = stream.write_all(b"GET /healthz HTTP/1.0\r\n\r\n");
     let mut answer = String::new();
@@ -212,10 +218,20 @@ async fn serve(config: Config, path: &Path, set_level: SetLevel) -> ExitCode {
     let shutdown = CancellationToken::new();
     let tasks = stomp_agent_bridge::a2a::Hub::of(&config, metrics.clone());
     if !config.http.listen.is_empty() {
+        let tls = match (&config.http.cert_file, &config.http.key_file) {
+            (Some(cert), Some(key)) => match stomp_agent_bridge::http::tls::server_config(cert, key) {
+                Ok(tls) => Some(tls),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot serve HTTPS (http.cert_file, http.key_file)");
+                    return ExitCode::FAILURE;
+                }
+            },
+            _ => None,
+        };
         match tokio::net::TcpListener::bind(&config.http.listen).await {
             Ok(listener) => {
                 let (metrics, tasks, shutdown) = (metrics.clone(), tasks.clone(), shutdown.clone());
-                tokio::spawn(stomp_agent_bridge::http::serve(listener, metrics, tasks, shutdown));
+                tokio::spawn(stomp_agent_bridge::http::serve(listener, tls, metrics, tasks, shutdown));
             }
             Err(e) => {
                 tracing::error!(listen = %config.http.listen, error = %e, "cannot open the HTTP endpoint");

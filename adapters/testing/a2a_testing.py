@@ -99,9 +99,11 @@ def closing() -> Iterator[Closing]:
 
 
 def a2a_section(serve: Sequence[str], descriptions: dict[str, str] | None = None, token_file: Path | None = None,
-                reply_timeout_ms: int | None = None) -> str:
+                reply_timeout_ms: int | None = None, public_url: str | None = None) -> str:
     """The ``[a2a]`` table (and ``[a2a.descriptions]``) of the bridge's configuration."""
     text = "[a2a]\nserve = [" + ", ".join(f'"{s}"' for s in serve) + "]\n"
+    if public_url is not None:
+        text += f'public_url = "{public_url}"\n'
     if token_file is not None:
         text += f'token_file = "{token_file}"\n'
     if reply_timeout_ms is not None:
@@ -118,19 +120,21 @@ class A2ABridge:
 
     def __init__(self, broker: Broker, names: Names, tmp: Path, serve: Sequence[str],
                  descriptions: dict[str, str] | None = None, token: str | None = None,
-                 reply_timeout_ms: int | None = None, contexts: Sequence[str] = ()) -> None:
+                 reply_timeout_ms: int | None = None, contexts: Sequence[str] = (),
+                 https: tuple[Path, Path] | None = None) -> None:
         self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
+        # With HTTPS the certificate names localhost (tests/tls), so the URLs do too.
+        self.base = f"https://localhost:{self.port}" if https else f"http://127.0.0.1:{self.port}"
         self.reply_agent = names.agent("_bridge")
         token_file = None
         if token is not None:
             token_file = tmp / "a2a-token"
             token_file.write_text(token + "\n")
-        extra = a2a_section(serve, descriptions, token_file, reply_timeout_ms)
+        extra = a2a_section(serve, descriptions, token_file, reply_timeout_ms, self.base if https else None)
         # The served agents that are names, not globs, are native agents known by name too.
         known = [s for s in serve if not any(c in s for c in "*?[")]
         toml = config_toml(broker, names, [], self.port, wiseagents=known, contexts=contexts,
-                           reply_agent=self.reply_agent, extra=extra)
+                           reply_agent=self.reply_agent, extra=extra, https=https)
         self.process = BridgeProcess(toml, tmp)
 
     def agent_url(self, agent: str) -> str:

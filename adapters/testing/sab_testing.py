@@ -89,15 +89,17 @@ class Names:
 
 def config_toml(broker: Broker, names: Names, agents: list[tuple[str, str, str]], http_port: int,
                 wiseagents: Sequence[str] = (), contexts: Sequence[str] = (), reply_agent: str | None = None,
-                extra: str = "") -> str:
+                extra: str = "", https: tuple[Path, Path] | None = None) -> str:
     """A bridge configuration; ``agents`` are (name, protocol, extra TOML lines); ``contexts``
     are the Wise Agents contexts other frameworks may name (``wiseagents.contexts``: the
     bridge writes no other, docs/MAPPING.md); ``reply_agent`` is ``wiseagents.reply_agent``
     (the test's own, ``names.reply_agent``, when None); ``extra`` is TOML appended at the end, after
-    the ``[[agents]]`` tables (whole tables, such as ``[a2a]``)."""
+    the ``[[agents]]`` tables (whole tables, such as ``[a2a]``); ``https`` is the listener's
+    (certificate, key): HTTPS only."""
     native = ", ".join(f'"{a}"' for a in wiseagents)
     known = ", ".join(f'"{c}"' for c in contexts)
     reply = names.reply_agent if reply_agent is None else reply_agent
+    https_keys = "" if https is None else f'cert_file = "{https[0]}"\nkey_file = "{https[1]}"\n'
     text = f"""[broker]
 url = "stomp://127.0.0.1:{broker.port}"
 login = "{broker.login}"
@@ -136,7 +138,7 @@ receipt_timeout_ms = 5000
 
 [http]
 listen = "127.0.0.1:{http_port}"
-
+{https_keys}
 [log]
 format = "json"
 """

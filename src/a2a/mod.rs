@@ -81,7 +81,8 @@ impl Hub {
             contexts: w.contexts.clone(),
         };
         metrics.a2a.enable();
-        let base_url = a2a.public_url.clone().unwrap_or_else(|| format!("http://{}", config.http.listen));
+        let scheme = if config.http.cert_file.is_some() { "https" } else { "http" };
+        let base_url = a2a.public_url.clone().unwrap_or_else(|| format!("{scheme}://{}", config.http.listen));
         Some(Arc::new(Hub {
             config: a2a,
             base_url,

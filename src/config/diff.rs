@@ -106,6 +106,8 @@ fn refused_keys(old: &Config, new: &Config, d: &mut Diff) {
         ("protocols.penguiflow.stream_max_bytes", bounds.0 != new_bounds.0, STREAMS),
         ("protocols.penguiflow.stream_max_wait_ms", bounds.1 != new_bounds.1, STREAMS),
         ("http.listen", old.http.listen != new.http.listen, RESTART),
+        ("http.cert_file", old.http.cert_file != new.http.cert_file, RESTART),
+        ("http.key_file", old.http.key_file != new.http.key_file, RESTART),
         ("log.format", old.log.format != new.log.format, RESTART),
     ];
     for (key, changed, why) in plain.chain(special) {

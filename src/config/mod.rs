@@ -313,6 +313,13 @@ pub struct HttpConfig {
     /// `host:port`; an empty string turns the endpoint off.
     #[serde(default = "default_listen")]
     pub listen: String,
+    /// PEM certificate chain: with `key_file`, the endpoint (and the A2A service on it) is
+    /// HTTPS only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cert_file: Option<PathBuf>,
+    /// PEM private key of `cert_file`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_file: Option<PathBuf>,
 }
 
 /// Log output.
@@ -402,7 +409,7 @@ impl Default for WiseAgentsConfig {
 
 impl Default for HttpConfig {
     fn default() -> Self {
-        HttpConfig { listen: default_listen() }
+        HttpConfig { listen: default_listen(), cert_file: None, key_file: None }
     }
 }
 

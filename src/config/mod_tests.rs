@@ -307,7 +307,11 @@ pub(super) fn everything() -> Config {
             AgentConfig::new("Planner", Framework::PenguiFlow),
         ],
         delivery: every_delivery_key(),
-        http: HttpConfig { listen: "127.0.0.1:9999".into() },
+        http: HttpConfig {
+            listen: "127.0.0.1:9999".into(),
+            cert_file: Some("http.pem".into()),
+            key_file: Some("http.key".into()),
+        },
         log: LogConfig { format: "json".into(), level: "stomp_agent_bridge=debug".into() },
         mirror: every_mirror_key(),
         a2a: Some(every_a2a_key()),

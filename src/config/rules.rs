@@ -46,6 +46,7 @@ impl Config {
             }
         }
         self.validate_limits(&mut bad);
+        self.validate_http(&mut bad);
         if !self.http.listen.is_empty() && self.http.listen.parse::<std::net::SocketAddr>().is_err() {
             bad("http.listen", format!("{:?} is not host:port", self.http.listen));
         }
@@ -179,6 +180,22 @@ impl Config {
     }
 
     /// The `[delivery]` bounds that must be at least 1.
+    /// HTTPS needs both the certificate and its key, and a listener.
+    fn validate_http(&self, bad: &mut impl FnMut(&str, String)) {
+        let h = &self.http;
+        match (&h.cert_file, &h.key_file) {
+            (Some(_), None) => bad("http.key_file", "http.cert_file needs its key: set http.key_file".into()),
+            (None, Some(_)) => {
+                bad("http.cert_file", "http.key_file needs its certificate: set http.cert_file".into())
+            }
+            (Some(_), Some(_)) if h.listen.is_empty() => bad(
+                "http.cert_file",
+                "the endpoint is off (http.listen is empty): nothing to serve over HTTPS".into(),
+            ),
+            _ => {}
+        }
+    }
+
     fn validate_limits(&self, bad: &mut impl FnMut(&str, String)) {
         for (key, value) in [
             ("delivery.in_flight", self.delivery.in_flight),

@@ -109,7 +109,7 @@ pub fn config(broker: Broker, names: &Names, agents: Vec<AgentConfig>, http_port
             receipt_timeout_ms: 5000,
             ..Default::default()
         },
-        http: HttpConfig { listen: format!("127.0.0.1:{http_port}") },
+        http: HttpConfig { listen: format!("127.0.0.1:{http_port}"), ..HttpConfig::default() },
         log: LogConfig { format: "json".into(), ..Default::default() },
         mirror: None,
         a2a: None,

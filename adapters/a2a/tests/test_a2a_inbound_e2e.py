@@ -21,6 +21,7 @@ agent's next request, or a call's answer, each with a timeout."""
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -50,7 +51,7 @@ from a2a_testing import (
     state_name,
     status_text,
 )
-from sab_testing import Names, WiseAgent, wa_dump
+from sab_testing import REPO, Names, WiseAgent, wa_dump
 
 COMPLETED = TaskState.TASK_STATE_COMPLETED
 WORKING = TaskState.TASK_STATE_WORKING
@@ -204,6 +205,34 @@ def test_send_message_is_answered_by_the_wise_agent(broker, tmp_path, closing):
             elsewhere = await send_once(client, "elsewhere", context_id=names.agent("Unknown"))
             assert_state(elsewhere, COMPLETED)
             assert_query(agent.next_request(), bridge, "elsewhere")
+
+    run(scenario)
+
+
+# -- HTTPS on the listener --------------------------------------------------------------------
+def test_the_sdk_client_asks_over_https_and_plain_http_gets_nothing(broker, tmp_path, closing):
+    """``http.cert_file``/``key_file`` (tests/tls: a server certificate for localhost): the card
+    names the https URL, the SDK's client verifies the certificate against the CA and asks."""
+    names = Names(broker)
+    echo = names.agent("Echo")
+    tls = REPO / "tests" / "tls"
+    bridge, [agent] = start(broker, names, tmp_path, closing, [(echo, lambda m: f"echo: {m['_message']}")],
+                            https=(tls / "server.pem", tls / "server.key"))
+
+    async def scenario() -> None:
+        trust = ssl.create_default_context(cafile=str(tls / "ca.pem"))
+        async with httpx.AsyncClient(timeout=WAIT, verify=trust) as http:
+            card = await bridge.card(http, echo)
+            assert card.supported_interfaces[0].url == f"https://localhost:{bridge.port}/a2a/{echo}", card
+            client = await bridge.client(http, echo, streaming=True)
+            events = [event async for event in client.send_message(send_request("over tls"))]
+            last = events[-1]
+            assert last.HasField("status_update") and last.status_update.status.state == COMPLETED, \
+                [describe(e) for e in events]
+            assert_query(agent.next_request(), bridge, "over tls")
+        async with httpx.AsyncClient(timeout=WAIT) as plain:
+            with pytest.raises(httpx.HTTPError):
+                await plain.get(f"http://127.0.0.1:{bridge.port}/healthz")
 
     run(scenario)
 
