@@ -53,6 +53,9 @@ pub struct Call {
     /// The message id the agent sees, the same on every attempt and every redelivery of the
     /// request (an agent that deduplicates by it runs the request once).
     pub message_id: String,
+    /// When the asker's ask times out (the pipeline's one rule for reply timeouts): the call
+    /// gives up then. None: each attempt is bounded by itself ([`UNBOUNDED_ATTEMPT`]).
+    pub deadline: Option<Instant>,
 }
 
 /// A call done: what the agent answered (a `SendMessageResponse`'s JSON), or, when no answer
@@ -81,8 +84,6 @@ struct Remote {
     card: Mutex<Option<Card>>,
     slots: Arc<Semaphore>,
     max_attempts: u32,
-    /// The whole call's bound: the reply timeout the asker waits.
-    reply_timeout: Option<Duration>,
 }
 
 /// What the bridge takes from an agent's card.
@@ -115,10 +116,9 @@ impl Calls {
         if agents.is_empty() {
             return Ok(None);
         }
-        let global = Duration::from_millis(config.delivery.reply_timeout_ms);
         let mut remotes = HashMap::new();
         for agent in agents {
-            let remote = Remote::of(agent, global)?;
+            let remote = Remote::of(agent)?;
             remotes.insert(agent.name.clone(), Arc::new(remote));
         }
         metrics.a2a_calls.agents(remotes.keys().map(String::as_str));
@@ -172,7 +172,7 @@ async fn read_cards(remotes: &Remotes) -> HashMap<String, String> {
 }
 
 impl Remote {
-    fn of(agent: &AgentConfig, global_timeout: Duration) -> Result<Remote, String> {
+    fn of(agent: &AgentConfig) -> Result<Remote, String> {
         let url = agent.url.clone().unwrap_or_default();
         let tls = TlsOptions { ca_file: agent.ca_file.clone(), ..TlsOptions::default() };
         let tls = tls_client_config(&tls).map_err(|e| format!("agent {}: {e}", agent.name))?;
@@ -180,7 +180,6 @@ impl Remote {
             .use_preconfigured_tls(tls)
             .build()
             .map_err(|e| format!("agent {}: cannot make its HTTP client: {e}", agent.name))?;
-        let reply_timeout = agent.reply_timeout_ms.map(Duration::from_millis).unwrap_or(global_timeout);
         Ok(Remote {
             name: agent.name.clone(),
             url,
@@ -189,7 +188,6 @@ impl Remote {
             card: Mutex::new(None),
             slots: Arc::new(Semaphore::new(agent.max_calls.unwrap_or(DEFAULT_MAX_CALLS).max(1))),
             max_attempts: agent.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS).max(1),
-            reply_timeout: Some(reply_timeout).filter(|t| !t.is_zero()),
         })
     }
 
@@ -205,12 +203,17 @@ impl Remote {
             return Ok(card.clone());
         }
         let card = self.card().await?;
-        let endpoint = jsonrpc_url(&card).ok_or_else(|| {
-            A2AError::new(
-                a2a::error_code::UNSUPPORTED_OPERATION,
-                "the agent's card names no JSON-RPC interface",
-            )
-        })?;
+        let refused = |why: String| A2AError::new(a2a::error_code::UNSUPPORTED_OPERATION, why);
+        let endpoint = jsonrpc_url(&card)
+            .ok_or_else(|| refused("the agent's card names no JSON-RPC interface".into()))?;
+        // The token was given for the agent's URL: never sent to another origin, nor in clear.
+        if self.token.is_some() && origin(&endpoint) != origin(&self.url) {
+            let why = format!(
+                "the card names {endpoint}, not at {}: the token is not sent there",
+                origin(&self.url)
+            );
+            return Err(refused(why));
+        }
         let streaming = card.capabilities.streaming.unwrap_or(false);
         let card = Card { endpoint, description: description(&card), streaming };
         *known = Some(card.clone());
@@ -256,6 +259,13 @@ fn description(card: &AgentCard) -> String {
     }
 }
 
+/// `scheme://host:port` of a URL, lower-cased.
+fn origin(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    format!("{scheme}://{authority}").to_ascii_lowercase()
+}
+
 /// The URL of the card's JSON-RPC interface (A2A 1.0 `supportedInterfaces`).
 fn jsonrpc_url(card: &AgentCard) -> Option<String> {
     card.supported_interfaces.iter().find(|i| i.protocol_binding == "JSONRPC").map(|i| i.url.clone())
@@ -284,7 +294,7 @@ async fn run(
 
 /// A call from its request to its result, with a slot of its agent's.
 async fn one_call(remotes: &Remotes, metrics: &Metrics, call: Call) -> Called {
-    let Call { id, agent, request, message_id } = call;
+    let Call { id, agent, request, message_id, deadline } = call;
     let Some(remote) = remotes.get(&agent) else {
         return failed(id, format!("{agent} is not an A2A agent of this bridge"));
     };
@@ -293,13 +303,20 @@ async fn one_call(remotes: &Remotes, metrics: &Metrics, call: Call) -> Called {
         Err(e) => return failed(id, format!("the request for {agent} is not a SendMessageRequest: {e}")),
     };
     request.message.message_id = message_id;
-    let started = Instant::now();
     metrics.a2a_calls.waiting(&agent, 1);
-    let slot = remote.slots.clone().acquire_owned().await;
+    let acquire = remote.slots.clone().acquire_owned();
+    let slot = match deadline {
+        Some(deadline) => tokio::time::timeout_at(deadline, acquire).await.ok(),
+        None => Some(acquire.await),
+    };
     metrics.a2a_calls.waiting(&agent, -1);
-    let Ok(_slot) = slot else { return failed(id, "the A2A call stage is closing".into()) };
+    let _slot = match slot {
+        Some(Ok(slot)) => slot,
+        Some(Err(_)) => return failed(id, "the A2A call stage is closing".into()),
+        None => return failed(id, format!("{agent} had no free call (max_calls) before the reply timeout")),
+    };
     metrics.a2a_calls.in_flight(&agent, 1);
-    let result = attempts(remote, metrics, &request, started).await;
+    let result = attempts(remote, metrics, &request, deadline).await;
     metrics.a2a_calls.in_flight(&agent, -1);
     match result {
         Ok((answer, attempts)) => {
@@ -313,15 +330,14 @@ async fn one_call(remotes: &Remotes, metrics: &Metrics, call: Call) -> Called {
     }
 }
 
-/// Attempts until one answers, one fails for good, `max_attempts` are made or the reply
-/// timeout (from `started`) passes: the answer's JSON, or why none came; with the attempts.
+/// Attempts until one answers, one fails for good, `max_attempts` are made or the
+/// `deadline` passes: the answer's JSON, or why none came; with the attempts.
 async fn attempts(
     remote: &Remote,
     metrics: &Metrics,
     request: &SendMessageRequest,
-    started: Instant,
+    deadline: Option<Instant>,
 ) -> Result<(Vec<u8>, u32), (String, u32)> {
-    let deadline = remote.reply_timeout.map(|t| started + t);
     let mut backoff = FIRST_BACKOFF;
     for attempt in 1..=remote.max_attempts {
         let bound = deadline.map_or(UNBOUNDED_ATTEMPT, |d| d.saturating_duration_since(Instant::now()));

@@ -60,7 +60,14 @@ fn request(text: &str) -> Bytes {
 }
 
 async fn call(calls: &mut Calls) -> Called {
-    calls.call(Call { id: 7, agent: "Flaky".into(), request: request("hi"), message_id: "m-1".into() });
+    let deadline = Some(tokio::time::Instant::now() + Duration::from_secs(20));
+    calls.call(Call {
+        id: 7,
+        agent: "Flaky".into(),
+        request: request("hi"),
+        message_id: "m-1".into(),
+        deadline,
+    });
     tokio::time::timeout(Duration::from_secs(30), calls.next()).await.unwrap().unwrap()
 }
 
@@ -124,4 +131,11 @@ async fn the_registry_describes_an_agent_by_its_cards_description_and_skills() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let (away, _) = stage_for(&format!("http://127.0.0.1:{port}"), 1);
     assert!(away.descriptions().await.is_empty(), "no card, no description: the default stands");
+}
+
+#[test]
+fn the_origin_of_a_url_is_its_scheme_host_and_port() {
+    assert_eq!(origin("https://Agent.example:8443/a2a/T?x=1"), "https://agent.example:8443");
+    assert_ne!(origin("http://agent.example/a2a"), origin("https://agent.example/a2a"), "no downgrade");
+    assert_ne!(origin("https://agent.example/a2a"), origin("https://agent.example.evil/a2a"));
 }

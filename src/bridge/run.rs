@@ -13,6 +13,7 @@ use crate::config::{Config, Discovery};
 use crate::stomp::{AckMode, Client, ClientConfig, Message, Subscription};
 use crate::telemetry::Metrics;
 use crate::wise_registry::stage::Stage;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -133,17 +134,19 @@ async fn proxy(
     let receipt_timeout = Duration::from_millis(config.delivery.receipt_timeout_ms);
     let settler = Settler::new(publisher.clone(), client.clone(), metrics.clone(), mode, receipt_timeout);
     let budget = split.then_some(config.delivery.in_flight);
-    let make: MakeSubscription = Arc::new(move |d: &str| consuming.subscription(d));
+    let making = consuming.clone();
+    // The registry's stage outlives the shutdown signal until the engine has finished: the
+    // answers settled while stopping may need it.
+    let stages = CancellationToken::new();
+    let make: MakeSubscription = Arc::new(move |d: &str| making.subscription(d));
     let held = Subscriptions::new(client.clone(), make, shutdown.clone());
     let mut engine =
         Engine::new(settler, pipeline, metrics.clone(), &config.delivery, publisher.clone(), budget)
             .with_unconfirmed_cap(unconfirmed_cap(mode, config.delivery.unconfirmed_max, publisher.server()))
-            .with_registry(registry.clone().map(|r| Stage::spawn(r, metrics.clone(), shutdown.clone())));
+            .with_registry(registry.clone().map(|r| Stage::spawn(r, metrics.clone(), stages.clone())));
     if let Some(tasks) = &tasks {
         tasks.attach(publisher.clone());
     }
-    let calls = crate::a2a::call::Calls::spawn(&config, metrics.clone(), shutdown.clone())
-        .map_err(BridgeError::Config)?;
     engine = engine.with_tasks(tasks).with_calls(calls);
     if let Some(requests) = reloads {
         let settle_within = Duration::from_millis(config.delivery.shutdown_timeout_ms);
@@ -168,6 +171,7 @@ async fn proxy(
     let mut discovery = Discovering { held: held.clone() };
     engine.serve(events, publishing, &client, &mut discovery, &serving).await;
     engine.finish(Duration::from_millis(config.delivery.shutdown_timeout_ms)).await;
+    stages.cancel();
     if let Some(registry) = registry {
         registry.stop().await;
     }
@@ -193,7 +197,7 @@ async fn subscribe_all(
     mode: Settlement,
 ) -> Result<Vec<String>, BridgeError> {
     let client = held.client();
-    let mut subscriptions = subscribe(client, &destinations, consuming).await?;
+    let mut subscriptions = subscribe(client, &destinations, &consuming).await?;
     for (destination, id) in destinations.iter().zip(&subscriptions) {
         held.record(destination, id);
     }
@@ -264,27 +268,41 @@ const ARTEMIS_WINDOW_PER_MESSAGE: usize = 2048;
 /// (ActiveMQ's and RabbitMQ's headers both) the whole of `in_flight` when the engine's budget
 /// bounds what is read, else an equal share of it; and ActiveMQ's exclusive consumer when
 /// asked.
-#[derive(Debug, Clone, Copy)]
+///
+/// An A2A agent's request queue has a prefetch of twice its `max_calls`: the requests beyond
+/// wait on the broker, so that an agent that hangs holds that many, never the engine's budget
+/// that the other queues share.
+#[derive(Debug, Clone)]
 struct Consuming {
     prefetch: usize,
     exclusive: bool,
+    /// The request queues of A2A agents, with their own prefetch.
+    calls: Arc<HashMap<String, usize>>,
 }
 
 impl Consuming {
     fn of(config: &Config, subscriptions: usize, budgeted: bool) -> Self {
         let in_flight = config.delivery.in_flight;
         let prefetch = if budgeted { in_flight } else { (in_flight / subscriptions.max(1)).max(1) };
-        Consuming { prefetch, exclusive: config.delivery.exclusive }
+        let max_calls =
+            |a: &crate::config::AgentConfig| a.max_calls.unwrap_or(crate::a2a::call::DEFAULT_MAX_CALLS);
+        let calls = config
+            .agents
+            .iter()
+            .filter(|a| a.protocol == crate::envelope::codecs::Framework::A2a)
+            .map(|a| {
+                (format!("{}{}", config.wiseagents.request_prefix, a.name), (2 * max_calls(a)).min(prefetch))
+            })
+            .collect();
+        Consuming { prefetch, exclusive: config.delivery.exclusive, calls: Arc::new(calls) }
     }
 
-    fn subscription(self, destination: &str) -> Subscription {
+    fn subscription(&self, destination: &str) -> Subscription {
+        let prefetch = self.calls.get(destination).copied().unwrap_or(self.prefetch).max(1);
         let sub = Subscription::new(destination, AckMode::ClientIndividual)
-            .with("activemq.prefetchSize", self.prefetch.to_string())
-            .with("prefetch-count", self.prefetch.to_string())
-            .with(
-                "consumer-window-size",
-                self.prefetch.saturating_mul(ARTEMIS_WINDOW_PER_MESSAGE).to_string(),
-            );
+            .with("activemq.prefetchSize", prefetch.to_string())
+            .with("prefetch-count", prefetch.to_string())
+            .with("consumer-window-size", prefetch.saturating_mul(ARTEMIS_WINDOW_PER_MESSAGE).to_string());
         if self.exclusive { sub.with("activemq.exclusive", "true") } else { sub }
     }
 }
@@ -294,7 +312,7 @@ impl Consuming {
 async fn subscribe(
     client: &Client,
     destinations: &[String],
-    consuming: Consuming,
+    consuming: &Consuming,
 ) -> Result<Vec<String>, BridgeError> {
     let pending = destinations.iter().map(|d| client.subscribe(consuming.subscription(d)));
     let ids = futures_util::future::join_all(pending).await;

@@ -271,7 +271,8 @@ fn an_a2a_agent_needs_an_http_url_and_its_keys_belong_to_it_alone() {
     let agents = "[[agents]]\nname = \"Remote\"\nprotocol = \"a2a\"\n\n\
                   [[agents]]\nname = \"Far*\"\nprotocol = \"a2a\"\nurl = \"ftp://far\"\nmax_calls = 0\n\n\
                   [[agents]]\nname = \"Civ\"\nprotocol = \"civitas\"\nurl = \"http://127.0.0.1:1\"\n\n\
-                  [[agents]]\nname = \"Secret\"\nprotocol = \"a2a\"\nurl = \"https://agent.example\"\ntoken_file = \"missing-token\"\n";
+                  [[agents]]\nname = \"Secret\"\nprotocol = \"a2a\"\nurl = \"https://agent.example\"\ntoken_file = \"missing-token\"\n\n\
+                  [[agents]]\nname = \"Inline\"\nprotocol = \"a2a\"\nurl = \"https://me:pw@agent.example/a2a\"\n";
     let report = report("a2a", &format!("{BROKER}{civitas}\n{agents}"), &[]);
     for expected in [
         "agents[0].url: an A2A agent needs the url its card is read from",
@@ -280,6 +281,7 @@ fn an_a2a_agent_needs_an_http_url_and_its_keys_belong_to_it_alone() {
         "agents[1].max_calls: must be at least 1",
         "agents[2].url: only A2A agents (protocol = \"a2a\") have it",
         "agents[3].token_file: cannot read DIR/missing-token",
+        "agents[4].url: credentials do not go in the URL: use token_file",
     ] {
         assert!(report.contains(expected), "{expected:?} not in:\n{report}");
     }

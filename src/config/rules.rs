@@ -309,6 +309,11 @@ fn validate_a2a_agent(agent: &super::AgentConfig, key: &str, bad: &mut impl FnMu
         Some(url) if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() < 10 => {
             bad(&format!("{key}.url"), format!("{url:?} is not an http:// or https:// URL"))
         }
+        Some(url)
+            if url.split("://").nth(1).and_then(|r| r.split('/').next()).is_some_and(|a| a.contains('@')) =>
+        {
+            bad(&format!("{key}.url"), "credentials do not go in the URL: use token_file".into())
+        }
         Some(_) => {}
     }
     if agent.max_calls == Some(0) {

@@ -145,14 +145,18 @@ impl Router {
     }
 
     /// Every destination the bridge consumes: the Wise Agents request and response queues of
-    /// each proxied agent, each framework's ingress, and the response queue of
+    /// each proxied agent (an A2A agent's request queue only), each framework's ingress, and the response queue of
     /// [`Router::reply_agent`] when it asks. Sorted, so runs are repeatable.
     pub fn subscriptions(&self) -> Vec<String> {
+        // An A2A agent asks no one: nothing answers it on its response queue, and what came
+        // there would be sent to it as a new task.
         let mut out: Vec<String> = self
             .proxied
-            .keys()
-            .flat_map(|name| {
-                [format!("{}{name}", self.request_prefix), format!("{}{name}", self.response_prefix)]
+            .iter()
+            .flat_map(|(name, p)| {
+                let response =
+                    (p.framework != Framework::A2a).then(|| format!("{}{name}", self.response_prefix));
+                std::iter::once(format!("{}{name}", self.request_prefix)).chain(response)
             })
             .chain(self.ingress.iter().map(|(d, _)| d.clone()))
             .chain(self.asks_as_reply_agent.then(|| format!("{}{}", self.response_prefix, self.reply_agent)))

@@ -283,15 +283,18 @@ impl Engine {
         let settle = async {
             // Calls to A2A agents under way are awaited too: their requests were sent, and
             // released now they would be sent again by the next bridge.
-            while !self.ready.is_empty() || !self.batches.is_empty() || !self.calling.is_empty() {
+            // So are the registry's checks (an A2A answer may need one).
+            let staged = |e: &Self| !e.calling.is_empty() || !e.checking.is_empty();
+            while !self.ready.is_empty() || !self.batches.is_empty() || staged(self) {
                 self.start_batches().await;
-                if self.batches.is_empty() && self.calling.is_empty() {
+                if self.batches.is_empty() && !staged(self) {
                     break; // the publishing connection is down: what is ready is released
                 }
                 tokio::select! {
                     // A failed batch is given back by the DISCONNECT that follows.
                     Some(done) = self.batches.next(), if !self.batches.is_empty() => self.finished(done),
                     Some(called) = next_called(&mut self.calls), if !self.calling.is_empty() => self.called(called),
+                    Some(checked) = next_checked(&mut self.registry), if !self.checking.is_empty() => self.checked(checked),
                     else => break,
                 }
             }
@@ -347,7 +350,7 @@ impl Engine {
                 };
                 let work = Work { source: delivery, stream: out.stream, publish: Vec::new(), outcome };
                 if out.frame.header("destination").is_some_and(|d| d.starts_with(A2A_CALL_PREFIX)) {
-                    return self.call_a2a(work, out.frame);
+                    return self.call_a2a(work, out.frame, out.reply_deadline);
                 }
                 match self.registry.as_ref().and_then(|r| r.needs(&out.frame)) {
                     Some(wise) => return self.check_in_registry(work, out.frame, wise),
@@ -418,9 +421,15 @@ impl Engine {
         }
     }
 
-    /// Hands `request`, what `work` asks an A2A agent, to the call stage; the work waits here
-    /// for the agent's answer, the request frame kept (its token matches the answer).
-    fn call_a2a(&mut self, mut work: Work, request: crate::stomp::Frame) {
+    /// Hands `request`, what `work` asks an A2A agent, to the call stage, bounded by the ask's
+    /// `deadline`; the work waits here for the agent's answer, the request frame kept (its
+    /// token matches the answer).
+    fn call_a2a(
+        &mut self,
+        mut work: Work,
+        request: crate::stomp::Frame,
+        deadline: Option<std::time::Instant>,
+    ) {
         let destination = request.header("destination").unwrap_or_default();
         let agent = destination.strip_prefix(A2A_CALL_PREFIX).unwrap_or_default().to_owned();
         let Some(calls) = &self.calls else {
@@ -431,7 +440,8 @@ impl Engine {
         let m = &work.source.message;
         let message_id = source_key(&m.destination, &m.frame.body);
         self.next_call += 1;
-        calls.call(Call { id: self.next_call, agent, request: request.body.clone(), message_id });
+        let deadline = deadline.map(tokio::time::Instant::from_std);
+        calls.call(Call { id: self.next_call, agent, request: request.body.clone(), message_id, deadline });
         work.publish = vec![request];
         self.calling.insert(self.next_call, work);
     }
@@ -496,7 +506,8 @@ impl Engine {
             .with(A2A_AGENT_HEADER, agent)
             .with("content-type", "application/json")
             .with_body(answer);
-        for header in ["correlation-id", super::pipeline::HOPS, "traceparent"] {
+        // Not the hop count: an answer starts again at 0, as every proxied agent's does.
+        for header in ["correlation-id", "traceparent"] {
             if let Some(value) = request.header(header) {
                 frame = frame.with(header, value);
             }
@@ -697,7 +708,17 @@ impl Engine {
             .filter(|(_, w)| w.source.ack_ref().epoch < epoch)
             .map(|(id, _)| *id)
             .collect();
+        // Calls under way for a connection gone too: their requests come back and are called
+        // again, so their asks are taken back now (one answer per ask), and their results,
+        // when they come, find no work.
+        let stale_calls: Vec<u64> = self
+            .calling
+            .iter()
+            .filter(|(_, w)| w.source.ack_ref().epoch < epoch)
+            .map(|(id, _)| *id)
+            .collect();
         let stale = stale.into_iter().chain(stale_checks.iter().filter_map(|id| self.checking.remove(id)));
+        let stale = stale.chain(stale_calls.iter().filter_map(|id| self.calling.remove(id)));
         let stale: Vec<Work> = stale.collect();
         self.metrics.registry.set_held(self.checking.len());
         for work in stale {

@@ -96,3 +96,22 @@ fn an_answer_the_bridge_did_not_ask_for_is_not_taken_from_a2a_answers_without_a2
     let e = p.process(&msg(A2A_ANSWERS, completed("x").to_string())).unwrap_err();
     assert_eq!(e.kind(), "unknown_source");
 }
+
+#[test]
+fn an_a2a_agents_response_queue_is_not_consumed() {
+    let p = pipeline_with(with_a2a_agent);
+    let subscriptions = p.router().subscriptions();
+    assert!(subscriptions.contains(&"/queue/request/Translator".to_owned()), "{subscriptions:?}");
+    assert!(!subscriptions.contains(&"/queue/response/Translator".to_owned()), "{subscriptions:?}");
+}
+
+#[test]
+fn the_request_carries_the_asks_reply_deadline_for_the_call() {
+    let mut p = pipeline_with(|c| {
+        with_a2a_agent(c);
+        c.agents.last_mut().unwrap().reply_timeout_ms = Some(5000);
+    });
+    let asked = sent(&mut p, &wa_ask("Translator", None, "default"));
+    let left = asked.reply_deadline.expect("a deadline").saturating_duration_since(std::time::Instant::now());
+    assert!(left > std::time::Duration::from_secs(4) && left <= std::time::Duration::from_secs(5), "{left:?}");
+}

@@ -35,6 +35,9 @@ pub struct Outgoing {
     pub ask: Option<String>,
     /// The stream this message completed (a reassembled answer).
     pub stream: Option<StreamKey>,
+    /// When the ask this frame makes times out (its asker is answered CANNOT_ANSWER): what
+    /// bounds a call to an A2A agent.
+    pub reply_deadline: Option<Instant>,
 }
 
 /// The outcome of processing.
@@ -283,11 +286,12 @@ impl Pipeline {
         let target = self.settings.target(&env, asker.as_deref())?;
         // The ask is remembered before its context is fitted: its answer goes back in the
         // asker's own context (a Civitas ask in `Books` is answered in `Books`).
-        let ask = self.remember(&target, &mut env, now);
+        let remembered = self.remember(&target, &mut env, now);
         let original_context = self.settings.fit_for(&target, &mut env, wise_context);
         let mut out = self.settings.outgoing(&env, &target, (hops + 1, from.as_str()), correlated, now)?;
         out.unmatched_reply = !correlated && env.direction == Direction::Response;
-        out.ask = ask;
+        (out.ask, out.reply_deadline) =
+            remembered.map_or((None, None), |(ask, deadline)| (Some(ask), deadline));
         if let Some(ctx) = original_context {
             out.frame = out.frame.with(ORIGINAL_CONTEXT, ctx);
         }
@@ -364,7 +368,12 @@ impl Pipeline {
 
     /// Before a request leaves: the ask is remembered (its answer's route, its reply
     /// timeout), and its token travels where the target echoes it.
-    fn remember(&mut self, target: &Target, env: &mut Envelope, now: &mut Now) -> Option<String> {
+    fn remember(
+        &mut self,
+        target: &Target,
+        env: &mut Envelope,
+        now: &mut Now,
+    ) -> Option<(String, Option<Instant>)> {
         if env.direction != Direction::Request {
             return None;
         }
@@ -405,7 +414,7 @@ impl Pipeline {
             timed_out: false,
         };
         self.state.table.insert(ask, now.at);
-        Some(ask_id)
+        Some((ask_id, reply_deadline))
     }
 
     /// A queue discovered for an agent a glob names: the agent's VOX UUID resolves back to
@@ -464,7 +473,15 @@ impl Settings {
             frame = frame.with("correlation-id", token.clone());
         }
         let route = format!("{from}->{}", target.framework);
-        Ok(Outgoing { frame, route, correlated, unmatched_reply: false, ask: None, stream: None })
+        Ok(Outgoing {
+            frame,
+            route,
+            correlated,
+            unmatched_reply: false,
+            ask: None,
+            stream: None,
+            reply_deadline: None,
+        })
     }
 
     /// Whether the asker of this answer is a Wise Agents agent (not proxied, not a
