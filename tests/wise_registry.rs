@@ -227,3 +227,56 @@ async fn a_sequence_that_restarts_after_the_proxied_agent_sends_the_first_query_
     assert_eq!(chat.last().and_then(|m| m.get("content")), Some(&Py::Str("not good enough".into())));
     assert!(bridge.terminate(20).success());
 }
+
+/// `[a2a]` with the registry: a served native agent's card says what its entry in the registry
+/// says (what a coordinator reads there), and a task's new A2A `contextId` is made a Wise Agents
+/// context, in which the agent is asked.
+#[tokio::test]
+async fn a2a_cards_take_the_registrys_description_and_a_new_a2a_context_is_made_a_wise_agents_context() {
+    use stomp_agent_bridge::stomp::{TlsOptions, tls_client_config};
+    let names = Names::new(Broker::ActiveMq);
+    let (civ, native) = (names.agent("CivStep"), names.agent("Planner"));
+    let mut r = redis().await;
+    cmd(&mut r, &[b"HSET", b"agents", native.as_bytes(), &metadata("Plans trips to Rome")]).await;
+    let port = free_port();
+    let a2a = toml::from_str(&format!("serve = [\"{native}\"]\n")).expect("an [a2a] table");
+    let config = config(&names, &civ, port, registry(&names, redis_port()), |c| c.a2a = Some(a2a));
+    let bridge = BridgeProcess::start(&config, port, &names.uid);
+
+    let (status, card) = bridge.http_get(&format!("/a2a/{native}/.well-known/agent-card.json"));
+    let card: serde_json::Value =
+        serde_json::from_str(&card).unwrap_or_else(|e| panic!("{status} {e}: {card}"));
+    assert_eq!(card["description"], "Plans trips to Rome", "{card}");
+
+    let (_native, mut requests) = listen(&format!("/queue/request/{native}")).await;
+    let context = format!("trip-{}", names.uid);
+    let http = reqwest::Client::builder()
+        .use_preconfigured_tls(tls_client_config(&TlsOptions::default()).unwrap())
+        .build()
+        .unwrap();
+    let endpoint = format!("http://127.0.0.1:{port}/a2a/{native}");
+    let client = a2a_client::A2AClient::new(a2a_client::jsonrpc::JsonRpcTransport::new(http, endpoint));
+    let mut message = a2a::Message::new(a2a::Role::User, vec![a2a::Part::text("Rome in May?")]);
+    message.context_id = Some(context.clone());
+    let request = a2a::SendMessageRequest {
+        message,
+        configuration: Some(a2a::SendMessageConfiguration {
+            accepted_output_modes: None,
+            task_push_notification_config: None,
+            history_length: None,
+            return_immediately: Some(true),
+        }),
+        metadata: None,
+        tenant: None,
+    };
+    client.send_message(&request).await.expect("the task is made");
+    let (_, asked) = next_wise(&mut requests).await;
+    assert_eq!(
+        (asked.message.as_str(), asked.context_name.as_deref()),
+        ("Rome in May?", Some(context.as_str()))
+    );
+    assert!(hget(&mut r, "contexts", &context).await.is_some(), "registered as register_context does");
+    cmd(&mut r, &[b"HDEL", b"contexts", context.as_bytes()]).await;
+    cmd(&mut r, &[b"HDEL", b"agents", native.as_bytes()]).await;
+    assert!(bridge.terminate(20).success());
+}

@@ -12,8 +12,7 @@ pub const OUTPUT_MODES: [&str; 1] = ["text/plain"];
 const SCHEME: &str = "bearer";
 
 /// `agent`'s card, its interface under `base` (the listener's public URL).
-pub fn card(hub: &Hub, agent: &str, base: &str) -> AgentCard {
-    let description = hub.config.description(agent);
+pub fn card(hub: &Hub, agent: &str, base: &str, description: String) -> AgentCard {
     let (security_schemes, security_requirements) = match &hub.config.token {
         Some(_) => {
             let scheme = SecurityScheme::HttpAuth(HttpAuthSecurityScheme {

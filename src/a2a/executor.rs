@@ -80,7 +80,8 @@ async fn ask(hub: Arc<Hub>, ctx: ExecutorContext, tx: Events) {
         }
     };
     let (_waiting, mut answers) = hub.wait(&ctx.task_id);
-    let frame = request_frame(&hub.asking, &agent, &ctx.task_id, &ctx.context_id, text);
+    let context = hub.context_for(&ctx.context_id).await;
+    let frame = request_frame(&hub.asking, &agent, &ctx.task_id, &context, text);
     if let Err(e) = hub.publish(frame).await {
         let why = format!("the broker did not take the request: {e}");
         end("failed", Some(&why));

@@ -23,9 +23,11 @@ use crate::names::glob_matches;
 use crate::stomp::{Client, Frame};
 use crate::telemetry::Metrics;
 use crate::telemetry::a2a::LateAnswer;
+use crate::wise_registry::member::WiseRegistry;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
+use tracing::warn;
 
 /// A Wise Agents answer to an A2A task, as the pipeline hands it over.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,7 +69,14 @@ pub struct Hub {
     metrics: Arc<Metrics>,
     waiting: Mutex<HashMap<String, mpsc::UnboundedSender<TaskAnswer>>>,
     publisher: Mutex<Option<Client>>,
+    /// The Wise Agents registry, when `[wiseagents.registry]` is set: cards take their
+    /// descriptions from it, and a task's `contextId` is made a Wise Agents context in it.
+    registry: Mutex<Option<Arc<WiseRegistry>>>,
 }
+
+/// How long a card or a request waits for the Wise Agents registry before it goes on without
+/// it (the configured description; the default context).
+const REGISTRY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Hub {
     /// The hub of `config`'s `[a2a]`, if it is set.
@@ -90,6 +99,7 @@ impl Hub {
             metrics,
             waiting: Mutex::default(),
             publisher: Mutex::default(),
+            registry: Mutex::default(),
         }))
     }
 
@@ -102,6 +112,54 @@ impl Hub {
     /// The connection requests are published on, from the bridge once it is connected.
     pub fn attach(&self, publisher: Client) {
         *self.publisher.lock().unwrap_or_else(|e| e.into_inner()) = Some(publisher);
+    }
+
+    /// The Wise Agents registry, from the bridge once it has started it.
+    pub fn attach_registry(&self, registry: Option<Arc<WiseRegistry>>) {
+        *self.registry.lock().unwrap_or_else(|e| e.into_inner()) = registry;
+    }
+
+    fn registry(&self) -> Option<Arc<WiseRegistry>> {
+        self.registry.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// What `agent`'s card says it does: `a2a.descriptions`, else its entry in the Wise Agents
+    /// registry (what a coordinator reads there), else the default.
+    pub async fn description(&self, agent: &str) -> String {
+        if let Some(said) = self.config.descriptions.get(agent) {
+            return said.clone();
+        }
+        let registry = self.registry();
+        let read = async { registry?.description(agent).await.ok().flatten() };
+        match tokio::time::timeout(REGISTRY_WAIT, read).await {
+            Ok(Some(description)) => description,
+            _ => self.config.description(agent),
+        }
+    }
+
+    /// The Wise Agents context a task with `context_id` asks in: the id itself when it is a
+    /// context Wise Agents knows, or, with the registry, once it is made one there; else the
+    /// default context (a Wise Agents agent fails on a context it does not know).
+    pub async fn context_for(&self, context_id: &str) -> String {
+        let known = self.asking.context_for(context_id);
+        if known == context_id || context_id.is_empty() {
+            return known.to_owned();
+        }
+        let Some(registry) = self.registry() else { return known.to_owned() };
+        match tokio::time::timeout(REGISTRY_WAIT, registry.make_context(context_id)).await {
+            Ok(Ok(())) => context_id.to_owned(),
+            Ok(Err(error)) => {
+                warn!(context = context_id, %error, "the A2A context could not be made a Wise Agents context: asking in the default");
+                known.to_owned()
+            }
+            Err(_) => {
+                warn!(
+                    context = context_id,
+                    "the Wise Agents registry did not answer in time: asking in the default context"
+                );
+                known.to_owned()
+            }
+        }
     }
 
     /// Publishes a request and waits for the broker's receipt.

@@ -69,7 +69,16 @@ fn the_request_asks_as_the_reply_agent_with_the_tasks_token_in_tool_id() {
     assert_eq!(m.context_name.as_deref(), Some("Trips.rome"), "a context Wise Agents knows");
     let token = ReplyRoute::from_token(m.tool_id.as_deref().unwrap()).unwrap();
     assert_eq!(token.task.as_deref(), Some("t1"));
-    let other = request_frame(&hub.asking, "Echo", "t2", "01a2-uuid", "hi".into());
-    let m = WiseMessage::parse(&other.body).unwrap();
-    assert_eq!(m.context_name.as_deref(), Some("default"), "an A2A context Wise Agents does not know");
+}
+
+#[tokio::test]
+async fn without_the_registry_an_a2a_context_wise_agents_does_not_know_asks_in_the_default() {
+    let hub = hub();
+    assert_eq!(hub.context_for("Trips.rome").await, "Trips.rome", "a context Wise Agents knows");
+    assert_eq!(hub.context_for("01a2-uuid").await, "default", "an A2A context Wise Agents does not know");
+    assert_eq!(
+        hub.description("Echo").await,
+        hub.config.description("Echo"),
+        "the configured or default one"
+    );
 }

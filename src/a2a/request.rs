@@ -31,11 +31,11 @@ fn refused(what: &str) -> String {
     format!("{what} cannot be carried in a Wise Agents message: send text or data parts")
 }
 
-/// The QUERY that asks `agent` the question of `task`: from the bridge's reply agent, its
-/// answer routed back to it, and the task's token in `_tool_id` (which Wise Agents agents
-/// echo).
-pub fn request_frame(asking: &Asking, agent: &str, task: &str, context_id: &str, text: String) -> Frame {
-    let context = asking.context_for(context_id).to_owned();
+/// The QUERY that asks `agent` the question of `task` in the Wise Agents `context`: from the
+/// bridge's reply agent, its answer routed back to it, and the task's token in `_tool_id`
+/// (which Wise Agents agents echo).
+pub fn request_frame(asking: &Asking, agent: &str, task: &str, context: &str, text: String) -> Frame {
+    let context = context.to_owned();
     let route = ReplyRoute {
         task: Some(task.to_owned()),
         requester: Some(asking.reply_agent.clone()),

@@ -83,7 +83,8 @@ async fn agent_card(State(hub): State<Arc<Hub>>, Path(agent): Path<String>) -> R
     if !hub.serves(&agent) {
         return (StatusCode::NOT_FOUND, "no such A2A agent here (GET /a2a lists them)\n").into_response();
     }
-    axum::Json(card::card(&hub, &agent, &hub.base_url)).into_response()
+    let description = hub.description(&agent).await;
+    axum::Json(card::card(&hub, &agent, &hub.base_url, description)).into_response()
 }
 
 /// The agents named in `a2a.serve` (globs are served as asked for, not listed) and where

@@ -146,6 +146,7 @@ async fn proxy(
             .with_registry(registry.clone().map(|r| Stage::spawn(r, metrics.clone(), stages.clone())));
     if let Some(tasks) = &tasks {
         tasks.attach(publisher.clone());
+        tasks.attach_registry(registry.clone());
     }
     engine = engine.with_tasks(tasks).with_calls(calls);
     if let Some(requests) = reloads {

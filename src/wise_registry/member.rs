@@ -137,6 +137,28 @@ impl WiseRegistry {
         }
     }
 
+    /// What the registry says `agent` does (its `agents` entry), for the cards of the agents
+    /// served over A2A; none when it has no entry.
+    pub async fn description(&self, agent: &str) -> Result<Option<String>, RegistryError> {
+        let mut guard = self.store.lock().await;
+        let read = async { connected(&mut guard, &self.config).await?.description(agent).await }.await;
+        if let Err(error) = &read {
+            forget_broken(&mut guard, error);
+        }
+        read
+    }
+
+    /// Makes the context `name` exist (as `create_context` + `register_context` would), for
+    /// an A2A `contextId` the bridge asks in.
+    pub async fn make_context(&self, name: &str) -> Result<(), RegistryError> {
+        let mut guard = self.store.lock().await;
+        let made = async { connected(&mut guard, &self.config).await?.ensure_context(name).await }.await;
+        if let Err(error) = &made {
+            forget_broken(&mut guard, error);
+        }
+        made.map(|_| ())
+    }
+
     /// Periodically: a member missing from `agents` (Redis restarted empty, another instance
     /// stopped) is registered again.
     pub async fn refresh(&self) {

@@ -283,6 +283,22 @@ impl Store {
         Err(RegistryError::Contended(OWNERS.into()))
     }
 
+    /// What `agent`'s entry in `agents` says it does (`WiseAgentMetaData.description`, its
+    /// state written with or without the leading underscore); none when it has no entry.
+    pub async fn description(&mut self, agent: &str) -> Result<Option<String>, RegistryError> {
+        let Some(pickle) = self.hget("agents", agent).await? else { return Ok(None) };
+        let shape = |why| RegistryError::Shape { key: "agents".into(), field: agent.into(), why };
+        let value = loads(&pickle).map_err(|error| RegistryError::Pickle {
+            key: "agents".into(),
+            field: agent.into(),
+            error,
+        })?;
+        let (_, state) = value.instance().ok_or_else(|| shape("not an object"))?;
+        let state = state.ok_or_else(|| shape("an object without state"))?;
+        let description = state.get("description").or_else(|| state.get("_description"));
+        Ok(description.and_then(Value::as_str).map(str::to_owned))
+    }
+
     /// Whether `member` is still in `agents` (Redis may have restarted empty).
     pub async fn is_registered(&mut self, member: &Member) -> Result<bool, RegistryError> {
         self.hexists("agents", &member.name).await

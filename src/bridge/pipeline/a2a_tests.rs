@@ -113,5 +113,8 @@ fn the_request_carries_the_asks_reply_deadline_for_the_call() {
     });
     let asked = sent(&mut p, &wa_ask("Translator", None, "default"));
     let left = asked.reply_deadline.expect("a deadline").saturating_duration_since(std::time::Instant::now());
-    assert!(left > std::time::Duration::from_secs(4) && left <= std::time::Duration::from_secs(5), "{left:?}");
+    assert!(
+        left > std::time::Duration::from_secs(4) && left <= std::time::Duration::from_secs(5),
+        "{left:?}"
+    );
 }
