@@ -228,18 +228,21 @@ async fn a_sequence_that_restarts_after_the_proxied_agent_sends_the_first_query_
     assert!(bridge.terminate(20).success());
 }
 
-/// `[a2a]` with the registry: a served native agent's card says what its entry in the registry
-/// says (what a coordinator reads there), and a task's new A2A `contextId` is made a Wise Agents
-/// context, in which the agent is asked.
+/// `[a2a]` with the registry: the listing names the registry's agents a glob of `a2a.serve`
+/// matches; a served native agent's card says what its entry in the registry says (what a
+/// coordinator reads there); and a task's new A2A `contextId` is made a Wise Agents context, in
+/// which the agent is asked.
 #[tokio::test]
-async fn a2a_cards_take_the_registrys_description_and_a_new_a2a_context_is_made_a_wise_agents_context() {
+async fn a2a_lists_and_describes_the_registrys_agents_and_makes_a_new_a2a_context_a_wise_agents_context() {
     use stomp_agent_bridge::stomp::{TlsOptions, tls_client_config};
     let names = Names::new(Broker::ActiveMq);
-    let (civ, native) = (names.agent("CivStep"), names.agent("Planner"));
+    let (civ, native, booker) = (names.agent("CivStep"), names.agent("Planner"), names.agent("Booker"));
     let mut r = redis().await;
     cmd(&mut r, &[b"HSET", b"agents", native.as_bytes(), &metadata("Plans trips to Rome")]).await;
+    cmd(&mut r, &[b"HSET", b"agents", booker.as_bytes(), &metadata("Books hotels")]).await;
     let port = free_port();
-    let a2a = toml::from_str(&format!("serve = [\"{native}\"]\n")).expect("an [a2a] table");
+    // Planner by name; every agent of the registry that `Booker*` matches.
+    let a2a = toml::from_str(&format!("serve = [\"{native}\", \"Booker*\"]\n")).expect("an [a2a] table");
     let config = config(&names, &civ, port, registry(&names, redis_port()), |c| c.a2a = Some(a2a));
     let bridge = BridgeProcess::start(&config, port, &names.uid);
 
@@ -247,6 +250,12 @@ async fn a2a_cards_take_the_registrys_description_and_a_new_a2a_context_is_made_
     let card: serde_json::Value =
         serde_json::from_str(&card).unwrap_or_else(|e| panic!("{status} {e}: {card}"));
     assert_eq!(card["description"], "Plans trips to Rome", "{card}");
+    let (_, listing) = bridge.http_get("/a2a");
+    let listing: serde_json::Value = serde_json::from_str(&listing).unwrap();
+    let listed: Vec<&str> =
+        listing["agents"].as_array().unwrap().iter().filter_map(|a| a["name"].as_str()).collect();
+    assert!(listed.contains(&native.as_str()) && listed.contains(&booker.as_str()), "{listing}");
+    assert!(!listed.contains(&civ.as_str()), "a proxied agent the glob does not match: {listing}");
 
     let (_native, mut requests) = listen(&format!("/queue/request/{native}")).await;
     let context = format!("trip-{}", names.uid);
@@ -277,6 +286,6 @@ async fn a2a_cards_take_the_registrys_description_and_a_new_a2a_context_is_made_
     );
     assert!(hget(&mut r, "contexts", &context).await.is_some(), "registered as register_context does");
     cmd(&mut r, &[b"HDEL", b"contexts", context.as_bytes()]).await;
-    cmd(&mut r, &[b"HDEL", b"agents", native.as_bytes()]).await;
+    cmd(&mut r, &[b"HDEL", b"agents", native.as_bytes(), booker.as_bytes()]).await;
     assert!(bridge.terminate(20).success());
 }

@@ -137,6 +137,17 @@ impl Hub {
         }
     }
 
+    /// The agents of the Wise Agents registry this bridge serves (its globs match them), for
+    /// the listing: none without the registry, or when Redis does not answer in time.
+    pub async fn registered(&self) -> Vec<String> {
+        let registry = self.registry();
+        let read = async { registry?.agent_names().await.ok() };
+        let names = tokio::time::timeout(REGISTRY_WAIT, read).await.ok().flatten().unwrap_or_default();
+        let mut served: Vec<String> = names.into_iter().filter(|n| self.serves(n)).collect();
+        served.sort();
+        served
+    }
+
     /// The Wise Agents context a task with `context_id` asks in: the id itself when it is a
     /// context Wise Agents knows, or, with the registry, once it is made one there; else the
     /// default context (a Wise Agents agent fails on a context it does not know).

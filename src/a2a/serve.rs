@@ -87,15 +87,20 @@ async fn agent_card(State(hub): State<Arc<Hub>>, Path(agent): Path<String>) -> R
     axum::Json(card::card(&hub, &agent, &hub.base_url, description)).into_response()
 }
 
-/// The agents named in `a2a.serve` (globs are served as asked for, not listed) and where
-/// their cards are.
+/// The agents named in `a2a.serve` and, with the Wise Agents registry, the agents in it that
+/// its globs match (`serve = ["*"]`: every agent in the registry); where their cards are.
+/// Without the registry a glob is served as asked for, not listed.
 async fn listing(State(hub): State<Arc<Hub>>) -> Response {
     let base = hub.base_url.trim_end_matches('/');
-    let agents: Vec<serde_json::Value> = hub
-        .config
-        .serve
+    let mut named: Vec<String> =
+        hub.config.serve.iter().filter(|s| !crate::names::is_glob(s)).cloned().collect();
+    for agent in hub.registered().await {
+        if !named.contains(&agent) {
+            named.push(agent);
+        }
+    }
+    let agents: Vec<serde_json::Value> = named
         .iter()
-        .filter(|s| !crate::names::is_glob(s))
         .map(
             |a| serde_json::json!({"name": a, "card": format!("{base}/a2a/{a}/.well-known/agent-card.json")}),
         )

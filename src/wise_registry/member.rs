@@ -148,6 +148,16 @@ impl WiseRegistry {
         read
     }
 
+    /// The agents in the registry (native, and the proxied ones bridges registered).
+    pub async fn agent_names(&self) -> Result<Vec<String>, RegistryError> {
+        let mut guard = self.store.lock().await;
+        let read = async { connected(&mut guard, &self.config).await?.agent_names().await }.await;
+        if let Err(error) = &read {
+            forget_broken(&mut guard, error);
+        }
+        read
+    }
+
     /// Makes the context `name` exist (as `create_context` + `register_context` would), for
     /// an A2A `contextId` the bridge asks in.
     pub async fn make_context(&self, name: &str) -> Result<(), RegistryError> {

@@ -283,6 +283,16 @@ impl Store {
         Err(RegistryError::Contended(OWNERS.into()))
     }
 
+    /// The names in the `agents` hash (`get_agents`'s keys).
+    pub async fn agent_names(&mut self) -> Result<Vec<String>, RegistryError> {
+        let names = match self.call(&[b"HKEYS", b"agents"]).await? {
+            Reply::Array(Some(items)) => items,
+            _ => Vec::new(),
+        };
+        let names = names.into_iter().filter_map(|n| n.into_bytes().ok().flatten());
+        Ok(names.map(|n| String::from_utf8_lossy(&n).into_owned()).collect())
+    }
+
     /// What `agent`'s entry in `agents` says it does (`WiseAgentMetaData.description`, its
     /// state written with or without the leading underscore); none when it has no entry.
     pub async fn description(&mut self, agent: &str) -> Result<Option<String>, RegistryError> {
