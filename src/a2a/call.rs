@@ -137,6 +137,16 @@ impl Calls {
         async move { read_cards(&remotes).await }
     }
 
+    /// Every agent's card is read again at its next call (a configuration reload: the agent's
+    /// endpoint, streaming or skills may have changed).
+    pub fn forget_cards(&self) {
+        for remote in self.remotes.values() {
+            if let Ok(mut card) = remote.card.try_lock() {
+                *card = None;
+            }
+        }
+    }
+
     /// Queues a call; its result comes from [`Calls::next`]. Once the stage has stopped
     /// (shutdown) the call is dropped, and with it nothing: its message stays the caller's.
     pub fn call(&self, call: Call) {

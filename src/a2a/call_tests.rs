@@ -139,3 +139,27 @@ fn the_origin_of_a_url_is_its_scheme_host_and_port() {
     assert_ne!(origin("http://agent.example/a2a"), origin("https://agent.example/a2a"), "no downgrade");
     assert_ne!(origin("https://agent.example/a2a"), origin("https://agent.example.evil/a2a"));
 }
+
+#[tokio::test]
+async fn a_reload_has_every_card_read_again_at_the_next_call() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let reads = Arc::new(AtomicU32::new(0));
+    let (counted, url) = (reads.clone(), base.clone());
+    let app = Router::new().route(
+        "/.well-known/agent-card.json",
+        get(move || async move {
+            let n = counted.fetch_add(1, Ordering::SeqCst);
+            axum::Json(json!({"name": "Flaky", "description": format!("card {n}"), "version": "1",
+                "supportedInterfaces": [{"url": format!("{url}/rpc"), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+                "capabilities": {}, "defaultInputModes": [], "defaultOutputModes": [], "skills": []}))
+        }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let (calls, _) = stage_for(&base, 1);
+    assert_eq!(calls.descriptions().await["Flaky"], "card 0");
+    assert_eq!(calls.descriptions().await["Flaky"], "card 0", "kept, not read again");
+    calls.forget_cards();
+    assert_eq!(calls.descriptions().await["Flaky"], "card 1", "read again after a reload");
+    assert_eq!(reads.load(Ordering::SeqCst), 2);
+}

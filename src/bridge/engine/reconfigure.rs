@@ -42,6 +42,11 @@ impl Engine {
         (self.dead_letter, self.batch_max, self.window, self.max_attempts) =
             (d.dead_letter.clone(), d.batch_max, d.batches_in_flight, d.max_attempts);
         reloads.subscriptions.add(&added, "configuration reload");
+        // A2A agents cannot change on reload, but their cards may have: read again at each
+        // agent's next call.
+        if let Some(calls) = &self.calls {
+            calls.forget_cards();
+        }
         let (subscribed, unsubscribed) = (added.join(", "), removed.join(", "));
         info!(subscribed, unsubscribed, "the engine runs on the reloaded configuration");
         let _ = done.send(Ok(format!("subscribed {added:?}, unsubscribed {removed:?}")));
