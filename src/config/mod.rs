@@ -248,8 +248,8 @@ pub struct AgentConfig {
     /// A2A only: PEM CA file for an `https://` agent (default: the system's roots).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ca_file: Option<PathBuf>,
-    /// A2A only: calls under way to this agent at once (default 4); the rest wait, holding
-    /// their requests unacknowledged.
+    /// A2A only: calls under way to this agent at once (default 4); its request queue's
+    /// prefetch is twice this, and the requests beyond wait on the broker.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_calls: Option<usize>,
     /// A2A only: attempts of one call when the agent is unreachable, answers 5xx or times

@@ -339,15 +339,9 @@ impl Engine {
             .held_in(self.holding.clone());
         let processed = self.pipeline.process(Consumed::of(&delivery.message), &mut now(&mut self.ids));
         let work = match processed {
-            Ok(Processed::Send(out)) => {
-                let destination = out.frame.header("destination").unwrap_or_default().to_owned();
-                let outcome = Outcome::Delivered {
-                    route: out.route,
-                    destination,
-                    correlated: out.correlated,
-                    unmatched_reply: out.unmatched_reply,
-                    ask: out.ask,
-                };
+            Ok(Processed::Send(mut out)) => {
+                let ask = out.ask.take();
+                let outcome = delivered(&mut out, ask);
                 let work = Work { source: delivery, stream: out.stream, publish: Vec::new(), outcome };
                 if out.frame.header("destination").is_some_and(|d| d.starts_with(A2A_CALL_PREFIX)) {
                     return self.call_a2a(work, out.frame, out.reply_deadline);
@@ -465,15 +459,8 @@ impl Engine {
             }
         };
         let (publish, outcome) = match answered {
-            Processed::Send(out) => {
-                let destination = out.frame.header("destination").unwrap_or_default().to_owned();
-                let outcome = Outcome::Delivered {
-                    route: out.route,
-                    destination,
-                    correlated: out.correlated,
-                    unmatched_reply: out.unmatched_reply,
-                    ask: None,
-                };
+            Processed::Send(mut out) => {
+                let outcome = delivered(&mut out, None);
                 (Some(out.frame), outcome)
             }
             Processed::Absorbed { why, .. } => (None, Outcome::Absorbed(why)),
@@ -783,6 +770,17 @@ async fn next_reload(reloads: &mut Option<super::reload::Reloads>) -> Option<sup
     match reloads {
         Some(reloads) => reloads.requests.recv().await,
         None => std::future::pending().await,
+    }
+}
+
+/// The outcome of publishing `out`, the frame that makes `ask` (if any); its route is taken.
+fn delivered(out: &mut Outgoing, ask: Option<String>) -> Outcome {
+    Outcome::Delivered {
+        route: std::mem::take(&mut out.route),
+        destination: out.frame.header("destination").unwrap_or_default().to_owned(),
+        correlated: out.correlated,
+        unmatched_reply: out.unmatched_reply,
+        ask,
     }
 }
 
