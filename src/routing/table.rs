@@ -11,7 +11,10 @@
 //! never lazy), so memory is at most `capacity` asks whatever the rate and the TTL.
 
 use crate::routing::reply_base::ReplyBase;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use hashbrown::HashTable;
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{BuildHasher, RandomState};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A request sent on, waiting for its answer.
@@ -31,10 +34,50 @@ pub struct PendingAsk {
     pub timed_out: bool,
 }
 
+/// (asker, answerer), held once for all the pair's asks.
+type Pair = Arc<(Box<str>, Box<str>)>;
+
+/// An ask as the table holds it: up to `capacity` of these are alive at once, so each string
+/// is held once (the id only here, the pair shared), not as a `PendingAsk` and its index keys.
 #[derive(Debug)]
 struct Slot {
     at: Instant,
-    ask: PendingAsk,
+    id: Box<str>,
+    pair: Pair,
+    reply: ReplyBase,
+    reply_deadline: Option<Instant>,
+    timed_out: bool,
+}
+
+impl Slot {
+    fn ask(&self) -> PendingAsk {
+        PendingAsk {
+            id: self.id.to_string(),
+            asker: self.pair.0.to_string(),
+            answerer: self.pair.1.to_string(),
+            reply: self.reply.clone(),
+            reply_deadline: self.reply_deadline,
+            timed_out: self.timed_out,
+        }
+    }
+
+    fn into_ask(self) -> PendingAsk {
+        PendingAsk {
+            id: self.id.into(),
+            asker: self.pair.0.to_string(),
+            answerer: self.pair.1.to_string(),
+            reply: self.reply,
+            reply_deadline: self.reply_deadline,
+            timed_out: self.timed_out,
+        }
+    }
+}
+
+/// A pair's pending asks, oldest first.
+#[derive(Debug)]
+struct PairAsks {
+    pair: Pair,
+    seqs: BTreeSet<u64>,
 }
 
 /// What matching an answer found.
@@ -56,8 +99,10 @@ pub struct CorrelationTable {
     next: u64,
     /// Age order: sequence number → slot.
     slots: BTreeMap<u64, Slot>,
-    by_id: HashMap<String, u64>,
-    by_pair: HashMap<(String, String), BTreeSet<u64>>,
+    /// Each slot's sequence number, found by the hash of its id (compared with the slot's).
+    by_id: HashTable<u64>,
+    by_pair: HashTable<PairAsks>,
+    hasher: RandomState,
     /// Reply deadlines, soonest first.
     deadlines: BTreeSet<(Instant, u64)>,
     /// How many of the slots are timed out (kept only to recognise a late answer).
@@ -72,8 +117,9 @@ impl CorrelationTable {
             ttl,
             next: 0,
             slots: BTreeMap::new(),
-            by_id: HashMap::new(),
-            by_pair: HashMap::new(),
+            by_id: HashTable::new(),
+            by_pair: HashTable::new(),
+            hasher: RandomState::new(),
             deadlines: BTreeSet::new(),
             timed_out: 0,
             evicted: 0,
@@ -84,7 +130,7 @@ impl CorrelationTable {
     /// earlier one; past the capacity the oldest ask is dropped (counted in `evicted`).
     pub fn insert(&mut self, ask: PendingAsk, now: Instant) {
         self.expire(now);
-        if let Some(seq) = self.by_id.get(&ask.id).copied() {
+        if let Some(seq) = self.seq_of(&ask.id) {
             self.remove(seq);
         }
         while self.slots.len() >= self.capacity {
@@ -94,19 +140,29 @@ impl CorrelationTable {
         }
         let seq = self.next;
         self.next += 1;
-        self.by_id.insert(ask.id.clone(), seq);
-        self.by_pair.entry((ask.asker.clone(), ask.answerer.clone())).or_default().insert(seq);
+        let pair = self.join_pair(&ask.asker, &ask.answerer, seq);
         if let Some(deadline) = ask.reply_deadline {
             self.deadlines.insert((deadline, seq));
         }
         self.timed_out += usize::from(ask.timed_out);
-        self.slots.insert(seq, Slot { at: now, ask });
+        let id_hash = self.hasher.hash_one(ask.id.as_str());
+        let slot = Slot {
+            at: now,
+            id: ask.id.into_boxed_str(),
+            pair,
+            reply: ask.reply,
+            reply_deadline: ask.reply_deadline,
+            timed_out: ask.timed_out,
+        };
+        self.slots.insert(seq, slot);
+        let (slots, hasher) = (&self.slots, &self.hasher);
+        self.by_id.insert_unique(id_hash, seq, |s| hasher.hash_one(&*slots[s].id));
     }
 
     /// The answer to the ask with this id: taken out, unless `acknowledgement`.
     pub fn answer_by_id(&mut self, id: &str, acknowledgement: bool, now: Instant) -> Option<Matched> {
         self.expire(now);
-        let seq = *self.by_id.get(id)?;
+        let seq = self.seq_of(id)?;
         Some(self.matched(seq, acknowledgement))
     }
 
@@ -114,18 +170,19 @@ impl CorrelationTable {
     /// the pair.
     pub fn answer_in_order(&mut self, asker: &str, answerer: &str, now: Instant) -> Option<Matched> {
         self.expire(now);
-        let pair = (asker.to_owned(), answerer.to_owned());
-        let seq = *self.by_pair.get(&pair)?.first()?;
+        let hash = self.hasher.hash_one((asker, answerer));
+        let asks = self.by_pair.find(hash, |p| (&*p.pair.0, &*p.pair.1) == (asker, answerer))?;
+        let seq = *asks.seqs.first()?;
         Some(self.matched(seq, false))
     }
 
     fn matched(&mut self, seq: u64, acknowledgement: bool) -> Matched {
-        let ask = &self.slots[&seq].ask;
+        let slot = &self.slots[&seq];
         if acknowledgement {
             // A receipt never consumes the ask, timed out or not: its answer is still to come.
-            return Matched::Acknowledged(ask.clone());
+            return Matched::Acknowledged(slot.ask());
         }
-        if ask.timed_out {
+        if slot.timed_out {
             return Matched::Late(self.remove(seq).expect("present"));
         }
         Matched::Answer(self.remove(seq).expect("present"))
@@ -133,7 +190,7 @@ impl CorrelationTable {
 
     /// Removes an ask (its request was never published).
     pub fn forget(&mut self, id: &str) {
-        if let Some(seq) = self.by_id.get(id).copied() {
+        if let Some(seq) = self.seq_of(id) {
             self.remove(seq);
         }
     }
@@ -148,10 +205,10 @@ impl CorrelationTable {
                 break;
             }
             self.deadlines.remove(&(deadline, seq));
-            if let Some(slot) = self.slots.get_mut(&seq).filter(|s| !s.ask.timed_out) {
-                slot.ask.timed_out = true;
+            if let Some(slot) = self.slots.get_mut(&seq).filter(|s| !s.timed_out) {
+                slot.timed_out = true;
                 self.timed_out += 1;
-                out.push(slot.ask.clone());
+                out.push(slot.ask());
             }
         }
         out
@@ -175,21 +232,43 @@ impl CorrelationTable {
         self.evicted
     }
 
+    fn seq_of(&self, id: &str) -> Option<u64> {
+        let hash = self.hasher.hash_one(id);
+        self.by_id.find(hash, |s| &*self.slots[s].id == id).copied()
+    }
+
+    /// The pair's shared (asker, answerer), with `seq` added to its asks.
+    fn join_pair(&mut self, asker: &str, answerer: &str, seq: u64) -> Pair {
+        let hash = self.hasher.hash_one((asker, answerer));
+        let same = |p: &PairAsks| (&*p.pair.0, &*p.pair.1) == (asker, answerer);
+        if let Some(asks) = self.by_pair.find_mut(hash, same) {
+            asks.seqs.insert(seq);
+            return asks.pair.clone();
+        }
+        let pair: Pair = Arc::new((asker.into(), answerer.into()));
+        let asks = PairAsks { pair: pair.clone(), seqs: BTreeSet::from([seq]) };
+        let hasher = &self.hasher;
+        self.by_pair.insert_unique(hash, asks, |p| hasher.hash_one((&*p.pair.0, &*p.pair.1)));
+        pair
+    }
+
     fn remove(&mut self, seq: u64) -> Option<PendingAsk> {
         let slot = self.slots.remove(&seq)?;
-        self.timed_out -= usize::from(slot.ask.timed_out);
-        self.by_id.remove(&slot.ask.id);
-        let pair = (slot.ask.asker.clone(), slot.ask.answerer.clone());
-        if let Some(set) = self.by_pair.get_mut(&pair) {
-            set.remove(&seq);
-            if set.is_empty() {
-                self.by_pair.remove(&pair);
+        self.timed_out -= usize::from(slot.timed_out);
+        if let Ok(entry) = self.by_id.find_entry(self.hasher.hash_one(&*slot.id), |&s| s == seq) {
+            entry.remove();
+        }
+        let hash = self.hasher.hash_one((&*slot.pair.0, &*slot.pair.1));
+        if let Ok(mut entry) = self.by_pair.find_entry(hash, |p| Arc::ptr_eq(&p.pair, &slot.pair)) {
+            entry.get_mut().seqs.remove(&seq);
+            if entry.get().seqs.is_empty() {
+                entry.remove();
             }
         }
-        if let Some(deadline) = slot.ask.reply_deadline {
+        if let Some(deadline) = slot.reply_deadline {
             self.deadlines.remove(&(deadline, seq));
         }
-        Some(slot.ask)
+        Some(slot.into_ask())
     }
 
     /// Drops asks older than the TTL (oldest first; insertion order is age order).

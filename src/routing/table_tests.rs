@@ -125,7 +125,7 @@ fn a_million_asks_stay_within_the_bound() {
         }
         assert!(t.slots.len() <= 1000);
         if i % 10_000 == 0 {
-            let counted = t.slots.values().filter(|s| !s.ask.timed_out).count();
+            let counted = t.slots.values().filter(|s| !s.timed_out).count();
             assert_eq!(t.pending(), counted, "the count of timed-out asks follows every removal");
             saw_timed_out |= counted < t.len();
         }
@@ -134,7 +134,26 @@ fn a_million_asks_stay_within_the_bound() {
     assert_eq!(t.len(), 1000);
     assert!(t.evicted() > 100_000, "{}", t.evicted());
     assert_eq!(t.by_id.len(), t.slots.len());
-    assert_eq!(t.by_pair.values().map(BTreeSet::len).sum::<usize>(), t.slots.len());
-    let deadlines = t.slots.values().filter(|s| s.ask.reply_deadline.is_some()).count();
+    assert_eq!(t.by_pair.iter().map(|p| p.seqs.len()).sum::<usize>(), t.slots.len());
+    let deadlines = t.slots.values().filter(|s| s.reply_deadline.is_some()).count();
     assert!(t.deadlines.len() <= deadlines, "{} > {deadlines}", t.deadlines.len());
+}
+
+#[test]
+fn an_id_and_a_pair_are_held_once_whatever_the_number_of_asks() {
+    let mut t = CorrelationTable::new(100, Duration::from_secs(60));
+    let now = Instant::now();
+    for i in 0..50 {
+        t.insert(ask(&format!("id{i}"), "Asker", "Answerer"), now);
+    }
+    t.insert(ask("other", "Asker", "Someone"), now);
+    assert_eq!((t.by_id.len(), t.by_pair.len()), (51, 2));
+    let pair = &t.slots.values().next().expect("an ask").pair;
+    assert_eq!(Arc::strong_count(pair), 51, "the pair's 50 asks and its index entry share it");
+    assert_eq!(id_of(t.answer_by_id("id7", false, now)).as_deref(), Some("id7"));
+    assert_eq!(t.answer_by_id("id7", false, now), None, "taken out of the id index too");
+    for _ in 0..49 {
+        assert!(t.answer_in_order("Asker", "Answerer", now).is_some());
+    }
+    assert_eq!(t.by_pair.len(), 1, "a pair with no ask left is dropped");
 }

@@ -138,8 +138,8 @@ impl StompCodec {
             let end = *line_start + rel;
             let line = trim_cr(&src[*line_start..end]);
             if line.is_empty() && *lines > 0 {
-                let head = src.split_to(end + 1);
-                return parse_head(&head, limits).map(Some);
+                let (head, headers) = (src.split_to(end + 1), *lines - 1);
+                return parse_head(&head, headers, limits).map(Some);
             }
             check_line(line.len(), *lines, limits)?;
             *lines += 1;
@@ -209,12 +209,15 @@ fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
 }
 
 /// Parses the command line and headers of a complete head (ending in its blank line).
-fn parse_head(head: &[u8], limits: Limits) -> Result<State, FrameError> {
+/// `headers`: how many header lines the scan counted, so that a held frame's header list is
+/// allocated once at its size (a broker's prefetch keeps up to `in_flight` frames alive).
+fn parse_head(head: &[u8], headers: usize, limits: Limits) -> Result<State, FrameError> {
     let mut lines = head.split(|&b| b == b'\n').map(trim_cr);
     let command_line = lines.next().unwrap_or_default();
     let command = Command::parse(command_line)
         .ok_or_else(|| FrameError::UnknownCommand(String::from_utf8_lossy(command_line).into_owned()))?;
     let mut frame = Frame::new(command);
+    frame.headers.reserve_exact(headers);
     for line in lines.filter(|l| !l.is_empty()) {
         frame.headers.push(parse_header(line, command.escapes_headers())?);
     }

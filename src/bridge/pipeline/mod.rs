@@ -452,7 +452,10 @@ impl Settings {
         correlated: bool,
         now: &mut Now,
     ) -> Result<Outgoing, MessageError> {
-        let encoded = self.codecs.encode(target.framework, env, target.encoding, now)?;
+        let mut encoded = self.codecs.encode(target.framework, env, target.encoding, now)?;
+        // The serialiser's doubling leaves up to half the body unused, and the body is held
+        // until its SEND is confirmed; glibc shrinks in place.
+        encoded.body.shrink_to_fit();
         if encoded.body.len() > self.max_body {
             return Err(MessageError::TooLarge { size: encoded.body.len(), limit: self.max_body });
         }
