@@ -242,6 +242,27 @@ fn an_address_sets_its_client_certificate_with_its_key_or_neither() {
     assert_eq!(rules("ca_file = \"b-ca.pem\"\n"), []);
 }
 
+#[test]
+fn relative_tls_files_are_read_from_the_configuration_files_folder() {
+    let text = "[broker]\nurl = \"stomp+ssl://b:61614\"\nca_file = \"certs/ca.pem\"\n\
+                cert_file = \"/abs/client.pem\"\nkey_file = \"client.key\"\n\
+                [broker.address_tls.\"stomp+ssl://b:61614\"]\nca_file = \"b-ca.pem\"\n\
+                [http]\ncert_file = \"srv.pem\"\nkey_file = \"srv.key\"\n\
+                [[agents]]\nname = \"T\"\nprotocol = \"a2a\"\nurl = \"https://t.example\"\nca_file = \"t-ca.pem\"\n";
+    let (config, _) = Config::read(text, &BTreeMap::new(), Path::new("/etc/sab/bridge.toml"));
+    let config = config.expect("typed");
+    let at = |f: &Option<PathBuf>| f.as_deref().map(|p| p.display().to_string());
+    let b = &config.broker;
+    assert_eq!(at(&b.ca_file).as_deref(), Some("/etc/sab/certs/ca.pem"));
+    assert_eq!(at(&b.cert_file).as_deref(), Some("/abs/client.pem"), "an absolute path stays");
+    assert_eq!(at(&b.key_file).as_deref(), Some("/etc/sab/client.key"));
+    let own = &b.address_tls["stomp+ssl://b:61614"];
+    assert_eq!(at(&own.ca_file).as_deref(), Some("/etc/sab/b-ca.pem"));
+    assert_eq!(at(&config.http.cert_file).as_deref(), Some("/etc/sab/srv.pem"));
+    assert_eq!(at(&config.http.key_file).as_deref(), Some("/etc/sab/srv.key"));
+    assert_eq!(at(&config.agents[0].ca_file).as_deref(), Some("/etc/sab/t-ca.pem"));
+}
+
 /// `text` read as a file is (no environment, nothing relative to the file).
 fn read_text(text: &str) -> Config {
     let (config, problems) = Config::read(text, &BTreeMap::new(), Path::new("x.toml"));
