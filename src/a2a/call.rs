@@ -24,8 +24,9 @@ use a2a_client::agent_card::AgentCardResolver;
 use a2a_client::auth::AuthInterceptor;
 use a2a_client::jsonrpc::JsonRpcTransport;
 use bytes::Bytes;
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Mutex, Semaphore, mpsc};
@@ -297,9 +298,20 @@ async fn run(
         // the shutdown timeout) so that its request is settled, not sent again by the next run.
         let (remotes, metrics, outbox) = (remotes.clone(), metrics.clone(), outbox.clone());
         tokio::spawn(async move {
-            let _ = outbox.send(one_call(&remotes, &metrics, call).await);
+            let id = call.id;
+            let _ = outbox.send(unless_panicked(id, one_call(&remotes, &metrics, call)).await);
         });
     }
+}
+
+/// `call`'s result, or, if it panics (a bug in the client, which the tokio task would swallow,
+/// leaving the request held until a restart), a failed one: the asker is answered and the
+/// request dead-lettered; the panic's message is on standard error.
+async fn unless_panicked(id: u64, call: impl Future<Output = Called>) -> Called {
+    AssertUnwindSafe(call)
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|_| failed(id, "the A2A client panicked during the call".into()))
 }
 
 /// A call from its request to its result, with a slot of its agent's.
@@ -325,9 +337,9 @@ async fn one_call(remotes: &Remotes, metrics: &Metrics, call: Call) -> Called {
         Some(Err(_)) => return failed(id, "the A2A call stage is closing".into()),
         None => return failed(id, format!("{agent} had no free call (max_calls) before the reply timeout")),
     };
-    metrics.a2a_calls.in_flight(&agent, 1);
+    let in_flight = metrics.a2a_calls.in_flight(&agent);
     let result = attempts(remote, metrics, &request, deadline).await;
-    metrics.a2a_calls.in_flight(&agent, -1);
+    drop(in_flight);
     match result {
         Ok((answer, attempts)) => {
             CallEnded { agent: &agent, attempts, reason: None }.emit(&metrics.a2a_calls);

@@ -163,3 +163,21 @@ async fn a_reload_has_every_card_read_again_at_the_next_call() {
     assert_eq!(calls.descriptions().await["Flaky"], "card 1", "read again after a reload");
     assert_eq!(reads.load(Ordering::SeqCst), 2);
 }
+
+#[tokio::test]
+async fn a_call_that_panics_is_a_failed_call_that_answers_and_leaves_nothing_in_flight() {
+    let metrics = Metrics::default();
+    metrics.a2a_calls.agents(["Buggy"]);
+    let called = unless_panicked(9, async {
+        let _in_flight = metrics.a2a_calls.in_flight("Buggy");
+        assert!(rendered(&metrics).contains("bridge_a2a_calls_in_flight{agent=\"Buggy\"} 1\n"));
+        panic!("a bug inside the client");
+    })
+    .await;
+    assert_eq!(called.id, 9);
+    assert_eq!(called.failure.as_deref(), Some("the A2A client panicked during the call"));
+    let answer = crate::envelope::a2a::to_envelope(&called.answer, "Buggy").unwrap();
+    assert_eq!(answer.intent, Some(Intent::CannotAnswer), "the asker is answered");
+    let m = rendered(&metrics);
+    assert!(m.contains("bridge_a2a_calls_in_flight{agent=\"Buggy\"} 0\n"), "{m}");
+}

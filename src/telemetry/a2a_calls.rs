@@ -29,6 +29,20 @@ pub struct A2aCallMetrics {
     agents: RwLock<Vec<(String, AgentCalls)>>,
 }
 
+/// A call counted in `bridge_a2a_calls_in_flight` while this lives.
+pub struct InFlight<'a> {
+    metrics: &'a A2aCallMetrics,
+    agent: &'a str,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.metrics.with(self.agent, |c| {
+            c.in_flight.fetch_add(-1, Ordering::Relaxed);
+        });
+    }
+}
+
 impl A2aCallMetrics {
     /// The agents called from now on (a reload may add some; none is forgotten).
     pub fn agents<'a>(&self, names: impl IntoIterator<Item = &'a str>) {
@@ -54,11 +68,13 @@ impl A2aCallMetrics {
         });
     }
 
-    /// A call starts (`delta` 1) or ends (-1).
-    pub fn in_flight(&self, agent: &str, delta: i64) {
+    /// A call to `agent` starts: counted in flight until the guard is dropped, by the call's
+    /// end or by its unwinding.
+    pub fn in_flight<'a>(&'a self, agent: &'a str) -> InFlight<'a> {
         self.with(agent, |c| {
-            c.in_flight.fetch_add(delta, Ordering::Relaxed);
+            c.in_flight.fetch_add(1, Ordering::Relaxed);
         });
+        InFlight { metrics: self, agent }
     }
 
     pub(super) fn render(&self, out: &mut String) {
