@@ -504,29 +504,23 @@ def test_a_civitas_agent_asks_an_a2a_agent(broker: Broker, tmp_path: Path, closi
     start(broker, names, tmp_path, closing, [(helper, "civitas", ""), a2a_agent(translator, server.url)])
     books = names.agent("Books")
 
-    def ask_in_a_runtime(payload: dict[str, Any]) -> CivitasMessage:
-        """``Runtime.ask`` in an agency of its own. One ask per runtime: in civitas_stomp the ACK
-        of an ask's answer races the UNSUBSCRIBE of its reply inbox, and an ACK that comes
-        second is an ERROR on Artemis and RabbitMQ that drops the connection, under the next
-        ask's SUBSCRIBE (seen on Artemis: "no RECEIPT from the broker")."""
+    async def two_asks() -> tuple[CivitasMessage, CivitasMessage]:
+        """Two ``Runtime.ask`` one after the other in one agency, as a Civitas program makes
+        them: each ask's reply inbox is unsubscribed once its answer is acknowledged."""
+        runtime = Runtime(
+            supervisor=Supervisor("root", children=[Idle(helper)]),
+            components=bridge_components(inbox=names.inbox("civitas"), ingress=names.ingress("civitas"),
+                                         link=broker.link()),
+        )
+        await runtime.start()
+        try:
+            first = await runtime.ask(translator, {"message": "bonjour", "context_name": books}, timeout=WAIT)
+            second = await runtime.ask(translator, {"message": "merci"}, timeout=WAIT)
+            return first, second
+        finally:
+            await runtime.stop()
 
-        async def scenario() -> CivitasMessage:
-            runtime = Runtime(
-                supervisor=Supervisor("root", children=[Idle(helper)]),
-                components=bridge_components(inbox=names.inbox("civitas"), ingress=names.ingress("civitas"),
-                                             link=broker.link()),
-            )
-            await runtime.start()
-            try:
-                answer: CivitasMessage = await runtime.ask(translator, payload, timeout=WAIT)
-                return answer
-            finally:
-                await runtime.stop()
-
-        return asyncio.run(asyncio.wait_for(scenario(), 2 * WAIT))
-
-    in_books = ask_in_a_runtime({"message": "bonjour", "context_name": books})
-    plain = ask_in_a_runtime({"message": "merci"})
+    in_books, plain = asyncio.run(asyncio.wait_for(two_asks(), 3 * WAIT))
     assert in_books.payload.get("message") == "echo: bonjour", in_books
     assert in_books.payload.get("context_name") == books, in_books
     assert in_books.sender == translator, in_books

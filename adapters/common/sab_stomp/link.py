@@ -283,6 +283,11 @@ class AsyncLink:
         self.link = Link(config, name)
         self._loop: asyncio.AbstractEventLoop | None = None
         self.dead_lettered = 0
+        # Messages handed to a handler and not yet settled, per subscription id, and the
+        # unsubscribes waiting for that to reach 0 (see ``unsubscribe``).
+        self._unsettled: dict[str, int] = {}
+        self._unsettled_lock = threading.Lock()
+        self._drained: dict[str, asyncio.Event] = {}
 
     async def start(self, timeout: float = 30.0) -> None:
         self._loop = asyncio.get_running_loop()
@@ -298,18 +303,24 @@ class AsyncLink:
         link = self.link
 
         def on_message(frame: MessageFrame) -> None:
+            sub_id = frame.headers.get("subscription", "")
+            with self._unsettled_lock:
+                self._unsettled[sub_id] = self._unsettled.get(sub_id, 0) + 1
             future = asyncio.run_coroutine_threadsafe(self._guarded(handler, frame, destination), loop)
 
             def settle(done: concurrent.futures.Future[None]) -> None:
-                if done.cancelled():
-                    return  # shutting down: not acknowledged, so redelivered
-                error = done.exception()
-                if error is None:
-                    link.ack(frame)
-                elif isinstance(error, SendFailed):
-                    log.warning("%s: %s; the message stays unacknowledged", link.name, error)
-                else:
-                    link.nack(frame)
+                try:
+                    if done.cancelled():
+                        return  # shutting down: not acknowledged, so redelivered
+                    error = done.exception()
+                    if error is None:
+                        link.ack(frame)
+                    elif isinstance(error, SendFailed):
+                        log.warning("%s: %s; the message stays unacknowledged", link.name, error)
+                    else:
+                        link.nack(frame)
+                finally:
+                    self._settled_one(sub_id, loop)
 
             future.add_done_callback(settle)
 
@@ -331,7 +342,38 @@ class AsyncLink:
             await self.send(dead_letter, frame.body, headers, content_type)
             self.dead_lettered += 1
 
+    def _settled_one(self, sub_id: str, loop: asyncio.AbstractEventLoop) -> None:
+        with self._unsettled_lock:
+            left = self._unsettled.get(sub_id, 1) - 1
+            if left > 0:
+                self._unsettled[sub_id] = left
+                return
+            self._unsettled.pop(sub_id, None)
+        event = self._drained.get(sub_id)
+        if event is not None:
+            try:
+                loop.call_soon_threadsafe(event.set)
+            except RuntimeError:  # the loop is closed: nobody waits any more
+                pass
+
     async def unsubscribe(self, sub_id: str) -> None:
+        """UNSUBSCRIBEs once the messages the subscription handed over are settled (within the
+        receipt timeout): an ACK that reaches the broker after the UNSUBSCRIBE is an ERROR on
+        Artemis and RabbitMQ, which closes the connection. An ask's reply inbox is unsubscribed as
+        soon as its answer is read, while that answer's ACK is still to be sent."""
+        drained = asyncio.Event()
+        self._drained[sub_id] = drained
+        try:
+            with self._unsettled_lock:
+                busy = self._unsettled.get(sub_id, 0) > 0
+            if busy:
+                try:
+                    await asyncio.wait_for(drained.wait(), self.link.config.receipt_timeout)
+                except TimeoutError:
+                    log.warning("%s: unsubscribing %s with messages still being handled",
+                                self.link.name, sub_id)
+        finally:
+            self._drained.pop(sub_id, None)
         await asyncio.to_thread(self.link.unsubscribe, sub_id)
 
     async def send(self, destination: str, body: bytes | str, headers: dict[str, str] | None = None,

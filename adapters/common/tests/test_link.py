@@ -178,3 +178,26 @@ def test_a_handler_is_given_the_links_own_frame_which_names_the_connection_it_ca
     assert frame.generation == generation == 1
     with pytest.raises(dataclasses.FrozenInstanceError):
         frame.generation = 2  # type: ignore[misc]  # nothing marks a frame after the fact
+
+
+def test_an_unsubscribe_right_after_a_handler_returned_waits_for_its_ack(broker):
+    """An ask's reply inbox is unsubscribed as soon as its answer is read: the answer's ACK must
+    go first, since an ACK for a subscription already gone is an ERROR on Artemis and RabbitMQ,
+    and the broker then drops the connection."""
+    names = Names(broker)
+
+    async def scenario():
+        link = AsyncLink(broker.link(), name="unsubscribe")
+        await link.start()
+        for i in range(30):
+            queue = names.dest(f"link.unsubscribe{i}")
+            seen: asyncio.Queue = asyncio.Queue()
+            sub = await link.subscribe(queue, seen.put)
+            await link.send(queue, f"answer {i}")
+            await seen.get()
+            await link.unsubscribe(sub)
+        reconnects = link.link.reconnects
+        await link.stop()
+        return reconnects
+
+    assert run(scenario()) == 0, "the broker never dropped the connection over a late ACK"
