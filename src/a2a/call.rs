@@ -298,20 +298,27 @@ async fn run(
         // the shutdown timeout) so that its request is settled, not sent again by the next run.
         let (remotes, metrics, outbox) = (remotes.clone(), metrics.clone(), outbox.clone());
         tokio::spawn(async move {
-            let id = call.id;
-            let _ = outbox.send(unless_panicked(id, one_call(&remotes, &metrics, call)).await);
+            let (id, agent) = (call.id, call.agent.clone());
+            let called = unless_panicked(id, &agent, &metrics, one_call(&remotes, &metrics, call));
+            let _ = outbox.send(called.await);
         });
     }
 }
 
 /// `call`'s result, or, if it panics (a bug in the client, which the tokio task would swallow,
-/// leaving the request held until a restart), a failed one: the asker is answered and the
-/// request dead-lettered; the panic's message is on standard error.
-async fn unless_panicked(id: u64, call: impl Future<Output = Called>) -> Called {
-    AssertUnwindSafe(call)
-        .catch_unwind()
-        .await
-        .unwrap_or_else(|_| failed(id, "the A2A client panicked during the call".into()))
+/// leaving the request held until a restart), a failed call, counted and logged as one: the
+/// asker is answered and the request dead-lettered. The panic's message is on standard error.
+async fn unless_panicked(
+    id: u64,
+    agent: &str,
+    metrics: &Metrics,
+    call: impl Future<Output = Called>,
+) -> Called {
+    const PANICKED: &str = "the A2A client panicked during the call";
+    AssertUnwindSafe(call).catch_unwind().await.unwrap_or_else(|_| {
+        CallEnded { agent, attempts: 0, reason: Some(PANICKED) }.emit(&metrics.a2a_calls);
+        failed(id, PANICKED.into())
+    })
 }
 
 /// A call from its request to its result, with a slot of its agent's.

@@ -168,7 +168,7 @@ async fn a_reload_has_every_card_read_again_at_the_next_call() {
 async fn a_call_that_panics_is_a_failed_call_that_answers_and_leaves_nothing_in_flight() {
     let metrics = Metrics::default();
     metrics.a2a_calls.agents(["Buggy"]);
-    let called = unless_panicked(9, async {
+    let called = unless_panicked(9, "Buggy", &metrics, async {
         let _in_flight = metrics.a2a_calls.in_flight("Buggy");
         assert!(rendered(&metrics).contains("bridge_a2a_calls_in_flight{agent=\"Buggy\"} 1\n"));
         panic!("a bug inside the client");
@@ -180,4 +180,5 @@ async fn a_call_that_panics_is_a_failed_call_that_answers_and_leaves_nothing_in_
     assert_eq!(answer.intent, Some(Intent::CannotAnswer), "the asker is answered");
     let m = rendered(&metrics);
     assert!(m.contains("bridge_a2a_calls_in_flight{agent=\"Buggy\"} 0\n"), "{m}");
+    assert!(m.contains("bridge_a2a_calls_total{agent=\"Buggy\",result=\"failed\"} 1\n"), "{m}");
 }
