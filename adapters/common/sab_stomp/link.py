@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import itertools
 import logging
 import os
@@ -68,6 +69,9 @@ class MessageFrame:
     body: bytes
     generation: int
 
+
+#: The subscription whose message the current task is handling (see ``AsyncLink.unsubscribe``).
+_handling: contextvars.ContextVar[str | None] = contextvars.ContextVar("sab_handling", default=None)
 
 #: What :meth:`AsyncLink.subscribe` hands each message to; its return acknowledges it.
 FrameHandler = Callable[[MessageFrame], Awaitable[None]]
@@ -303,10 +307,17 @@ class AsyncLink:
         link = self.link
 
         def on_message(frame: MessageFrame) -> None:
+            # Counted before the handler runs, so that an unsubscribe waits for its ACK. (A frame
+            # the link hands over while an unsubscribe is already past its count is not waited
+            # for: that window is the time between stomp.py's read and this line.)
             sub_id = frame.headers.get("subscription", "")
             with self._unsettled_lock:
                 self._unsettled[sub_id] = self._unsettled.get(sub_id, 0) + 1
-            future = asyncio.run_coroutine_threadsafe(self._guarded(handler, frame, destination), loop)
+            try:
+                future = asyncio.run_coroutine_threadsafe(self._guarded(handler, frame, destination), loop)
+            except RuntimeError:  # the loop is closed: not handled, not acknowledged, redelivered
+                self._settled_one(sub_id, loop)
+                raise
 
             def settle(done: concurrent.futures.Future[None]) -> None:
                 try:
@@ -327,6 +338,7 @@ class AsyncLink:
         return await asyncio.to_thread(self.link.subscribe, destination, on_message, headers)
 
     async def _guarded(self, handler: FrameHandler, frame: MessageFrame, source: str) -> None:
+        _handling.set(frame.headers.get("subscription"))
         try:
             await handler(frame)
         except SendFailed:
@@ -347,8 +359,8 @@ class AsyncLink:
             left = self._unsettled.get(sub_id, 1) - 1
             if left > 0:
                 self._unsettled[sub_id] = left
-                return
-            self._unsettled.pop(sub_id, None)
+            else:
+                self._unsettled.pop(sub_id, None)
         event = self._drained.get(sub_id)
         if event is not None:
             try:
@@ -360,18 +372,29 @@ class AsyncLink:
         """UNSUBSCRIBEs once the messages the subscription handed over are settled (within the
         receipt timeout): an ACK that reaches the broker after the UNSUBSCRIBE is an ERROR on
         Artemis and RabbitMQ, which closes the connection. An ask's reply inbox is unsubscribed as
-        soon as its answer is read, while that answer's ACK is still to be sent."""
-        drained = asyncio.Event()
-        self._drained[sub_id] = drained
+        soon as its answer is read, while that answer's ACK is still to be sent. A handler that
+        unsubscribes its own subscription waits for the others' messages, not its own (whose ACK
+        then follows). Cancelled while it waits, it unsubscribes at once."""
+        own = 1 if _handling.get() == sub_id else 0
+        changed = asyncio.Event()
+        self._drained[sub_id] = changed
+        deadline = asyncio.get_running_loop().time() + self.link.config.receipt_timeout
         try:
-            with self._unsettled_lock:
-                busy = self._unsettled.get(sub_id, 0) > 0
-            if busy:
+            while True:
+                changed.clear()
+                with self._unsettled_lock:
+                    if self._unsettled.get(sub_id, 0) <= own:
+                        break
+                left = deadline - asyncio.get_running_loop().time()
                 try:
-                    await asyncio.wait_for(drained.wait(), self.link.config.receipt_timeout)
+                    await asyncio.wait_for(changed.wait(), max(left, 0))
                 except TimeoutError:
                     log.warning("%s: unsubscribing %s with messages still being handled",
                                 self.link.name, sub_id)
+                    break
+        except asyncio.CancelledError:
+            self.link.unsubscribe(sub_id)  # a short write: never leave the subscription behind
+            raise
         finally:
             self._drained.pop(sub_id, None)
         await asyncio.to_thread(self.link.unsubscribe, sub_id)

@@ -201,3 +201,54 @@ def test_an_unsubscribe_right_after_a_handler_returned_waits_for_its_ack(broker)
         return reconnects
 
     assert run(scenario()) == 0, "the broker never dropped the connection over a late ACK"
+
+
+def test_a_handler_that_unsubscribes_its_own_subscription_does_not_wait_for_itself(broker, caplog):
+    names = Names(broker)
+    queue = names.dest("link.own")
+
+    async def scenario():
+        link = AsyncLink(broker.link(), name="own")
+        await link.start()
+        subs: list[str] = []
+        done: asyncio.Queue = asyncio.Queue()
+
+        async def leaves(frame):
+            await link.unsubscribe(subs[0])
+            await done.put(frame.body)
+
+        subs.append(await link.subscribe(queue, leaves))
+        await link.send(queue, "the last one")
+        body = await done.get()
+        reconnects = link.link.reconnects
+        await link.stop()
+        return body, reconnects
+
+    body, _ = run(scenario())
+    assert body == b"the last one"
+    assert "still being handled" not in caplog.text, "it did not wait out the timeout for its own message"
+
+
+def test_an_unsubscribe_cancelled_while_it_waits_still_unsubscribes(broker):
+    names = Names(broker)
+    queue = names.dest("link.cancelled")
+
+    async def scenario():
+        link = AsyncLink(broker.link(), name="cancelled")
+        await link.start()
+        arrived, never = asyncio.Event(), asyncio.Event()
+
+        async def stuck(frame):
+            arrived.set()
+            await never.wait()
+
+        sub = await link.subscribe(queue, stuck)
+        await link.send(queue, "held")
+        await arrived.wait()
+        with pytest.raises(TimeoutError):  # a caller's own bound runs out while the ACK is awaited
+            await asyncio.wait_for(link.unsubscribe(sub), 0.2)
+        still = sub in link.link._subs
+        await link.stop()
+        return still
+
+    assert run(scenario()) is False, "the subscription is gone, not restored at the next reconnect"
