@@ -39,7 +39,7 @@ type Pair = Arc<(Box<str>, Box<str>)>;
 
 /// An ask as the table holds it: up to `capacity` of these are alive at once, so each string
 /// is held once (the id only here, the pair shared), not as a `PendingAsk` and its index keys.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Slot {
     at: Instant,
     id: Box<str>,
@@ -50,15 +50,9 @@ struct Slot {
 }
 
 impl Slot {
+    /// A copy of the ask, for an answer that leaves it in the table.
     fn ask(&self) -> PendingAsk {
-        PendingAsk {
-            id: self.id.to_string(),
-            asker: self.pair.0.to_string(),
-            answerer: self.pair.1.to_string(),
-            reply: self.reply.clone(),
-            reply_deadline: self.reply_deadline,
-            timed_out: self.timed_out,
-        }
+        self.clone().into_ask()
     }
 
     fn into_ask(self) -> PendingAsk {
