@@ -288,7 +288,7 @@ class AsyncLink:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.dead_lettered = 0
         # Messages handed to a handler and not yet settled, per subscription id, and the
-        # unsubscribes waiting for that to reach 0 (see ``unsubscribe``).
+        # unsubscribes woken at each settlement (see ``unsubscribe``).
         self._unsettled: dict[str, int] = {}
         self._unsettled_lock = threading.Lock()
         self._drained: dict[str, asyncio.Event] = {}
