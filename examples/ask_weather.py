@@ -45,8 +45,16 @@ def main():
     conn.subscribe("/queue/response/Assistant", id="1", ack="auto")
     request = WiseAgentMessage()
     tool_id = f"call_{uuid.uuid4().hex[:8]}"
-    request.__dict__.update({"_message": question, "_sender": "Assistant", "_message_type": "QUERY",
-                             "_context_name": "default", "_tool_id": tool_id, "_route_response_to": "User"})
+    request.__dict__.update(
+        {
+            "_message": question,
+            "_sender": "Assistant",
+            "_message_type": "QUERY",
+            "_context_name": "default",
+            "_tool_id": tool_id,
+            "_route_response_to": "User",
+        }
+    )
     body = yaml.dump(request)
     print(f"[Assistant] sends to /queue/request/{to}:\n{body}", flush=True)
     conn.send(f"/queue/request/{to}", body)

@@ -24,9 +24,15 @@ class Agent(stomp.ConnectionListener):
         asked = self.serializer.deserialize(frame.body.encode() if isinstance(frame.body, str) else frame.body)
         question = asked.payload.get("message", "")
         print(f"[{NAME}] {asked.sender} asks: {question}", flush=True)
-        answer = Message(type="reply", sender=NAME, recipient=asked.reply_to or asked.sender,
-                         correlation_id=asked.correlation_id, trace_id=asked.trace_id,
-                         parent_span_id=asked.span_id, payload={"message": "Sunny, 21 C, light wind from the west."})
+        answer = Message(
+            type="reply",
+            sender=NAME,
+            recipient=asked.reply_to or asked.sender,
+            correlation_id=asked.correlation_id,
+            trace_id=asked.trace_id,
+            parent_span_id=asked.span_id,
+            payload={"message": "Sunny, 21 C, light wind from the west."},
+        )
         self.conn.send(INGRESS, self.serializer.serialize(answer), content_type="application/json")
         self.left -= 1
 
@@ -40,6 +46,7 @@ def main():
     conn.subscribe(INBOX, id="1", ack="auto")
     print(f"[{NAME}] listening on {INBOX}", flush=True)
     import time
+
     deadline = time.time() + float(os.environ.get("AGENT_SECONDS", "60"))
     while agent.left > 0 and time.time() < deadline:
         time.sleep(0.05)

@@ -33,12 +33,26 @@ async def main(seconds: float) -> None:
         if message.type != MSG_COMMAND_REQUEST:
             return
         print(f"[Ops] {message.details.get('sender')} asks: {message.details.get('message')}", flush=True)
-        await ops.send(VOXMessage(message_id=uuid.uuid4(), message_source="ops", emitted_at=datetime.now(UTC).isoformat(),
-                                  source=ops.uuid, target=message.source, type=MSG_COMMAND_RESULT,
-                                  details={"message": "nginx restarted on web1"}, reply_to=message.message_id))
+        await ops.send(
+            VOXMessage(
+                message_id=uuid.uuid4(),
+                message_source="ops",
+                emitted_at=datetime.now(UTC).isoformat(),
+                source=ops.uuid,
+                target=message.source,
+                type=MSG_COMMAND_RESULT,
+                details={"message": "nginx restarted on web1"},
+                reply_to=message.message_id,
+            )
+        )
 
-    bridge = VoxBridge(orchestrator, {"Ops": OPS}, namespace="0d5f1a7e-3b7c-4c59-9a8e-6f3f2c1d9b10",
-                       inbox="/queue/vox.{agent}", ingress="/queue/bridge.vox")
+    bridge = VoxBridge(
+        orchestrator,
+        {"Ops": OPS},
+        namespace="0d5f1a7e-3b7c-4c59-9a8e-6f3f2c1d9b10",
+        inbox="/queue/vox.{agent}",
+        ingress="/queue/bridge.vox",
+    )
     orchestrator.add_outbound(bridge.send)
     await bridge.start()
     print("[Ops] listening on /queue/vox.Ops", flush=True)

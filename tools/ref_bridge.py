@@ -38,15 +38,30 @@ Loader.add_constructor("!wiseagents.WiseAgentMessage", lambda loader, node: load
 
 def civitas(fields, agent):
     """The Civitas message (`to_dict()` as JSON) for a Wise Agents request to `agent`."""
-    return json.dumps({
-        "schema_version": 1, "id": str(uuid.uuid4()), "type": "message",
-        "sender": fields.get("_sender") or "", "recipient": agent,
-        "correlation_id": fields.get("_tool_id"), "reply_to": fields.get("_sender"),
-        "payload": {"message": fields.get("_message"), "context_name": fields.get("_context_name"),
-                    "route_response_to": fields.get("_route_response_to")},
-        "timestamp": time.time(), "trace_id": "", "span_id": "", "parent_span_id": None,
-        "attempt": 0, "priority": 0, "ttl": None, "seq": None,
-    })
+    return json.dumps(
+        {
+            "schema_version": 1,
+            "id": str(uuid.uuid4()),
+            "type": "message",
+            "sender": fields.get("_sender") or "",
+            "recipient": agent,
+            "correlation_id": fields.get("_tool_id"),
+            "reply_to": fields.get("_sender"),
+            "payload": {
+                "message": fields.get("_message"),
+                "context_name": fields.get("_context_name"),
+                "route_response_to": fields.get("_route_response_to"),
+            },
+            "timestamp": time.time(),
+            "trace_id": "",
+            "span_id": "",
+            "parent_span_id": None,
+            "attempt": 0,
+            "priority": 0,
+            "ttl": None,
+            "seq": None,
+        }
+    )
 
 
 class Bridge(stomp.ConnectionListener):
@@ -91,21 +106,26 @@ class Bridge(stomp.ConnectionListener):
 
     def start(self):
         host, port = os.environ.get("STOMP_HOST", "127.0.0.1"), int(os.environ.get("STOMP_PORT", "61613"))
-        self.conn = stomp.Connection12([(host, port)], heartbeats=(10000, 10000),
-                                       vhost=os.environ.get("STOMP_VHOST", "/"))
+        self.conn = stomp.Connection12(
+            [(host, port)], heartbeats=(10000, 10000), vhost=os.environ.get("STOMP_VHOST", "/")
+        )
         self.conn.set_listener("", self)
-        self.conn.connect(os.environ.get("STOMP_USER", "admin"), os.environ.get("STOMP_PASSWORD", "admin"),
-                          wait=True)
+        self.conn.connect(os.environ.get("STOMP_USER", "admin"), os.environ.get("STOMP_PASSWORD", "admin"), wait=True)
         prefetch = str(self.args.prefetch)
         # Artemis reads the prefetch as a window in bytes (one message at a time): its own
         # window, 2 KiB a message as the bridge gives it (src/bridge/run.rs).
         window = str(self.args.prefetch * 2048)
-        queues = [p + a for a in self.args.agents.split(",") for p in (self.args.request_prefix, self.args.response_prefix)]
+        queues = [
+            p + a for a in self.args.agents.split(",") for p in (self.args.request_prefix, self.args.response_prefix)
+        ]
         destinations = queues + [self.args.ingress]
         for i, destination in enumerate(destinations):
-            self.conn.subscribe(destination, id=str(i), ack="client-individual",
-                                headers={"activemq.prefetchSize": prefetch, "prefetch-count": prefetch,
-                                         "consumer-window-size": window})
+            self.conn.subscribe(
+                destination,
+                id=str(i),
+                ack="client-individual",
+                headers={"activemq.prefetchSize": prefetch, "prefetch-count": prefetch, "consumer-window-size": window},
+            )
         print("ready", flush=True)
 
 

@@ -98,8 +98,13 @@ def closing() -> Iterator[Closing]:
         close()
 
 
-def a2a_section(serve: Sequence[str], descriptions: dict[str, str] | None = None, token_file: Path | None = None,
-                reply_timeout_ms: int | None = None, public_url: str | None = None) -> str:
+def a2a_section(
+    serve: Sequence[str],
+    descriptions: dict[str, str] | None = None,
+    token_file: Path | None = None,
+    reply_timeout_ms: int | None = None,
+    public_url: str | None = None,
+) -> str:
     """The ``[a2a]`` table (and ``[a2a.descriptions]``) of the bridge's configuration."""
     text = "[a2a]\nserve = [" + ", ".join(f'"{s}"' for s in serve) + "]\n"
     if public_url is not None:
@@ -118,10 +123,18 @@ class A2ABridge:
     agent is ``reply_agent`` (one per test: bridges of other test runs on the same broker must
     not take this one's answers, as tests/common/bridge.rs does it)."""
 
-    def __init__(self, broker: Broker, names: Names, tmp: Path, serve: Sequence[str],
-                 descriptions: dict[str, str] | None = None, token: str | None = None,
-                 reply_timeout_ms: int | None = None, contexts: Sequence[str] = (),
-                 https: tuple[Path, Path] | None = None) -> None:
+    def __init__(
+        self,
+        broker: Broker,
+        names: Names,
+        tmp: Path,
+        serve: Sequence[str],
+        descriptions: dict[str, str] | None = None,
+        token: str | None = None,
+        reply_timeout_ms: int | None = None,
+        contexts: Sequence[str] = (),
+        https: tuple[Path, Path] | None = None,
+    ) -> None:
         self.port = free_port()
         # With HTTPS the certificate names localhost (tests/tls), so the URLs do too.
         self.base = f"https://localhost:{self.port}" if https else f"http://127.0.0.1:{self.port}"
@@ -133,8 +146,17 @@ class A2ABridge:
         extra = a2a_section(serve, descriptions, token_file, reply_timeout_ms, self.base if https else None)
         # The served agents that are names, not globs, are native agents known by name too.
         known = [s for s in serve if not any(c in s for c in "*?[")]
-        toml = config_toml(broker, names, [], self.port, wiseagents=known, contexts=contexts,
-                           reply_agent=self.reply_agent, extra=extra, https=https)
+        toml = config_toml(
+            broker,
+            names,
+            [],
+            self.port,
+            wiseagents=known,
+            contexts=contexts,
+            reply_agent=self.reply_agent,
+            extra=extra,
+            https=https,
+        )
         self.process = BridgeProcess(toml, tmp)
 
     def agent_url(self, agent: str) -> str:
@@ -151,8 +173,13 @@ class A2ABridge:
         ``/.well-known/agent-card.json``)."""
         return await A2ACardResolver(http, self.agent_url(agent)).get_agent_card()
 
-    async def client(self, http: httpx.AsyncClient, agent: str, streaming: bool = True,
-                     interceptors: list[ClientCallInterceptor] | None = None) -> Client:
+    async def client(
+        self,
+        http: httpx.AsyncClient,
+        agent: str,
+        streaming: bool = True,
+        interceptors: list[ClientCallInterceptor] | None = None,
+    ) -> Client:
         """An a2a-sdk client of ``agent`` made as the SDK's users make one: ``ClientFactory``,
         the card resolved from the agent's URL (``create_from_url``), JSON-RPC as the card says."""
         factory = ClientFactory(ClientConfig(streaming=streaming, httpx_client=http))
@@ -175,12 +202,17 @@ SESSION = "sab-a2a-tests"
 
 
 def user_message(text: str, context_id: str | None = None, parts: Sequence[Part] | None = None) -> Message:
-    return Message(role=Role.ROLE_USER, message_id=str(uuid.uuid4()), context_id=context_id,
-                   parts=list(parts) if parts is not None else [new_text_part(text)])
+    return Message(
+        role=Role.ROLE_USER,
+        message_id=str(uuid.uuid4()),
+        context_id=context_id,
+        parts=list(parts) if parts is not None else [new_text_part(text)],
+    )
 
 
-def send_request(text: str, context_id: str | None = None, parts: Sequence[Part] | None = None,
-                 **configuration: Any) -> SendMessageRequest:
+def send_request(
+    text: str, context_id: str | None = None, parts: Sequence[Part] | None = None, **configuration: Any
+) -> SendMessageRequest:
     request = SendMessageRequest(message=user_message(text, context_id, parts))
     for key, value in configuration.items():
         setattr(request.configuration, key, value)
@@ -311,8 +343,9 @@ class EchoExecutor(AgentExecutor):
         """The task of ``context`` made (SUBMITTED) when it is new, then WORKING; its updater."""
         assert context.message is not None and context.task_id and context.context_id
         if context.current_task is None:
-            await event_queue.enqueue_event(new_task(context.task_id, context.context_id,
-                                                     TaskState.TASK_STATE_SUBMITTED, history=[context.message]))
+            await event_queue.enqueue_event(
+                new_task(context.task_id, context.context_id, TaskState.TASK_STATE_SUBMITTED, history=[context.message])
+            )
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
         await updater.start_work()
         return updater
@@ -373,8 +406,9 @@ class BlockingExecutor(EchoExecutor):
     thread); once released, every call is answered at once. It never holds longer than
     ``hold_secs``, so that a failed test cannot leave a server that never stops."""
 
-    def __init__(self, answer: Callable[[str], str] = lambda text: f"echo: {text}", hold_secs: float = 4 * WAIT
-                 ) -> None:
+    def __init__(
+        self, answer: Callable[[str], str] = lambda text: f"echo: {text}", hold_secs: float = 4 * WAIT
+    ) -> None:
         super().__init__(answer)
         self.release = threading.Event()
         self.hold_secs = hold_secs
@@ -416,8 +450,9 @@ class HttpGate:
 
     GARBAGE = b"<html><body>Service moved</body></html>"
 
-    def __init__(self, fail_first: int = 0, fail_status: int = 500, token: str | None = None,
-                 garbage: bool = False) -> None:
+    def __init__(
+        self, fail_first: int = 0, fail_status: int = 500, token: str | None = None, garbage: bool = False
+    ) -> None:
         self.fail_first = fail_first
         self.fail_status = fail_status
         self.token = token
@@ -461,8 +496,9 @@ class HttpGate:
                 status = self.fail_status
             self._posts.append(Post(headers, body, status))
         if status == 401:
-            await self._answer(send, 401, b'{"error": "unauthorized"}', "application/json",
-                               [(b"www-authenticate", b"Bearer")])
+            await self._answer(
+                send, 401, b'{"error": "unauthorized"}', "application/json", [(b"www-authenticate", b"Bearer")]
+            )
         elif status:
             await self._answer(send, status, b"Internal Server Error", "text/plain")
         elif self.garbage:
@@ -480,11 +516,20 @@ class HttpGate:
             await self.app(scope, replay, send)
 
     @staticmethod
-    async def _answer(send: Send, status: int, body: bytes, content_type: str,
-                      headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", content_type.encode()),
-                                (b"content-length", str(len(body)).encode()), *headers]})
+    async def _answer(
+        send: Send, status: int, body: bytes, content_type: str, headers: Sequence[tuple[bytes, bytes]] = ()
+    ) -> None:
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    (b"content-type", content_type.encode()),
+                    (b"content-length", str(len(body)).encode()),
+                    *headers,
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
 
@@ -495,31 +540,43 @@ class A2AAgentServer:
     socket is bound and listening before the thread starts, so the server is reachable as soon
     as this returns (connections wait in the backlog until uvicorn accepts them)."""
 
-    def __init__(self, name: str, executor: AgentExecutor, description: str = "an a2a-sdk agent",
-                 streaming: bool = True, gate: HttpGate | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        executor: AgentExecutor,
+        description: str = "an a2a-sdk agent",
+        streaming: bool = True,
+        gate: HttpGate | None = None,
+    ) -> None:
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(64)
         port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{port}/a2a/{name}"
         self.card = AgentCard(
-            name=name, description=description, version="1.0.0",
+            name=name,
+            description=description,
+            version="1.0.0",
             supported_interfaces=[AgentInterface(url=self.url, protocol_binding="JSONRPC", protocol_version="1.0")],
             capabilities=AgentCapabilities(streaming=streaming),
-            default_input_modes=["text/plain"], default_output_modes=["text/plain"],
+            default_input_modes=["text/plain"],
+            default_output_modes=["text/plain"],
             skills=[AgentSkill(id="echo", name="echo", description=description, tags=["test"])],
         )
         handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=self.card)
         prefix = f"/a2a/{name}"
-        app = Starlette(routes=[
-            *create_agent_card_routes(self.card, card_url=f"{prefix}/.well-known/agent-card.json"),
-            *create_jsonrpc_routes(handler, rpc_url=prefix),
-        ])
+        app = Starlette(
+            routes=[
+                *create_agent_card_routes(self.card, card_url=f"{prefix}/.well-known/agent-card.json"),
+                *create_jsonrpc_routes(handler, rpc_url=prefix),
+            ]
+        )
         # Every POST goes through a gate: a recorder when the test gives none.
         self.gate = (gate or HttpGate()).wrap(app)
         # A held call (BlockingExecutor) does not hold the stop for long.
-        self.server = uvicorn.Server(uvicorn.Config(self.gate, log_level="warning", lifespan="off",
-                                                    timeout_graceful_shutdown=5))
+        self.server = uvicorn.Server(
+            uvicorn.Config(self.gate, log_level="warning", lifespan="off", timeout_graceful_shutdown=5)
+        )
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
         self.thread.start()
 
@@ -541,15 +598,24 @@ def a2a_agent_server() -> Iterator[tuple[A2AAgentServer, EchoExecutor]]:
 
 
 # -- the outbound direction: A2A agents as the bridge's proxied agents ------------------------
-def a2a_agent(name: str, url: str, token_file: Path | None = None, max_calls: int | None = None,
-              max_attempts: int | None = None, reply_timeout_ms: int | None = None) -> tuple[str, str, str]:
+def a2a_agent(
+    name: str,
+    url: str,
+    token_file: Path | None = None,
+    max_calls: int | None = None,
+    max_attempts: int | None = None,
+    reply_timeout_ms: int | None = None,
+) -> tuple[str, str, str]:
     """An ``[[agents]]`` entry (for ``config_toml``'s ``agents``) for the A2A agent at ``url``
     (its card at ``url/.well-known/agent-card.json``), named ``name`` in the Wise Agents society."""
     lines = [f'url = "{url}"']
     if token_file is not None:
         lines.append(f'token_file = "{token_file}"')
-    for key, value in (("max_calls", max_calls), ("max_attempts", max_attempts),
-                       ("reply_timeout_ms", reply_timeout_ms)):
+    for key, value in (
+        ("max_calls", max_calls),
+        ("max_attempts", max_attempts),
+        ("reply_timeout_ms", reply_timeout_ms),
+    ):
         if value is not None:
             lines.append(f"{key} = {value}")
     return name, "a2a", "\n".join(lines)
@@ -578,12 +644,19 @@ class OutboundBridge:
     HTTP port, its reply agent the test's own (``names.reply_agent``); ``kill()`` and
     ``restart()`` (the same configuration, the same port) for the crash tests."""
 
-    def __init__(self, broker: Broker, names: Names, tmp: Path, agents: list[tuple[str, str, str]],
-                 wiseagents: Sequence[str] = (), contexts: Sequence[str] = (), extra: str = "") -> None:
+    def __init__(
+        self,
+        broker: Broker,
+        names: Names,
+        tmp: Path,
+        agents: list[tuple[str, str, str]],
+        wiseagents: Sequence[str] = (),
+        contexts: Sequence[str] = (),
+        extra: str = "",
+    ) -> None:
         self.port = free_port()
         self.tmp = tmp
-        self.toml = config_toml(broker, names, agents, self.port, wiseagents=wiseagents, contexts=contexts,
-                                extra=extra)
+        self.toml = config_toml(broker, names, agents, self.port, wiseagents=wiseagents, contexts=contexts, extra=extra)
         self.process = BridgeProcess(self.toml, tmp)
 
     def stop(self) -> None:
@@ -646,8 +719,9 @@ class AgentSubprocess:
     def __init__(self, name: str) -> None:
         script = Path(__file__).with_name("a2a_agent_process.py")
         self.lines: queue.Queue[str] = queue.Queue()
-        self.proc = subprocess.Popen([sys.executable, str(script), name], stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(script), name], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True
+        )
         threading.Thread(target=self._read, daemon=True).start()
         self.url = self.wait_line("url ").removeprefix("url ")
 

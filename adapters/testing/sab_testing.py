@@ -43,8 +43,14 @@ class Broker:
     @classmethod
     def rabbitmq(cls) -> Broker:
         """RabbitMQ's STOMP plugin as scripts/brokers.sh starts it: no `/` in queue names."""
-        return cls(port=int(os.environ.get("SAB_TEST_RABBITMQ_PORT", "61623")), login="guest", passcode="guest",
-                   request_prefix="/queue/request.", response_prefix="/queue/response.", kind="rabbitmq")
+        return cls(
+            port=int(os.environ.get("SAB_TEST_RABBITMQ_PORT", "61623")),
+            login="guest",
+            passcode="guest",
+            request_prefix="/queue/request.",
+            response_prefix="/queue/response.",
+            kind="rabbitmq",
+        )
 
     @classmethod
     def artemis(cls) -> Broker:
@@ -87,9 +93,17 @@ class Names:
         return self.dest(f"{protocol}.ingress")
 
 
-def config_toml(broker: Broker, names: Names, agents: list[tuple[str, str, str]], http_port: int,
-                wiseagents: Sequence[str] = (), contexts: Sequence[str] = (), reply_agent: str | None = None,
-                extra: str = "", https: tuple[Path, Path] | None = None) -> str:
+def config_toml(
+    broker: Broker,
+    names: Names,
+    agents: list[tuple[str, str, str]],
+    http_port: int,
+    wiseagents: Sequence[str] = (),
+    contexts: Sequence[str] = (),
+    reply_agent: str | None = None,
+    extra: str = "",
+    https: tuple[Path, Path] | None = None,
+) -> str:
     """A bridge configuration; ``agents`` are (name, protocol, extra TOML lines); ``contexts``
     are the Wise Agents contexts other frameworks may name (``wiseagents.contexts``: the
     bridge writes no other, docs/MAPPING.md); ``reply_agent`` is ``wiseagents.reply_agent``
@@ -117,21 +131,21 @@ agents = [{native}]
 contexts = [{known}]
 
 [protocols.civitas]
-inbox = "{names.inbox('civitas')}"
-ingress = "{names.ingress('civitas')}"
+inbox = "{names.inbox("civitas")}"
+ingress = "{names.ingress("civitas")}"
 
 [protocols.vox]
-inbox = "{names.inbox('vox')}"
-ingress = "{names.ingress('vox')}"
+inbox = "{names.inbox("vox")}"
+ingress = "{names.ingress("vox")}"
 namespace = "0d5f1a7e-3b7c-4c59-9a8e-6f3f2c1d9b10"
 
 [protocols.penguiflow]
-inbox = "{names.inbox('penguiflow')}"
-ingress = "{names.ingress('penguiflow')}"
+inbox = "{names.inbox("penguiflow")}"
+ingress = "{names.ingress("penguiflow")}"
 tenant = "acme"
 
 [delivery]
-dead_letter = "{names.dest('dead')}"
+dead_letter = "{names.dest("dead")}"
 in_flight = 16
 shutdown_timeout_ms = 5000
 receipt_timeout_ms = 5000
@@ -167,8 +181,13 @@ class BridgeProcess:
         config.write_text(toml)
         self.lines: queue.Queue[str] = queue.Queue()
         self.log: list[str] = []
-        self.proc = subprocess.Popen([str(binary), "run", "--config", str(config)], stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [str(binary), "run", "--config", str(config)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         threading.Thread(target=self._read, daemon=True).start()
         self.wait_log("bridge ready", 30)
 
@@ -201,8 +220,14 @@ class BridgeProcess:
         return self.proc.wait(15)
 
 
-def start_bridge(broker: Broker, names: Names, agents: list[tuple[str, str, str]], tmp: Path,
-                 wiseagents: Sequence[str] = (), contexts: Sequence[str] = ()) -> BridgeProcess:
+def start_bridge(
+    broker: Broker,
+    names: Names,
+    agents: list[tuple[str, str, str]],
+    tmp: Path,
+    wiseagents: Sequence[str] = (),
+    contexts: Sequence[str] = (),
+) -> BridgeProcess:
     return BridgeProcess(config_toml(broker, names, agents, free_port(), wiseagents, contexts), tmp)
 
 

@@ -48,8 +48,16 @@ def send(n, run):
     conn = connect(inbox)
     for i in range(n):
         request = WiseAgentMessage()
-        request.__dict__.update({"_message": f"stop-check {run} {i}", "_sender": "Assistant", "_message_type": "QUERY",
-                                 "_context_name": "default", "_tool_id": f"call_{run}_{i}", "_route_response_to": "User"})
+        request.__dict__.update(
+            {
+                "_message": f"stop-check {run} {i}",
+                "_sender": "Assistant",
+                "_message_type": "QUERY",
+                "_context_name": "default",
+                "_tool_id": f"call_{run}_{i}",
+                "_route_response_to": "User",
+            }
+        )
         headers = {"receipt": "last"} if i == n - 1 else {}
         conn.send("/queue/request/WeatherAgent", yaml.dump(request), headers=headers)
         if i + 1 == n // 4:
@@ -94,9 +102,12 @@ def account(n, run):
     ids = seen["request"] + seen["civitas"]
     missing = [i for i in range(n) if f"{prefix}{i}" not in ids]
     repeated = len(ids) - len(set(ids))
-    print(f"[stop-check] of {n}: {len(seen['civitas'])} translated for the Civitas agent, "
-          f"{len(seen['request'])} still waiting for the bridge, {len(seen['dead'])} dead-lettered, "
-          f"{len(missing)} lost, {repeated} repeated", flush=True)
+    print(
+        f"[stop-check] of {n}: {len(seen['civitas'])} translated for the Civitas agent, "
+        f"{len(seen['request'])} still waiting for the bridge, {len(seen['dead'])} dead-lettered, "
+        f"{len(missing)} lost, {repeated} repeated",
+        flush=True,
+    )
     if missing or repeated or seen["dead"]:
         sys.exit(1)
 

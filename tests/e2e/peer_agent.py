@@ -91,8 +91,9 @@ class Collector(stomp.ConnectionListener):
 
 def connect():
     collector = Collector()
-    conn = stomp.Connection([("127.0.0.1", int(os.environ["STOMP_PORT"]))], heartbeats=(0, 0),
-                            vhost=os.environ.get("STOMP_VHOST", "/"))
+    conn = stomp.Connection(
+        [("127.0.0.1", int(os.environ["STOMP_PORT"]))], heartbeats=(0, 0), vhost=os.environ.get("STOMP_VHOST", "/")
+    )
     conn.set_listener("", collector)
     conn.connect(os.environ["STOMP_USER"], os.environ["STOMP_PASSWORD"], wait=True)
     return conn, collector
@@ -113,8 +114,11 @@ def out(obj):
 
 
 def civitas_send(conn, message, dest):
-    conn.send(os.environ["CIVITAS_INGRESS"] if dest is None else dest, JsonSerializer().serialize(message),
-              headers={"content-type": "application/json", "persistent": "true"})
+    conn.send(
+        os.environ["CIVITAS_INGRESS"] if dest is None else dest,
+        JsonSerializer().serialize(message),
+        headers={"content-type": "application/json", "persistent": "true"},
+    )
 
 
 def civitas_ask(name, recipient, n, texts):
@@ -126,12 +130,25 @@ def civitas_ask(name, recipient, n, texts):
         payload = {"message": texts[i % len(texts)]}
         if os.environ.get("CIVITAS_CONTEXT"):
             payload["context_name"] = os.environ["CIVITAS_CONTEXT"]
-        msg = Message(type="message", sender=name, recipient=recipient, payload=payload,
-                      correlation_id=uuid7(), reply_to=reply_to, trace_id=uuid.uuid4().hex, span_id=span_id())
+        msg = Message(
+            type="message",
+            sender=name,
+            recipient=recipient,
+            payload=payload,
+            correlation_id=uuid7(),
+            reply_to=reply_to,
+            trace_id=uuid.uuid4().hex,
+            span_id=span_id(),
+        )
         asks.append(msg)
     ready(name)
-    out({"asks": [{"correlation_id": m.correlation_id, "reply_to": m.reply_to, "text": m.payload["message"]}
-                  for m in asks]})
+    out(
+        {
+            "asks": [
+                {"correlation_id": m.correlation_id, "reply_to": m.reply_to, "text": m.payload["message"]} for m in asks
+            ]
+        }
+    )
     for msg in asks:
         civitas_send(conn, msg, None)
     for _ in range(n):
@@ -157,11 +174,19 @@ def civitas_serve(name, n, mode):
             # (AgentProcess._emit_stream), all with the ask's correlation_id.
             tokens = ["sunny", ", ", "21 C"]
             for seq, kind, payload in [(i, "civitas.stream.chunk", {"token": t}) for i, t in enumerate(tokens)] + [
-                    (len(tokens), "civitas.stream.end", {})]:
-                frame_msg = Message(type=kind, sender=name, recipient=original.reply_to or original.sender,
-                                    payload=payload, correlation_id=original.correlation_id, seq=seq,
-                                    trace_id=original.trace_id, span_id=span_id(),
-                                    parent_span_id=original.span_id)
+                (len(tokens), "civitas.stream.end", {})
+            ]:
+                frame_msg = Message(
+                    type=kind,
+                    sender=name,
+                    recipient=original.reply_to or original.sender,
+                    payload=payload,
+                    correlation_id=original.correlation_id,
+                    seq=seq,
+                    trace_id=original.trace_id,
+                    span_id=span_id(),
+                    parent_span_id=original.span_id,
+                )
                 civitas_send(conn, frame_msg, None)
             continue
         text = original.payload.get("message")
@@ -171,9 +196,16 @@ def civitas_serve(name, n, mode):
             "error": {"status": "error", "error": f"cannot do {text}"},
         }[mode]
         # AgentProcess.reply_to(original, payload), as reply() builds it.
-        reply = Message(type=payload.get("type", "reply"), sender=name, recipient=original.reply_to or original.sender,
-                        payload=payload, correlation_id=original.correlation_id, trace_id=original.trace_id,
-                        span_id=span_id(), parent_span_id=original.span_id)
+        reply = Message(
+            type=payload.get("type", "reply"),
+            sender=name,
+            recipient=original.reply_to or original.sender,
+            payload=payload,
+            correlation_id=original.correlation_id,
+            trace_id=original.trace_id,
+            span_id=span_id(),
+            parent_span_id=original.span_id,
+        )
         civitas_send(conn, reply, None)
     conn.disconnect()
 
@@ -192,10 +224,21 @@ def vox_serve(name, me, n):
         out({"received": json.loads(request.model_dump_json())})
 
         def send(kind, details):
-            msg = VOXMessage(message_id=uuid.uuid4(), message_source="vox-agent", emitted_at=now_iso(), source=UUID(me),
-                             target=request.source, type=kind, details=details, reply_to=request.message_id)
-            conn.send(os.environ["VOX_INGRESS"], msg.model_dump_json(),
-                      headers={"content-type": "application/json", "persistent": "true"})
+            msg = VOXMessage(
+                message_id=uuid.uuid4(),
+                message_source="vox-agent",
+                emitted_at=now_iso(),
+                source=UUID(me),
+                target=request.source,
+                type=kind,
+                details=details,
+                reply_to=request.message_id,
+            )
+            conn.send(
+                os.environ["VOX_INGRESS"],
+                msg.model_dump_json(),
+                headers={"content-type": "application/json", "persistent": "true"},
+            )
 
         send("message_acknowledged", {})  # MSG_ACKNOWLEDGED, auto-sent on receipt
         send("command_result", {"message": f"done: {request.details.get('message')}"})
@@ -216,8 +259,11 @@ def penguiflow_serve(name, n, kind):
             "budget": FinalAnswer(text="Hop budget exhausted"),
         }[kind]
         reply = message.model_copy(update={"payload": payload})
-        conn.send(os.environ["PF_INGRESS"], reply.model_dump_json(),
-                  headers={"content-type": "application/json", "persistent": "true"})
+        conn.send(
+            os.environ["PF_INGRESS"],
+            reply.model_dump_json(),
+            headers={"content-type": "application/json", "persistent": "true"},
+        )
     conn.disconnect()
 
 
@@ -225,12 +271,17 @@ def penguiflow_ask(name, recipient, text):
     conn, collector = connect()
     subscribe(conn, collector, os.environ["PF_INBOX"].replace("{agent}", name), "1")
     ready(name)
-    ask = PenguiMessage(payload=text, headers=Headers(tenant="acme", topic="travel", priority=2),
-                        deadline_s=time.time() + 600,
-                        meta={"message_id": str(uuid.uuid4()), "sender": name, "recipient": recipient,
-                              "session": "s-42"})
-    conn.send(os.environ["PF_INGRESS"], ask.model_dump_json(),
-              headers={"content-type": "application/json", "persistent": "true"})
+    ask = PenguiMessage(
+        payload=text,
+        headers=Headers(tenant="acme", topic="travel", priority=2),
+        deadline_s=time.time() + 600,
+        meta={"message_id": str(uuid.uuid4()), "sender": name, "recipient": recipient, "session": "s-42"},
+    )
+    conn.send(
+        os.environ["PF_INGRESS"],
+        ask.model_dump_json(),
+        headers={"content-type": "application/json", "persistent": "true"},
+    )
     frame = collector.frames.get(timeout=30)
     answer = PenguiMessage.model_validate_json(frame.body)
     out({"asked": json.loads(ask.model_dump_json()), "answer": json.loads(answer.model_dump_json())})
@@ -243,19 +294,38 @@ def observed(kind, body):
     if kind == "civitas":
         m = JsonSerializer().deserialize(raw)
         p = m.payload
-        return {"sender": m.sender, "recipient": m.recipient, "message": p.get("message"), "type": m.type,
-                "correlation_id": m.correlation_id, "trace_id": m.trace_id, **{k: p.get(k) for k in ROUTING}}
+        return {
+            "sender": m.sender,
+            "recipient": m.recipient,
+            "message": p.get("message"),
+            "type": m.type,
+            "correlation_id": m.correlation_id,
+            "trace_id": m.trace_id,
+            **{k: p.get(k) for k in ROUTING},
+        }
     if kind == "vox":
         m = VOXMessage.model_validate_json(raw)
         d = m.details
-        return {"sender": d.get("sender"), "recipient": d.get("recipient"), "message": d.get("message"),
-                "type": m.type, "source": str(m.source), "target": str(m.target), **{k: d.get(k) for k in ROUTING}}
+        return {
+            "sender": d.get("sender"),
+            "recipient": d.get("recipient"),
+            "message": d.get("message"),
+            "type": m.type,
+            "source": str(m.source),
+            "target": str(m.target),
+            **{k: d.get(k) for k in ROUTING},
+        }
     m = PenguiMessage.model_validate_json(raw)
     text = m.payload["text"] if isinstance(m.payload, dict) and "text" in m.payload else m.payload
     if isinstance(m.payload, dict) and "text" in m.payload:
         FinalAnswer.model_validate(m.payload)
-    return {"sender": m.meta.get("sender"), "recipient": m.meta.get("recipient"), "message": text,
-            "trace_id": m.trace_id, **{k: m.meta.get(k) for k in ROUTING}}
+    return {
+        "sender": m.meta.get("sender"),
+        "recipient": m.meta.get("recipient"),
+        "message": text,
+        "trace_id": m.trace_id,
+        **{k: m.meta.get(k) for k in ROUTING},
+    }
 
 
 ROUTING = ["tool_id", "route_response_to", "context_name", "conversation"]
@@ -271,7 +341,13 @@ def observe(kind, dest, n, seconds, suffix):
         while not frame.headers["destination"].endswith(suffix):
             frame = collector.frames.get(timeout=max(0.1, deadline - time.time()))
         seen = observed(kind, frame.body)
-        out(dict(seen, destination=frame.headers["destination"], header_conversation=frame.headers.get("bridge-conversation")))
+        out(
+            dict(
+                seen,
+                destination=frame.headers["destination"],
+                header_conversation=frame.headers.get("bridge-conversation"),
+            )
+        )
     conn.disconnect()
 
 

@@ -76,8 +76,16 @@ def send_many(dest, n, persistent):
     conn = connect()
     headers = {"persistent": "true"} if persistent else {}
     for i in range(n):
-        body = dump({"_message": f"msg {i}", "_sender": "Producer", "_message_type": "QUERY",
-                     "_context_name": "default", "_tool_id": None, "_route_response_to": None})
+        body = dump(
+            {
+                "_message": f"msg {i}",
+                "_sender": "Producer",
+                "_message_type": "QUERY",
+                "_context_name": "default",
+                "_tool_id": None,
+                "_route_response_to": None,
+            }
+        )
         conn.send(dest, body, headers=headers)
     conn.disconnect()
 
@@ -125,8 +133,7 @@ def plain(agent, n, seconds):
         print(json.dumps(request), flush=True)
         # WiseAgentMessage(message=response_str, sender=self.name, context_name=context.name)
         reply = {k: None for k in KEYS}
-        reply.update(_message="answer: " + request["_message"], _sender=agent,
-                     _context_name=request["_context_name"])
+        reply.update(_message="answer: " + request["_message"], _sender=agent, _context_name=request["_context_name"])
         conn.send(os.environ.get("WA_RESPONSE_PREFIX", "/queue/response/") + request["_sender"], dump(reply))
     conn.disconnect()
 
@@ -158,16 +165,34 @@ class ConversingAgent(stomp.ConnectionListener):
         ctx = msg["_context_name"]
         if self.role == "helper" and is_request:  # a question: call a tool on the asker
             self.calls += 1
-            self.send(request_prefix(), msg["_sender"], _message=json.dumps({"about": msg["_message"]}),
-                      _message_type="QUERY", _tool_id=f"call_{self.calls}",
-                      _route_response_to=msg["_route_response_to"] or msg["_sender"], _context_name=ctx)
+            self.send(
+                request_prefix(),
+                msg["_sender"],
+                _message=json.dumps({"about": msg["_message"]}),
+                _message_type="QUERY",
+                _tool_id=f"call_{self.calls}",
+                _route_response_to=msg["_route_response_to"] or msg["_sender"],
+                _context_name=ctx,
+            )
         elif self.role == "helper":  # the tool's answer: the final answer goes to _route_response_to
-            self.send(response_prefix(), msg["_route_response_to"], _message="final: " + msg["_message"],
-                      _message_type="RESPONSE", _context_name=ctx, _route_response_to=msg["_route_response_to"])
+            self.send(
+                response_prefix(),
+                msg["_route_response_to"],
+                _message="final: " + msg["_message"],
+                _message_type="RESPONSE",
+                _context_name=ctx,
+                _route_response_to=msg["_route_response_to"],
+            )
         elif is_request:  # the asker as a tool agent: echo _tool_id, _route_response_to, _context_name
-            self.send(response_prefix(), msg["_sender"], _message="tool result for " + msg["_message"],
-                      _message_type="RESPONSE", _tool_id=msg["_tool_id"],
-                      _route_response_to=msg["_route_response_to"], _context_name=ctx)
+            self.send(
+                response_prefix(),
+                msg["_sender"],
+                _message="tool result for " + msg["_message"],
+                _message_type="RESPONSE",
+                _tool_id=msg["_tool_id"],
+                _route_response_to=msg["_route_response_to"],
+                _context_name=ctx,
+            )
         else:
             self.finished.put(msg)
 
@@ -186,8 +211,9 @@ def converse(asker_name, helper_name, n, seconds):
     helper = ConversingAgent(helper_name, "helper", finished)
     print(json.dumps({"subscribed": [asker_name, helper_name]}), flush=True)
     for i in range(n):
-        asker.send(request_prefix(), helper_name, _message=f"question {i}", _message_type="QUERY",
-                   _context_name="default")
+        asker.send(
+            request_prefix(), helper_name, _message=f"question {i}", _message_type="QUERY", _context_name="default"
+        )
         finished.get(timeout=seconds)
     print(json.dumps({"received": {asker_name: asker.received, helper_name: helper.received}}), flush=True)
     asker.conn.disconnect()

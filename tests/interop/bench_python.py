@@ -19,12 +19,31 @@ class WiseAgentMessage(yaml.YAMLObject):
 def wa_to_civitas(body, loader):
     m = yaml.load(body, Loader=loader)
     d = m.__dict__
-    payload = {"message": d["_message"], "message_type": d["_message_type"], "context_name": d["_context_name"],
-               "tool_id": d["_tool_id"], "route_response_to": d["_route_response_to"]}
-    out = {"schema_version": 1, "id": str(uuid.uuid4()), "type": "message", "sender": d["_sender"] or "",
-           "recipient": "WeatherAgent", "correlation_id": None, "reply_to": d["_sender"],
-           "payload": {k: v for k, v in payload.items() if v is not None}, "timestamp": time.time(),
-           "trace_id": "", "span_id": "", "parent_span_id": None, "attempt": 0, "priority": 0, "ttl": None, "seq": None}
+    payload = {
+        "message": d["_message"],
+        "message_type": d["_message_type"],
+        "context_name": d["_context_name"],
+        "tool_id": d["_tool_id"],
+        "route_response_to": d["_route_response_to"],
+    }
+    out = {
+        "schema_version": 1,
+        "id": str(uuid.uuid4()),
+        "type": "message",
+        "sender": d["_sender"] or "",
+        "recipient": "WeatherAgent",
+        "correlation_id": None,
+        "reply_to": d["_sender"],
+        "payload": {k: v for k, v in payload.items() if v is not None},
+        "timestamp": time.time(),
+        "trace_id": "",
+        "span_id": "",
+        "parent_span_id": None,
+        "attempt": 0,
+        "priority": 0,
+        "ttl": None,
+        "seq": None,
+    }
     return json.dumps(out).encode()
 
 
@@ -32,9 +51,16 @@ def civitas_to_wa(body):
     d = json.loads(body)
     p = d["payload"]
     m = WiseAgentMessage()
-    m.__dict__.update({"_message": p.get("message"), "_message_type": p.get("message_type"),
-                       "_context_name": p.get("context_name"), "_tool_id": p.get("tool_id"),
-                       "_route_response_to": p.get("route_response_to"), "_sender": d["sender"]})
+    m.__dict__.update(
+        {
+            "_message": p.get("message"),
+            "_message_type": p.get("message_type"),
+            "_context_name": p.get("context_name"),
+            "_tool_id": p.get("tool_id"),
+            "_route_response_to": p.get("route_response_to"),
+            "_sender": d["sender"],
+        }
+    )
     return yaml.dump(m).encode()
 
 

@@ -95,7 +95,8 @@ async def send_once(client: Client, text: str, **kwargs: Any) -> Task:
 def assert_state(task: Task, state: TaskState) -> None:
     assert task.status.state == state, (
         f"task {task.id} is {state_name(task.status.state)} ({status_text(task)!r}), not {state_name(state)}; "
-        f"artifacts {artifact_texts(task)}")
+        f"artifacts {artifact_texts(task)}"
+    )
 
 
 def assert_query(request: dict[str, Any], bridge: A2ABridge, text: str, context: str = "default") -> None:
@@ -106,8 +107,9 @@ def assert_query(request: dict[str, Any], bridge: A2ABridge, text: str, context:
     assert isinstance(request["_tool_id"], str) and request["_tool_id"], request
 
 
-def start(broker, names: Names, tmp_path, closing, agents: list[tuple[str, Any]], **a2a: Any
-          ) -> tuple[A2ABridge, list[WiseAgent]]:
+def start(
+    broker, names: Names, tmp_path, closing, agents: list[tuple[str, Any]], **a2a: Any
+) -> tuple[A2ABridge, list[WiseAgent]]:
     """The Wise Agents ``agents`` ((name, answer) each, answer None for one the test answers
     by hand) subscribed first, then the bridge serving them over A2A."""
     wise = []
@@ -124,8 +126,9 @@ def test_card_and_listing(broker, tmp_path, closing):
     names = Names(broker)
     echo, other = names.agent("Echo"), names.agent("Other")
     globbed = names.agent("Globbed")
-    bridge, _ = start(broker, names, tmp_path, closing, [(echo, None), (other, None)],
-                      descriptions={echo: "Echoes what it is told"})
+    bridge, _ = start(
+        broker, names, tmp_path, closing, [(echo, None), (other, None)], descriptions={echo: "Echoes what it is told"}
+    )
     input_modes: list[str] = []
 
     async def scenario() -> None:
@@ -135,7 +138,8 @@ def test_card_and_listing(broker, tmp_path, closing):
             assert card.description == "Echoes what it is told"
             assert card.version, card
             assert [(i.url, i.protocol_binding, i.protocol_version) for i in card.supported_interfaces] == [
-                (bridge.agent_url(echo), "JSONRPC", "1.0")], card
+                (bridge.agent_url(echo), "JSONRPC", "1.0")
+            ], card
             assert card.capabilities.streaming, card
             assert list(card.default_output_modes) == ["text/plain"], card
             assert len(card.skills) >= 1, card
@@ -181,8 +185,9 @@ def test_send_message_is_answered_by_the_wise_agent(broker, tmp_path, closing):
     names = Names(broker)
     echo = names.agent("Echo")
     books = names.agent("Books")
-    bridge, [agent] = start(broker, names, tmp_path, closing, [(echo, lambda m: f"echo: {m['_message']}")],
-                            contexts=[books])
+    bridge, [agent] = start(
+        broker, names, tmp_path, closing, [(echo, lambda m: f"echo: {m['_message']}")], contexts=[books]
+    )
 
     async def scenario() -> None:
         async with httpx.AsyncClient(timeout=WAIT) as http:
@@ -216,8 +221,14 @@ def test_the_sdk_client_asks_over_https_and_plain_http_gets_nothing(broker, tmp_
     names = Names(broker)
     echo = names.agent("Echo")
     tls = REPO / "tests" / "tls"
-    bridge, [agent] = start(broker, names, tmp_path, closing, [(echo, lambda m: f"echo: {m['_message']}")],
-                            https=(tls / "server.pem", tls / "server.key"))
+    bridge, [agent] = start(
+        broker,
+        names,
+        tmp_path,
+        closing,
+        [(echo, lambda m: f"echo: {m['_message']}")],
+        https=(tls / "server.pem", tls / "server.key"),
+    )
 
     async def scenario() -> None:
         trust = ssl.create_default_context(cafile=str(tls / "ca.pem"))
@@ -227,8 +238,9 @@ def test_the_sdk_client_asks_over_https_and_plain_http_gets_nothing(broker, tmp_
             client = await bridge.client(http, echo, streaming=True)
             events = [event async for event in client.send_message(send_request("over tls"))]
             last = events[-1]
-            assert last.HasField("status_update") and last.status_update.status.state == COMPLETED, \
-                [describe(e) for e in events]
+            assert last.HasField("status_update") and last.status_update.status.state == COMPLETED, [
+                describe(e) for e in events
+            ]
             assert_query(agent.next_request(), bridge, "over tls")
         async with httpx.AsyncClient(timeout=WAIT) as plain:
             with pytest.raises(httpx.HTTPError):
@@ -280,11 +292,11 @@ def test_ack_makes_the_task_working_then_response_completes_it(broker, tmp_path,
             # ACK: the agent is at it (Wise Agents' ACK carries an answer so far); the task is
             # WORKING, and nothing ends it while no RESPONSE came.
             reply(agent, request, "thinking...", "ACK")
-            working = await stream.until(lambda e: e.HasField("status_update")
-                                         and e.status_update.status.state == WORKING)
+            working = await stream.until(
+                lambda e: e.HasField("status_update") and e.status_update.status.state == WORKING
+            )
             assert working.status_update.task_id == task_id, stream.history()
-            assert not any(is_state(s)(e) for e in stream.seen for s in (COMPLETED, FAILED, CANCELED)), \
-                stream.history()
+            assert not any(is_state(s)(e) for e in stream.seen for s in (COMPLETED, FAILED, CANCELED)), stream.history()
 
             # A second client subscribes to the running task (SubscribeToTask) and sees it end too.
             # Its first event (the task as it stands) is awaited before the answer is sent, so the
@@ -440,22 +452,28 @@ def test_token_is_required_on_json_rpc_calls(broker, tmp_path, closing):
     names = Names(broker)
     echo = names.agent("Echo")
     token = f"sab-token-{names.uid}"
-    bridge, [agent] = start(broker, names, tmp_path, closing, [(echo, lambda m: f"echo: {m['_message']}")],
-                            token=token)
+    bridge, [agent] = start(broker, names, tmp_path, closing, [(echo, lambda m: f"echo: {m['_message']}")], token=token)
 
     async def scenario() -> None:
         async with httpx.AsyncClient(timeout=WAIT) as http:
             # The card is public, and says which scheme the calls need.
             card = await bridge.card(http, echo)
-            bearer = [name for name, scheme in card.security_schemes.items()
-                      if scheme.HasField("http_auth_security_scheme")
-                      and scheme.http_auth_security_scheme.scheme.lower() == "bearer"]
+            bearer = [
+                name
+                for name, scheme in card.security_schemes.items()
+                if scheme.HasField("http_auth_security_scheme")
+                and scheme.http_auth_security_scheme.scheme.lower() == "bearer"
+            ]
             assert bearer, f"no bearer scheme on the card: {card}"
             required = {name for requirement in card.security_requirements for name in requirement.schemes}
             assert set(bearer) & required, f"the card's security requirements do not name its bearer scheme: {card}"
 
-            body = {"jsonrpc": "2.0", "id": "1", "method": "SendMessage",
-                    "params": MessageToDict(send_request("without a token"))}
+            body = {
+                "jsonrpc": "2.0",
+                "id": "1",
+                "method": "SendMessage",
+                "params": MessageToDict(send_request("without a token")),
+            }
             for headers in ({}, {"Authorization": "Bearer not-the-token"}, {"Authorization": token}):
                 refused = await http.post(bridge.agent_url(echo), json=body, headers={"A2A-Version": "1.0", **headers})
                 assert refused.status_code == 401, (headers, refused.status_code, refused.text)

@@ -83,8 +83,9 @@ def dead_letters(broker: Broker, names: Names, closing: Closing) -> QueueReader:
     return closing(reader, reader.close)
 
 
-def serve(closing: Closing, executor: AgentExecutor, gate: HttpGate | None = None, streaming: bool = True
-          ) -> A2AAgentServer:
+def serve(
+    closing: Closing, executor: AgentExecutor, gate: HttpGate | None = None, streaming: bool = True
+) -> A2AAgentServer:
     """``executor`` served by the a2a-sdk (its card saying ``capabilities.streaming`` or not); a
     held executor is released before its server stops."""
     server = A2AAgentServer(f"SdkAgent_{uuid.uuid4().hex[:8]}", executor, gate=gate, streaming=streaming)
@@ -94,41 +95,60 @@ def serve(closing: Closing, executor: AgentExecutor, gate: HttpGate | None = Non
     return server
 
 
-def start(broker: Broker, names: Names, tmp_path: Path, closing: Closing, agents: list[tuple[str, str, str]]
-          ) -> OutboundBridge:
+def start(
+    broker: Broker, names: Names, tmp_path: Path, closing: Closing, agents: list[tuple[str, str, str]]
+) -> OutboundBridge:
     bridge = OutboundBridge(broker, names, tmp_path, agents)
     return closing(bridge, bridge.stop)
 
 
-def ask(asker: WiseAgent, to: str, text: str, tool_id: str | None = None, context: str = "default",
-        route: str | None = None) -> None:
+def ask(
+    asker: WiseAgent, to: str, text: str, tool_id: str | None = None, context: str = "default", route: str | None = None
+) -> None:
     """A QUERY as Wise Agents sends one: ``_route_response_to`` the asker unless ``route``."""
     asker.send(to, text, _context_name=context, _route_response_to=route or asker.name, _tool_id=tool_id)
 
 
-def next_answer(asker: WiseAgent, bridge: OutboundBridge, secs: float = WAIT,
-                elsewhere: Sequence[WiseAgent] = ()) -> dict[str, Any]:
+def next_answer(
+    asker: WiseAgent, bridge: OutboundBridge, secs: float = WAIT, elsewhere: Sequence[WiseAgent] = ()
+) -> dict[str, Any]:
     try:
         return asker.next_response(secs)
     except queue.Empty:
         strays = {a.name: list(a.responses.queue) for a in elsewhere if not a.responses.empty()}
-        raise AssertionError(f"{asker.name} got no answer within {secs} s; answers elsewhere: {strays}; "
-                             f"A2A metrics: {a2a_metrics(bridge)}; the bridge's last log lines: "
-                             f"{bridge.log_lines()[-15:]}") from None
+        raise AssertionError(
+            f"{asker.name} got no answer within {secs} s; answers elsewhere: {strays}; "
+            f"A2A metrics: {a2a_metrics(bridge)}; the bridge's last log lines: "
+            f"{bridge.log_lines()[-15:]}"
+        ) from None
 
 
 def a2a_metrics(bridge: OutboundBridge) -> list[str]:
     return [line for line in bridge.metrics().splitlines() if line.startswith("bridge_a2a_call")]
 
 
-def assert_answer(answer: dict[str, Any], kind: str, text: str | None, sender: str, tool_id: str | None,
-                  context: str = "default", route: str | None = None, asker: WiseAgent | None = None) -> None:
+def assert_answer(
+    answer: dict[str, Any],
+    kind: str,
+    text: str | None,
+    sender: str,
+    tool_id: str | None,
+    context: str = "default",
+    route: str | None = None,
+    asker: WiseAgent | None = None,
+) -> None:
     """``answer`` is exactly this one (``text`` None: any non-empty text)."""
     if text is None:
         assert isinstance(answer["_message"], str) and answer["_message"], answer
         text = answer["_message"]
-    expected = {"_message": text, "_message_type": kind, "_sender": sender, "_tool_id": tool_id,
-                "_context_name": context, "_route_response_to": route or (asker.name if asker else None)}
+    expected = {
+        "_message": text,
+        "_message_type": kind,
+        "_sender": sender,
+        "_tool_id": tool_id,
+        "_context_name": context,
+        "_route_response_to": route or (asker.name if asker else None),
+    }
     assert answer == expected, f"got {answer}, expected {expected}"
 
 
@@ -174,8 +194,9 @@ STREAMING = pytest.mark.parametrize("streaming", [True, False], ids=["streaming-
 
 
 @STREAMING
-def test_a_wise_agents_agent_asks_an_a2a_agent_and_gets_its_answer(broker: Broker, tmp_path: Path, closing: Closing,
-                                                                    streaming: bool) -> None:
+def test_a_wise_agents_agent_asks_an_a2a_agent_and_gets_its_answer(
+    broker: Broker, tmp_path: Path, closing: Closing, streaming: bool
+) -> None:
     names = Names(broker)
     translator = names.agent("Translator")
     executor = EchoExecutor()
@@ -212,8 +233,9 @@ def test_a_wise_agents_agent_asks_an_a2a_agent_and_gets_its_answer(broker: Broke
     bridge.wait_metric("bridge_a2a_calls_total", lambda v: v == 2, agent=translator, result="answered")
     bridge.wait_metric("bridge_a2a_calls_in_flight", lambda v: v == 0, agent=translator)
     assert not bridge.metric("bridge_a2a_call_retries_total", agent=translator), bridge.a2a_metrics(translator)
-    assert not bridge.metric("bridge_a2a_calls_total", agent=translator, result="failed"), \
-        bridge.a2a_metrics(translator)
+    assert not bridge.metric("bridge_a2a_calls_total", agent=translator, result="failed"), bridge.a2a_metrics(
+        translator
+    )
 
 
 # Each ask of the ScriptedExecutor (its first word says how its task ends) and what the asker gets.
@@ -231,8 +253,7 @@ ENDINGS = [
 
 
 @STREAMING
-def test_how_the_a2a_task_ends_is_the_answer(broker: Broker, tmp_path: Path, closing: Closing, streaming: bool
-                                             ) -> None:
+def test_how_the_a2a_task_ends_is_the_answer(broker: Broker, tmp_path: Path, closing: Closing, streaming: bool) -> None:
     names = Names(broker)
     translator = names.agent("Translator")
     server = serve(closing, ScriptedExecutor(), streaming=streaming)
@@ -243,8 +264,14 @@ def test_how_the_a2a_task_ends_is_the_answer(broker: Broker, tmp_path: Path, clo
     for i, (text, kind, said) in enumerate(ENDINGS):
         ask(asker, translator, text, tool_id=f"call_{i}")
         answer = next_answer(asker, bridge)
-        expected = {"_message": said, "_message_type": kind, "_sender": translator, "_tool_id": f"call_{i}",
-                    "_context_name": "default", "_route_response_to": asker.name}
+        expected = {
+            "_message": said,
+            "_message_type": kind,
+            "_sender": translator,
+            "_tool_id": f"call_{i}",
+            "_context_name": "default",
+            "_route_response_to": asker.name,
+        }
         if answer != expected:
             wrong.append(f"{text!r}: got {answer}, expected {expected}")
     assert not wrong, "\n".join(wrong)
@@ -256,8 +283,9 @@ def test_how_the_a2a_task_ends_is_the_answer(broker: Broker, tmp_path: Path, clo
 
 # -- faults ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("failures", [2, 3], ids=["fewer-than-max-attempts", "max-attempts"])
-def test_5xx_answers_are_retried_up_to_max_attempts(broker: Broker, tmp_path: Path, closing: Closing,
-                                                    failures: int) -> None:
+def test_5xx_answers_are_retried_up_to_max_attempts(
+    broker: Broker, tmp_path: Path, closing: Closing, failures: int
+) -> None:
     names = Names(broker)
     translator = names.agent("Translator")
     gate = HttpGate(fail_first=failures, fail_status=500)
@@ -285,8 +313,9 @@ def test_5xx_answers_are_retried_up_to_max_attempts(broker: Broker, tmp_path: Pa
     bridge.wait_metric("bridge_a2a_calls_in_flight", lambda v: v == 0, agent=translator)
 
 
-def test_an_answer_that_is_not_json_rpc_is_retried_then_dead_lettered(broker: Broker, tmp_path: Path,
-                                                                       closing: Closing) -> None:
+def test_an_answer_that_is_not_json_rpc_is_retried_then_dead_lettered(
+    broker: Broker, tmp_path: Path, closing: Closing
+) -> None:
     """The SDK's client reports a body that is not JSON-RPC as it reports an unreachable agent
     (an internal error): another attempt is made, as for a 5xx (docs/A2A.md, "Settlement and
     faults")."""
@@ -369,8 +398,9 @@ def test_the_a2a_agent_killed_during_a_call(broker: Broker, tmp_path: Path, clos
     bridge.wait_metric("bridge_a2a_calls_in_flight", lambda v: v == 0, agent=translator)
 
 
-def test_the_bridge_killed_during_a_call_calls_again_and_answers_once(broker: Broker, tmp_path: Path,
-                                                                      closing: Closing) -> None:
+def test_the_bridge_killed_during_a_call_calls_again_and_answers_once(
+    broker: Broker, tmp_path: Path, closing: Closing
+) -> None:
     """In about one run in eight, Artemis never redelivers a message whose consumer's connection
     was cut: it stays "delivering" with no consumer until the broker restarts (docs/OPERATING.md,
     the Artemis table; tests/bridge_delivery.rs). Such a run checks nothing, so on Artemis the
@@ -412,8 +442,7 @@ def killed_during_a_call(broker: Broker, tmp_path: Path, closing: Closing, redel
     assert_sent(first, "survive this", "default")
     # The same request, the same messageId (an agent that deduplicates by it runs it once).
     assert again.message_id == first.message_id, (first, again)
-    assert_answer(next_answer(asker, bridge), "RESPONSE", "echo: survive this", translator, "call_crash",
-                  asker=asker)
+    assert_answer(next_answer(asker, bridge), "RESPONSE", "echo: survive this", translator, "call_crash", asker=asker)
     only_answer_so_far(asker, bridge, translator, "after the crash")
     return True
 
@@ -430,17 +459,21 @@ def test_a_bearer_token(broker: Broker, tmp_path: Path, closing: Closing) -> Non
     server = serve(closing, executor, gate)
     asker = asker_of(broker, names, closing)
     dead = dead_letters(broker, names, closing)
-    bridge = start(broker, names, tmp_path, closing, [
-        a2a_agent(translator, server.url, token_file=tmp_path / "token", max_attempts=3),
-        a2a_agent(stranger, server.url, max_attempts=3),
-        a2a_agent(impostor, server.url, token_file=tmp_path / "wrong-token", max_attempts=3),
-    ])
+    bridge = start(
+        broker,
+        names,
+        tmp_path,
+        closing,
+        [
+            a2a_agent(translator, server.url, token_file=tmp_path / "token", max_attempts=3),
+            a2a_agent(stranger, server.url, max_attempts=3),
+            a2a_agent(impostor, server.url, token_file=tmp_path / "wrong-token", max_attempts=3),
+        ],
+    )
 
     ask(asker, translator, "with the token", tool_id="call_token")
-    assert_answer(next_answer(asker, bridge), "RESPONSE", "echo: with the token", translator, "call_token",
-                  asker=asker)
-    assert [p.headers.get("authorization") for p in gate.posts] == [f"Bearer {token}"], \
-        [p.headers for p in gate.posts]
+    assert_answer(next_answer(asker, bridge), "RESPONSE", "echo: with the token", translator, "call_token", asker=asker)
+    assert [p.headers.get("authorization") for p in gate.posts] == [f"Bearer {token}"], [p.headers for p in gate.posts]
 
     for who, text in ((stranger, "without a token"), (impostor, "with another token")):
         ask(asker, who, text, tool_id=f"call_{who}")
@@ -509,8 +542,9 @@ def test_a_civitas_agent_asks_an_a2a_agent(broker: Broker, tmp_path: Path, closi
         them: each ask's reply inbox is unsubscribed once its answer is acknowledged."""
         runtime = Runtime(
             supervisor=Supervisor("root", children=[Idle(helper)]),
-            components=bridge_components(inbox=names.inbox("civitas"), ingress=names.ingress("civitas"),
-                                         link=broker.link()),
+            components=bridge_components(
+                inbox=names.inbox("civitas"), ingress=names.ingress("civitas"), link=broker.link()
+            ),
         )
         await runtime.start()
         try:

@@ -26,8 +26,9 @@ class Researcher(AgentProcess):
     librarian = ""
 
     async def handle(self, message: Message) -> Message | None:
-        answer = await self.ask(self.librarian, {"message": message.payload["topic"], "context_name": "Books"},
-                                timeout=30)
+        answer = await self.ask(
+            self.librarian, {"message": message.payload["topic"], "context_name": "Books"}, timeout=30
+        )
         await self.send(self.librarian, {"message": "thanks", "context_name": "Books"})  # fire-and-forget
         return self.reply({"message": answer.payload["message"], "from": answer.sender})
 
@@ -43,8 +44,9 @@ def ask_in_a_runtime(broker, names, agent: AgentProcess, to: str, payload: dict,
     async def scenario():
         runtime = Runtime(
             supervisor=Supervisor("root", children=[agent]),
-            components=bridge_components(inbox=names.inbox("civitas"), ingress=names.ingress("civitas"),
-                                         link=broker.link()),
+            components=bridge_components(
+                inbox=names.inbox("civitas"), ingress=names.ingress("civitas"), link=broker.link()
+            ),
         )
         await runtime.start()
         try:
@@ -65,8 +67,9 @@ def test_a_wise_agents_agent_asks_a_civitas_agent_and_gets_the_reply_routed(brok
     async def scenario():
         runtime = Runtime(
             supervisor=Supervisor("root", children=[WeatherAgent(weather)]),
-            components=bridge_components(encoding=encoding, inbox=names.inbox("civitas"),
-                                         ingress=names.ingress("civitas"), link=broker.link()),
+            components=bridge_components(
+                encoding=encoding, inbox=names.inbox("civitas"), ingress=names.ingress("civitas"), link=broker.link()
+            ),
         )
         await runtime.start()
         try:
@@ -89,8 +92,9 @@ def test_a_wise_agents_agent_asks_a_civitas_agent_and_gets_the_reply_routed(brok
 def test_a_civitas_agent_asks_a_wise_agents_agent_with_ask_and_send_and_gets_its_answer(broker, tmp_path):
     names = Names(broker)
     researcher, librarian = names.agent("Researcher"), names.agent("Librarian")
-    bridge = start_bridge(broker, names, [(researcher, "civitas", "")], tmp_path, wiseagents=[librarian],
-                          contexts=["Books"])
+    bridge = start_bridge(
+        broker, names, [(researcher, "civitas", "")], tmp_path, wiseagents=[librarian], contexts=["Books"]
+    )
     wa = WiseAgent(broker, librarian, answer=lambda req: f"found: {req['_message']}")
     Researcher.librarian = librarian
 
@@ -122,13 +126,15 @@ def test_a_runtime_ask_of_a_wise_agents_agent_gets_its_answer_though_the_runtime
     while the ask waits."""
     names = Names(broker)
     helper, librarian = names.agent("Helper"), names.agent("Librarian")
-    bridge = start_bridge(broker, names, [(helper, "civitas", "")], tmp_path, wiseagents=[librarian],
-                          contexts=["Books"])
+    bridge = start_bridge(
+        broker, names, [(helper, "civitas", "")], tmp_path, wiseagents=[librarian], contexts=["Books"]
+    )
     wa = WiseAgent(broker, librarian, answer=lambda req: f"found: {req['_message']}")
 
     try:
-        answer = ask_in_a_runtime(broker, names, WeatherAgent(helper), librarian,
-                                  {"message": "dune", "context_name": "Books"}, 30)
+        answer = ask_in_a_runtime(
+            broker, names, WeatherAgent(helper), librarian, {"message": "dune", "context_name": "Books"}, 30
+        )
         seen = wa.next_request(5)
     finally:
         wa.close()

@@ -124,7 +124,10 @@ class Link(stomp.ConnectionListener):
     def _connect_once(self) -> None:
         c = self.config
         conn = stomp.Connection12(  # STOMP 1.2: ACK/NACK by the message's `ack` header
-            [(c.host, c.port)], heartbeats=c.heartbeats, vhost=c.vhost, auto_decode=False,
+            [(c.host, c.port)],
+            heartbeats=c.heartbeats,
+            vhost=c.vhost,
+            auto_decode=False,
             reconnect_attempts_max=1,
         )
         conn.set_listener("link", self)
@@ -195,12 +198,14 @@ class Link(stomp.ConnectionListener):
     def wait_connected(self, timeout: float) -> bool:
         return self._connected.wait(timeout)
 
-    def subscribe(self, destination: str, on_message: Callable[[MessageFrame], None],
-                  headers: dict[str, str] | None = None) -> str:
+    def subscribe(
+        self, destination: str, on_message: Callable[[MessageFrame], None], headers: dict[str, str] | None = None
+    ) -> str:
         """Consumes ``destination`` with client-individual acknowledgement, now and after
         every reconnection; returns the subscription id."""
-        sub = _Sub(id=f"{self.name}-{next(self._ids)}", destination=destination, on_message=on_message,
-                   headers=headers or {})
+        sub = _Sub(
+            id=f"{self.name}-{next(self._ids)}", destination=destination, on_message=on_message, headers=headers or {}
+        )
         with self._lock:
             self._subs[sub.id] = sub
             conn = self._conn
@@ -238,8 +243,13 @@ class Link(stomp.ConnectionListener):
         except Exception as exc:  # noqa: BLE001 — lost connection: the broker redelivers
             log.warning("%s: %s failed (%s); the broker will redeliver", self.name, how, exc)
 
-    def send(self, destination: str, body: bytes | str, headers: dict[str, str] | None = None,
-             content_type: str | None = None) -> None:
+    def send(
+        self,
+        destination: str,
+        body: bytes | str,
+        headers: dict[str, str] | None = None,
+        content_type: str | None = None,
+    ) -> None:
         """SENDs ``body`` (persistent) and waits for the broker's RECEIPT; raises SendFailed."""
         if not self._connected.wait(self.config.receipt_timeout):
             raise SendFailed(f"not connected to the broker (sending to {destination})")
@@ -300,8 +310,7 @@ class AsyncLink:
     async def stop(self) -> None:
         await asyncio.to_thread(self.link.stop)
 
-    async def subscribe(self, destination: str, handler: FrameHandler,
-                        headers: dict[str, str] | None = None) -> str:
+    async def subscribe(self, destination: str, handler: FrameHandler, headers: dict[str, str] | None = None) -> str:
         loop = self._loop or asyncio.get_running_loop()
         self._loop = loop
         link = self.link
@@ -389,8 +398,7 @@ class AsyncLink:
                 try:
                     await asyncio.wait_for(changed.wait(), max(left, 0))
                 except TimeoutError:
-                    log.warning("%s: unsubscribing %s with messages still being handled",
-                                self.link.name, sub_id)
+                    log.warning("%s: unsubscribing %s with messages still being handled", self.link.name, sub_id)
                     break
         except asyncio.CancelledError:
             self.link.unsubscribe(sub_id)  # a short write: never leave the subscription behind
@@ -399,8 +407,13 @@ class AsyncLink:
             self._drained.pop(sub_id, None)
         await asyncio.to_thread(self.link.unsubscribe, sub_id)
 
-    async def send(self, destination: str, body: bytes | str, headers: dict[str, str] | None = None,
-                   content_type: str | None = None) -> None:
+    async def send(
+        self,
+        destination: str,
+        body: bytes | str,
+        headers: dict[str, str] | None = None,
+        content_type: str | None = None,
+    ) -> None:
         await asyncio.to_thread(self.link.send, destination, body, headers, content_type)
 
 

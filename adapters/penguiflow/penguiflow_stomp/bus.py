@@ -61,8 +61,9 @@ class BridgeBus:
             return False
         message = envelope.payload
         if not isinstance(message, Message):
-            log.warning("edge %s carries a bare %s, not a Message: not published", envelope.edge,
-                        type(message).__name__)
+            log.warning(
+                "edge %s carries a bare %s, not a Message: not published", envelope.edge, type(message).__name__
+            )
             return False
         return bool(message.meta.get("reply_to") or message.meta.get("recipient"))
 

@@ -26,8 +26,15 @@ class BridgeInbox:
     flow: they complete the ask. Results the flow leaves in the Rookery are fetched and dropped
     (the bus has already sent them to the bridge), unless ``on_result`` takes them."""
 
-    def __init__(self, flow: Any, agent: str, bus: BridgeBus, inbox: str = "/queue/penguiflow.{agent}",
-                 tenant: str = "default", on_result: Any = None) -> None:
+    def __init__(
+        self,
+        flow: Any,
+        agent: str,
+        bus: BridgeBus,
+        inbox: str = "/queue/penguiflow.{agent}",
+        tenant: str = "default",
+        on_result: Any = None,
+    ) -> None:
         self.flow = flow
         self.agent = agent
         self.bus = bus
@@ -68,13 +75,25 @@ class BridgeInbox:
             if self.on_result is not None:
                 await self.on_result(result)
 
-    async def ask(self, recipient: str, payload: Any, *, parent: Message | None = None,
-                  context: str | None = None, timeout: float | None = 30.0) -> Message:
+    async def ask(
+        self,
+        recipient: str,
+        payload: Any,
+        *,
+        parent: Message | None = None,
+        context: str | None = None,
+        timeout: float | None = 30.0,
+    ) -> Message:
         """Asks ``recipient`` (an agent behind the bridge) and returns its answer, a Message
         whose payload is a ``FinalAnswer`` (or text). ``parent`` gives headers and trace."""
         correlation = uuid.uuid4().hex
-        meta = {"sender": self.agent, "recipient": recipient, "reply_to": self.agent,
-                "correlation_id": correlation, "message_type": "QUERY"}
+        meta = {
+            "sender": self.agent,
+            "recipient": recipient,
+            "reply_to": self.agent,
+            "correlation_id": correlation,
+            "message_type": "QUERY",
+        }
         if context is not None:
             meta["context_name"] = context
         if parent is not None:
@@ -84,9 +103,17 @@ class BridgeInbox:
         future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         self._pending[correlation] = future
         try:
-            await self.bus.send(BusEnvelope(edge=f"{self.agent}->{recipient}", source=self.agent, target=recipient,
-                                            trace_id=message.trace_id, payload=message,
-                                            headers=message.headers.model_dump(), meta=dict(message.meta)))
+            await self.bus.send(
+                BusEnvelope(
+                    edge=f"{self.agent}->{recipient}",
+                    source=self.agent,
+                    target=recipient,
+                    trace_id=message.trace_id,
+                    payload=message,
+                    headers=message.headers.model_dump(),
+                    meta=dict(message.meta),
+                )
+            )
             return await asyncio.wait_for(future, timeout)
         finally:
             self._pending.pop(correlation, None)

@@ -83,8 +83,9 @@ def test_a_streamed_answer_comes_back_as_one_response(broker, tmp_path):
 def test_a_penguiflow_node_asks_a_wise_agents_agent_and_uses_its_answer(broker, tmp_path):
     names = Names(broker)
     researcher, librarian = names.agent("Researcher"), names.agent("Librarian")
-    bridge = start_bridge(broker, names, [(researcher, "penguiflow", "")], tmp_path, wiseagents=[librarian],
-                          contexts=["Books"])
+    bridge = start_bridge(
+        broker, names, [(researcher, "penguiflow", "")], tmp_path, wiseagents=[librarian], contexts=["Books"]
+    )
     wa = WiseAgent(broker, librarian, answer=lambda req: f"found: {req['_message']}")
 
     async def scenario():
@@ -98,8 +99,9 @@ def test_a_penguiflow_node_asks_a_wise_agents_agent_and_uses_its_answer(broker, 
 
         flow = create(Node(research, name="research").to(), message_bus=bus)
         flow.run()
-        inbox = BridgeInbox(flow, researcher, bus, inbox=names.inbox("penguiflow"), tenant="acme",
-                            on_result=results.put)
+        inbox = BridgeInbox(
+            flow, researcher, bus, inbox=names.inbox("penguiflow"), tenant="acme", on_result=results.put
+        )
         holder["inbox"] = inbox
         await inbox.start()
         try:
@@ -123,8 +125,10 @@ def test_only_envelopes_leaving_the_flow_with_a_route_are_published():
     bus = BridgeBus(link=None, ingress="/queue/x")  # type: ignore[arg-type]  # wanted() never sends
     routed = Message(payload="x", headers=Headers(tenant="t"), meta={"reply_to": "User"})
     unrouted = Message(payload="x", headers=Headers(tenant="t"))
-    env = lambda edge, m: BusEnvelope(edge=edge, source=None, target=None, trace_id=None, payload=m,  # noqa: E731
-                                      headers=None, meta=None)
+
+    def env(edge, m):
+        return BusEnvelope(edge=edge, source=None, target=None, trace_id=None, payload=m, headers=None, meta=None)
+
     assert bus.wanted(env("plan->Rookery", routed))
     assert not bus.wanted(env("OpenSea->plan", routed))
     assert not bus.wanted(env("plan->Rookery", unrouted))

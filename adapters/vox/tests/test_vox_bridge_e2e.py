@@ -22,8 +22,16 @@ def run(coro):
 
 
 def message(agent: Agent, target: uuid.UUID, kind: str, details: dict, reply_to=None) -> VOXMessage:
-    return VOXMessage(message_id=uuid.uuid4(), message_source="ops-console", emitted_at=datetime.now(UTC).isoformat(),
-                      source=agent.uuid, target=target, type=kind, details=details, reply_to=reply_to)
+    return VOXMessage(
+        message_id=uuid.uuid4(),
+        message_source="ops-console",
+        emitted_at=datetime.now(UTC).isoformat(),
+        source=agent.uuid,
+        target=target,
+        type=kind,
+        details=details,
+        reply_to=reply_to,
+    )
 
 
 def ops_agent(name: str, bridge_seen: list) -> tuple[Orchestrator, Agent]:
@@ -41,8 +49,13 @@ def ops_agent(name: str, bridge_seen: list) -> tuple[Orchestrator, Agent]:
 
 
 def message_for_reply(agent: Agent, request: VOXMessage) -> VOXMessage:
-    return message(agent, request.source, MSG_COMMAND_RESULT, {"message": f"restarted {request.details['message']}"},
-                   reply_to=request.message_id)
+    return message(
+        agent,
+        request.source,
+        MSG_COMMAND_RESULT,
+        {"message": f"restarted {request.details['message']}"},
+        reply_to=request.message_id,
+    )
 
 
 def answer_a_wise_agents_request(broker, tmp_path, text):
@@ -54,8 +67,9 @@ def answer_a_wise_agents_request(broker, tmp_path, text):
 
     async def scenario():
         orchestrator, _ = ops_agent(ops, seen)
-        vox = VoxBridge(orchestrator, [ops], NAMESPACE, link=broker.link(), inbox=names.inbox("vox"),
-                        ingress=names.ingress("vox"))
+        vox = VoxBridge(
+            orchestrator, [ops], NAMESPACE, link=broker.link(), inbox=names.inbox("vox"), ingress=names.ingress("vox")
+        )
         orchestrator.add_outbound(vox.send)
         await vox.start()
         try:
@@ -92,23 +106,24 @@ def test_a_request_the_guardrail_refuses_is_answered_with_command_error_and_neve
 def test_a_vox_agent_asks_a_wise_agents_agent_and_gets_its_command_result(broker, tmp_path):
     names = Names(broker)
     ops, librarian = names.agent("Ops"), names.agent("Librarian")
-    bridge = start_bridge(broker, names, [(ops, "vox", "")], tmp_path, wiseagents=[librarian],
-                          contexts=["Runbooks"])
+    bridge = start_bridge(broker, names, [(ops, "vox", "")], tmp_path, wiseagents=[librarian], contexts=["Runbooks"])
     wa = WiseAgent(broker, librarian, answer=lambda req: f"found: {req['_message']}")
 
     async def scenario():
         orchestrator = Orchestrator()
         agent = orchestrator.register(Agent(ops, uuid.uuid5(uuid.UUID(NAMESPACE), ops)))
-        vox = VoxBridge(orchestrator, [ops], NAMESPACE, link=broker.link(), inbox=names.inbox("vox"),
-                        ingress=names.ingress("vox"))
+        vox = VoxBridge(
+            orchestrator, [ops], NAMESPACE, link=broker.link(), inbox=names.inbox("vox"), ingress=names.ingress("vox")
+        )
         orchestrator.add_outbound(vox.send)
         results: asyncio.Queue = asyncio.Queue()
         asked: dict = {}
 
         @agent.on("ask")
         async def ask(question: str) -> None:
-            request = message(agent, vox.uuid_of(librarian), MSG_COMMAND_REQUEST,
-                              {"message": question, "context_name": "Runbooks"})
+            request = message(
+                agent, vox.uuid_of(librarian), MSG_COMMAND_REQUEST, {"message": question, "context_name": "Runbooks"}
+            )
             asked["id"] = request.message_id
             await agent.send(request)
 

@@ -38,10 +38,17 @@ class VoxBridge:
         message_source: ``message_source`` of the messages the adapter itself writes.
     """
 
-    def __init__(self, orchestrator: Any, agents: Iterable[str] | Mapping[str, uuid.UUID],
-                 namespace: uuid.UUID | str, link: LinkConfig | None = None,
-                 inbox: str = "/queue/vox.{agent}", ingress: str = "/queue/bridge.vox",
-                 interface: str = "stomp-bridge", message_source: str = "vox") -> None:
+    def __init__(
+        self,
+        orchestrator: Any,
+        agents: Iterable[str] | Mapping[str, uuid.UUID],
+        namespace: uuid.UUID | str,
+        link: LinkConfig | None = None,
+        inbox: str = "/queue/vox.{agent}",
+        ingress: str = "/queue/bridge.vox",
+        interface: str = "stomp-bridge",
+        message_source: str = "vox",
+    ) -> None:
         self.orchestrator = orchestrator
         self.namespace = namespace
         self.agents = dict(agents) if isinstance(agents, Mapping) else {a: uuid_of(a, namespace) for a in agents}
@@ -68,8 +75,7 @@ class VoxBridge:
         # reaches the orchestrator.
         message = VOXMessage.model_validate_json(frame.body)
         try:
-            dispatched = self.orchestrator.dispatch_inbound_message(source=self.interface,
-                                                                    payload={"message": message})
+            dispatched = self.orchestrator.dispatch_inbound_message(source=self.interface, payload={"message": message})
             if inspect.isawaitable(dispatched):
                 await dispatched
         except Exception as exc:  # answered below, or re-raised
@@ -83,9 +89,13 @@ class VoxBridge:
 
     def error_reply(self, request: VOXMessage, reason: str) -> VOXMessage:
         return VOXMessage(
-            message_id=uuid.uuid4(), message_source=self.message_source,
-            emitted_at=datetime.now(UTC).isoformat(), source=request.target, target=request.source,
-            type=MSG_COMMAND_ERROR, details={"message": reason, "error": "security"},
+            message_id=uuid.uuid4(),
+            message_source=self.message_source,
+            emitted_at=datetime.now(UTC).isoformat(),
+            source=request.target,
+            target=request.source,
+            type=MSG_COMMAND_ERROR,
+            details={"message": reason, "error": "security"},
             reply_to=request.message_id,
         )
 

@@ -25,8 +25,13 @@ AGENT_LINE = re.compile(r"^Agent Name: (\S+) Agent Description: (.*)$")
 
 def completion(text: str) -> ChatCompletion:
     message = ChatCompletionMessage(role="assistant", content=text)
-    return ChatCompletion(id="scripted", object="chat.completion", created=int(time.time()), model="scripted",
-                          choices=[Choice(index=0, finish_reason="stop", message=message)])
+    return ChatCompletion(
+        id="scripted",
+        object="chat.completion",
+        created=int(time.time()),
+        model="scripted",
+        choices=[Choice(index=0, finish_reason="stop", message=message)],
+    )
 
 
 def _text(message: Any) -> str:
@@ -77,8 +82,10 @@ class PhasedLLM(ScriptedLLM):
         if "Available agents:" in prompt:
             return self.select(prompt)
         if "Assign each" in prompt:
-            return "\n".join(" ".join(n for n, d in self.selected_descriptions if any(k in d for k in phase))
-                             for phase in self.phases)
+            return "\n".join(
+                " ".join(n for n, d in self.selected_descriptions if any(k in d for k in phase))
+                for phase in self.phases
+            )
         if "final answer" in prompt:
             answers = [m["content"] for m in messages if isinstance(m, dict) and m.get("role") == "assistant"]
             return " | ".join(answers) + "\n100"

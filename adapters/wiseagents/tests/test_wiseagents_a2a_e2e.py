@@ -79,16 +79,22 @@ def registry_table(described: dict[str, str]) -> str:
 
 
 @contextmanager
-def bridged_a2a(system: System, tmp_path: Path, base: str, card_description: str,
-                described: dict[str, str] | None = None) -> Iterator[A2AAgent]:
+def bridged_a2a(
+    system: System, tmp_path: Path, base: str, card_description: str, described: dict[str, str] | None = None
+) -> Iterator[A2AAgent]:
     """An a2a-sdk agent named ``system.name(base)``, whose card says ``card_description``, as a
     proxied agent of the bridge binary (registry configured, its own reply agent), until the
     block ends: the bridge stops first (and unregisters it), then the agent's server."""
     agent = A2AAgent(system.name(base), card_description)
     try:
         names = Names(system.broker)
-        bridge = OutboundBridge(system.broker, names, tmp_path, [a2a_agent(agent.name, agent.server.url)],
-                                extra=registry_table(described or {}))
+        bridge = OutboundBridge(
+            system.broker,
+            names,
+            tmp_path,
+            [a2a_agent(agent.name, agent.server.url)],
+            extra=registry_table(described or {}),
+        )
         try:
             yield agent
         finally:
@@ -106,15 +112,21 @@ def card_entry(card: AgentCard) -> str:
 
 
 def test_a_coordinator_selects_the_a2a_agent_by_its_cards_description_and_gets_its_answer(
-        system: System, tmp_path: Path) -> None:
+    system: System, tmp_path: Path
+) -> None:
     described = f"Forecasts rain from an A2A card pick{system.uid}"
     with bridged_a2a(system, tmp_path, "A2APick", described) as agent:
         metadata = WiseAgentRegistry.get_agent_metadata(agent.name)
         lines = WiseAgentRegistry.get_agent_names_and_descriptions()
         llm = PhasedLLM([[f"pick{system.uid}"]])
-        coordinator = system.add(PhasedCoordinatorWiseAgent(
-            name=system.name("Picker"), metadata=WiseAgentMetaData(description="picks"),
-            transport=system.transport(system.name("Picker")), llm=llm))
+        coordinator = system.add(
+            PhasedCoordinatorWiseAgent(
+                name=system.name("Picker"),
+                metadata=WiseAgentMetaData(description="picks"),
+                transport=system.transport(system.name("Picker")),
+                llm=llm,
+            )
+        )
         answer = system.ask(system.client(), coordinator.name, "rain?")
         asked = agent.next_text()
     entry = card_entry(agent.server.card)
@@ -135,12 +147,18 @@ def test_a_configured_description_of_the_a2a_agent_wins_over_its_card(system: Sy
 
 
 def test_a_sequence_native_a2a_native_passes_the_a2a_answer_on_and_ends_at_the_client(
-        system: System, tmp_path: Path) -> None:
+    system: System, tmp_path: Path
+) -> None:
     with bridged_a2a(system, tmp_path, "A2AStep", f"Transforms text for sequence {system.uid}") as agent:
         first, last = system.llm_agent("First", "first step"), system.llm_agent("Last", "last step")
-        coordinator = system.add(SequentialCoordinatorWiseAgent(
-            name=system.name("Seq"), metadata=WiseAgentMetaData(description="runs a sequence"),
-            transport=system.transport(system.name("Seq")), agents=[first.name, agent.name, last.name]))
+        coordinator = system.add(
+            SequentialCoordinatorWiseAgent(
+                name=system.name("Seq"),
+                metadata=WiseAgentMetaData(description="runs a sequence"),
+                transport=system.transport(system.name("Seq")),
+                agents=[first.name, agent.name, last.name],
+            )
+        )
         client = system.client()
         answer = system.ask(client, coordinator.name, "q")
         asked = agent.next_text()

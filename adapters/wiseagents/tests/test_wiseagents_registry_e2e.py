@@ -77,13 +77,25 @@ class System:
 
     def llm_agent(self, base: str, description: str) -> LLMOnlyWiseAgent:
         name = self.name(base)
-        return self.add(LLMOnlyWiseAgent(name=name, metadata=WiseAgentMetaData(description=description),
-                                         llm=EchoLLM(), transport=self.transport(name)))
+        return self.add(
+            LLMOnlyWiseAgent(
+                name=name,
+                metadata=WiseAgentMetaData(description=description),
+                llm=EchoLLM(),
+                transport=self.transport(name),
+            )
+        )
 
     def client(self, base: str = "Client", destination: str = "WiseIntelligentAgent") -> PassThroughClientAgent:
         name = self.name(base)
-        agent = self.add(PassThroughClientAgent(name=name, metadata=WiseAgentMetaData(description="the user"),
-                                                transport=self.transport(name), destination_agent_name=destination))
+        agent = self.add(
+            PassThroughClientAgent(
+                name=name,
+                metadata=WiseAgentMetaData(description="the user"),
+                transport=self.transport(name),
+                destination_agent_name=destination,
+            )
+        )
         agent.set_response_delivery(self.answers.put)
         return agent
 
@@ -130,8 +142,9 @@ def bridge_toml(proxied: dict[str, str], tools: tuple[str, ...] = (), names: Nam
 
 
 @contextmanager
-def bridged_civitas(tmp_path, proxied: dict[str, str], tools: tuple[str, ...] = (),
-                    children: list[AgentProcess] | None = None) -> Iterator[BridgeProcess]:
+def bridged_civitas(
+    tmp_path, proxied: dict[str, str], tools: tuple[str, ...] = (), children: list[AgentProcess] | None = None
+) -> Iterator[BridgeProcess]:
     """The bridge binary with the registry configured, and a Civitas agency running CivStep
     for every name in `proxied` (or `children`), in a thread, until the block ends."""
     broker, names = Broker(), Names()
@@ -141,9 +154,12 @@ def bridged_civitas(tmp_path, proxied: dict[str, str], tools: tuple[str, ...] = 
     async def agency() -> None:
         nonlocal stop
         stop = asyncio.Event()
-        runtime = Runtime(supervisor=Supervisor("root", children=children or [CivStep(n) for n in proxied]),
-                          components=bridge_components(inbox=names.inbox("civitas"), ingress=names.ingress("civitas"),
-                                                       link=broker.link()))
+        runtime = Runtime(
+            supervisor=Supervisor("root", children=children or [CivStep(n) for n in proxied]),
+            components=bridge_components(
+                inbox=names.inbox("civitas"), ingress=names.ingress("civitas"), link=broker.link()
+            ),
+        )
         await runtime.start()
         started.set()
         try:
@@ -168,9 +184,14 @@ def test_a_sequence_native_proxied_native_passes_the_civitas_answer_on_and_ends_
     civ = system.name("CivStep")
     with bridged_civitas(tmp_path, {civ: f"Transforms text for sequence {system.uid}"}):
         first, last = system.llm_agent("First", "first step"), system.llm_agent("Last", "last step")
-        coordinator = system.add(SequentialCoordinatorWiseAgent(
-            name=system.name("Seq"), metadata=WiseAgentMetaData(description="runs a sequence"),
-            transport=system.transport(system.name("Seq")), agents=[first.name, civ, last.name]))
+        coordinator = system.add(
+            SequentialCoordinatorWiseAgent(
+                name=system.name("Seq"),
+                metadata=WiseAgentMetaData(description="runs a sequence"),
+                transport=system.transport(system.name("Seq")),
+                agents=[first.name, civ, last.name],
+            )
+        )
         client = system.client()
         answer = system.ask(client, coordinator.name, "q")
     assert answer.message == f"{last.name}({civ}({first.name}(q)))"
@@ -184,9 +205,14 @@ def test_a_phased_collaboration_with_a_proxied_member_has_its_answer_in_the_fina
         alpha = system.llm_agent("Alpha", f"Knows facts alpha{system.uid}")
         beta = system.llm_agent("Beta", f"Writes summaries beta{system.uid}")
         llm = PhasedLLM([[f"alpha{system.uid}", f"civ{system.uid}"], [f"beta{system.uid}"]])
-        coordinator = system.add(PhasedCoordinatorWiseAgent(
-            name=system.name("Phased"), metadata=WiseAgentMetaData(description="coordinates in phases"),
-            transport=system.transport(system.name("Phased")), llm=llm))
+        coordinator = system.add(
+            PhasedCoordinatorWiseAgent(
+                name=system.name("Phased"),
+                metadata=WiseAgentMetaData(description="coordinates in phases"),
+                transport=system.transport(system.name("Phased")),
+                llm=llm,
+            )
+        )
         client = system.client()
         answer = system.ask(client, coordinator.name, "weather?")
     parts = answer.message.split(" | ")
@@ -202,17 +228,27 @@ def test_a_coordinator_selects_the_proxied_agent_from_the_registry_by_its_config
         metadata = WiseAgentRegistry.get_agent_metadata(civ)
         tool = WiseAgentRegistry.get_tool(civ)
         llm = PhasedLLM([[f"pick{system.uid}"]])
-        coordinator = system.add(PhasedCoordinatorWiseAgent(
-            name=system.name("Picker"), metadata=WiseAgentMetaData(description="picks"),
-            transport=system.transport(system.name("Picker")), llm=llm))
+        coordinator = system.add(
+            PhasedCoordinatorWiseAgent(
+                name=system.name("Picker"),
+                metadata=WiseAgentMetaData(description="picks"),
+                transport=system.transport(system.name("Picker")),
+                llm=llm,
+            )
+        )
         answer = system.ask(system.client(), coordinator.name, "rain?")
     assert metadata is not None and metadata.description == description
     assert llm.selected == [civ] and civ in llm.offered
     assert answer.message == f"{civ}(rain?)"
     assert tool is not None and tool.is_agent_tool
-    assert tool.get_tool_OpenAI_format() == {"type": "function", "function": {
-        "name": civ, "description": description,
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+    assert tool.get_tool_OpenAI_format() == {
+        "type": "function",
+        "function": {
+            "name": civ,
+            "description": description,
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+        },
+    }
 
 
 def test_the_bridge_removes_its_agents_from_the_registry_on_a_clean_stop(system, tmp_path):
@@ -229,8 +265,9 @@ def test_a_pass_through_client_agent_reaches_a_proxied_agent_with_its_request_ne
     with bridged_civitas(tmp_path, {civ: "answers relayed questions"}):
         relay = system.client("Relay", destination=civ)  # forwards the whole request as _message
         client = system.client()
-        client.send_request(WiseAgentMessage(message="nested?", sender=client.name, context_name=system.context),
-                            relay.name)
+        client.send_request(
+            WiseAgentMessage(message="nested?", sender=client.name, context_name=system.context), relay.name
+        )
         answer = system.answers.get(timeout=45)
     assert answer.message == f"{civ}(nested?)"
     assert answer.sender == civ and answer.context_name == system.context
@@ -245,8 +282,13 @@ def test_a_proxied_name_a_wise_agents_agent_already_registered_stops_the_bridge_
     taken = system.llm_agent("Taken", "a native agent that got there first")
     config = tmp_path / "bridge.toml"
     config.write_text(bridge_toml({taken.name: "the same name, proxied"}))
-    run = subprocess.run([bridge_binary(), "run", "--config", str(config)], capture_output=True, text=True,
-                         timeout=60, stdin=subprocess.DEVNULL)
+    run = subprocess.run(
+        [bridge_binary(), "run", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert run.returncode != 0, "the bridge started although the name is taken"
     assert taken.name in run.stderr, run.stderr[-2000:]
     metadata = WiseAgentRegistry.get_agent_metadata(taken.name)
@@ -303,19 +345,26 @@ class Asker(AgentProcess):
 
 
 def test_a_civitas_ask_in_a_context_the_registry_lacks_never_reaches_a_native_agent_in_an_unknown_context(
-        system, tmp_path):
+    system, tmp_path
+):
     asker = system.name("Asker")
     name = system.name("Librarian")
-    librarian = system.add(RecordingAgent(name=name, metadata=WiseAgentMetaData(description="books"), llm=EchoLLM(),
-                                          transport=system.transport(name)))
+    librarian = system.add(
+        RecordingAgent(
+            name=name, metadata=WiseAgentMetaData(description="books"), llm=EchoLLM(), transport=system.transport(name)
+        )
+    )
     Asker.target, Asker.context = name, f"Books{system.uid}"
     broker, names = Broker(), Names()
     bridge = BridgeProcess(bridge_toml({asker: "asks the librarian"}, names=names), tmp_path)
 
     async def scenario() -> Message:
-        runtime = Runtime(supervisor=Supervisor("root", children=[Asker(asker)]),
-                          components=bridge_components(inbox=names.inbox("civitas"), ingress=names.ingress("civitas"),
-                                                       link=broker.link()))
+        runtime = Runtime(
+            supervisor=Supervisor("root", children=[Asker(asker)]),
+            components=bridge_components(
+                inbox=names.inbox("civitas"), ingress=names.ingress("civitas"), link=broker.link()
+            ),
+        )
         await runtime.start()
         try:
             return await runtime.ask(asker, {"go": True}, timeout=60)
@@ -351,11 +400,22 @@ def test_a_sequence_ending_with_a_proxied_agent_restarts_when_the_context_says_s
     civ = system.name("CivLast")
     with bridged_civitas(tmp_path, {civ: "ends a sequence"}):
         name = system.name("Restarter")
-        first = system.add(RestartingAgent(name=name, metadata=WiseAgentMetaData(description="restarts once"),
-                                           llm=EchoLLM(), transport=system.transport(name)))
-        coordinator = system.add(SequentialCoordinatorWiseAgent(
-            name=system.name("Seq"), metadata=WiseAgentMetaData(description="runs a sequence"),
-            transport=system.transport(system.name("Seq")), agents=[first.name, civ]))
+        first = system.add(
+            RestartingAgent(
+                name=name,
+                metadata=WiseAgentMetaData(description="restarts once"),
+                llm=EchoLLM(),
+                transport=system.transport(name),
+            )
+        )
+        coordinator = system.add(
+            SequentialCoordinatorWiseAgent(
+                name=system.name("Seq"),
+                metadata=WiseAgentMetaData(description="runs a sequence"),
+                transport=system.transport(system.name("Seq")),
+                agents=[first.name, civ],
+            )
+        )
         answer = system.ask(system.client(), coordinator.name, "q")
         context = WiseAgentRegistry.get_context(answer.context_name)
         assert context is not None

@@ -111,8 +111,12 @@ def scenario() -> dict:
     import redis
     from scripted_llm import EchoLLM, PhasedLLM
     from wiseagents import WiseAgentMessage, WiseAgentMetaData, WiseAgentRegistry, WiseAgentTool
-    from wiseagents.agents import (LLMOnlyWiseAgent, PassThroughClientAgent, PhasedCoordinatorWiseAgent,
-                                   SequentialCoordinatorWiseAgent)
+    from wiseagents.agents import (
+        LLMOnlyWiseAgent,
+        PassThroughClientAgent,
+        PhasedCoordinatorWiseAgent,
+        SequentialCoordinatorWiseAgent,
+    )
     from wiseagents.transports import StompWiseAgentTransport
 
     os.environ.setdefault("STOMP_USER", "admin")
@@ -130,30 +134,66 @@ def scenario() -> dict:
         return StompWiseAgentTransport(host="127.0.0.1", port=61613, agent_name=name)
 
     def delivered(message):
-        answers.append([message.message, message.sender, message.context_name,
-                        None if message.message_type is None else str(message.message_type)])
+        answers.append(
+            [
+                message.message,
+                message.sender,
+                message.context_name,
+                None if message.message_type is None else str(message.message_type),
+            ]
+        )
         arrived.release()
 
-    agents = [LLMOnlyWiseAgent(name=f"{PREFIX}A", metadata=WiseAgentMetaData(description="Chkalpha facts"),
-                               llm=EchoLLM(), transport=transport(f"{PREFIX}A")),
-              LLMOnlyWiseAgent(name=f"{PREFIX}B", metadata=WiseAgentMetaData(description="Chkbeta facts",
-                                                                              system_message="be brief"),
-                               llm=EchoLLM(), transport=transport(f"{PREFIX}B"))]
-    agents.append(SequentialCoordinatorWiseAgent(name=f"{PREFIX}Seq", metadata=WiseAgentMetaData(description="seq"),
-                                                 transport=transport(f"{PREFIX}Seq"),
-                                                 agents=[f"{PREFIX}A", f"{PREFIX}B"]))
-    agents.append(PhasedCoordinatorWiseAgent(name=f"{PREFIX}Phased", metadata=WiseAgentMetaData(description="ph"),
-                                             transport=transport(f"{PREFIX}Phased"),
-                                             llm=PhasedLLM([["Chkalpha"], ["Chkbeta"]])))
-    agents.append(PassThroughClientAgent(name=f"{PREFIX}Relay", metadata=WiseAgentMetaData(description="relay"),
-                                         transport=transport(f"{PREFIX}Relay"), destination_agent_name=f"{PREFIX}A"))
-    client = PassThroughClientAgent(name=f"{PREFIX}Client", metadata=WiseAgentMetaData(description="client"),
-                                    transport=transport(f"{PREFIX}Client"))
+    agents = [
+        LLMOnlyWiseAgent(
+            name=f"{PREFIX}A",
+            metadata=WiseAgentMetaData(description="Chkalpha facts"),
+            llm=EchoLLM(),
+            transport=transport(f"{PREFIX}A"),
+        ),
+        LLMOnlyWiseAgent(
+            name=f"{PREFIX}B",
+            metadata=WiseAgentMetaData(description="Chkbeta facts", system_message="be brief"),
+            llm=EchoLLM(),
+            transport=transport(f"{PREFIX}B"),
+        ),
+    ]
+    agents.append(
+        SequentialCoordinatorWiseAgent(
+            name=f"{PREFIX}Seq",
+            metadata=WiseAgentMetaData(description="seq"),
+            transport=transport(f"{PREFIX}Seq"),
+            agents=[f"{PREFIX}A", f"{PREFIX}B"],
+        )
+    )
+    agents.append(
+        PhasedCoordinatorWiseAgent(
+            name=f"{PREFIX}Phased",
+            metadata=WiseAgentMetaData(description="ph"),
+            transport=transport(f"{PREFIX}Phased"),
+            llm=PhasedLLM([["Chkalpha"], ["Chkbeta"]]),
+        )
+    )
+    agents.append(
+        PassThroughClientAgent(
+            name=f"{PREFIX}Relay",
+            metadata=WiseAgentMetaData(description="relay"),
+            transport=transport(f"{PREFIX}Relay"),
+            destination_agent_name=f"{PREFIX}A",
+        )
+    )
+    client = PassThroughClientAgent(
+        name=f"{PREFIX}Client", metadata=WiseAgentMetaData(description="client"), transport=transport(f"{PREFIX}Client")
+    )
     client.set_response_delivery(delivered)
     agents.append(client)
     agents[-2].set_response_delivery(delivered)
-    WiseAgentTool(name=f"{PREFIX}A", description="Chkalpha facts", agent_tool=True,
-                  parameters_json_schema={"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]})
+    WiseAgentTool(
+        name=f"{PREFIX}A",
+        description="Chkalpha facts",
+        agent_tool=True,
+        parameters_json_schema={"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
+    )
     context = f"{PREFIX}Ctx." + str(uuid.uuid4())
     WiseAgentRegistry.create_context(context)
     steps = [(f"{PREFIX}Seq", "q1"), (f"{PREFIX}Phased", "q2"), (f"{PREFIX}Relay", "q3")]
@@ -167,8 +207,13 @@ def scenario() -> dict:
     WiseAgentRegistry.remove_context(context)
     for agent in agents:
         agent.stop_agent()
-    result = {"answers": answers, "sent": sorted(sent), "redis_during": during, "redis_after": snapshot(db),
-              "names": sorted(n for n in names if n.startswith(f"Agent Name: {PREFIX}"))}
+    result = {
+        "answers": answers,
+        "sent": sorted(sent),
+        "redis_during": during,
+        "redis_after": snapshot(db),
+        "names": sorted(n for n in names if n.startswith(f"Agent Name: {PREFIX}")),
+    }
     clean(db)
     return result
 
@@ -178,6 +223,7 @@ def run(impl: str, out: str) -> None:
     sys.path[:0] = [impl, str(HERE.parent)]
     result = scenario()
     import wiseagents
+
     result["implementation"] = wiseagents.__file__
     Path(out).write_text(json.dumps(result, indent=1, sort_keys=True))
     os._exit(0)  # stomp.py's receiver threads
@@ -189,8 +235,9 @@ def _chat_item(item) -> list:
     role = item.get("role") if isinstance(item, dict) else item.role
     content = item.get("content") if isinstance(item, dict) else item.content
     if role == "user" and isinstance(content, str) and len(content) > 40:
-        content = "<prompt> " + " / ".join(line.strip() for line in content.splitlines()
-                                           if line.strip().startswith(("Query:", "Agent Name:")))
+        content = "<prompt> " + " / ".join(
+            line.strip() for line in content.splitlines() if line.strip().startswith(("Query:", "Agent Name:"))
+        )
     if not isinstance(content, str) and content is not None:
         content = repr(content)  # e.g. the nested WiseAgentMessage a relayed request carries
     fields = sorted(item.__pydantic_fields_set__) if not isinstance(item, dict) else None
@@ -220,8 +267,10 @@ def compare(upstream: str, python: str) -> int:
     raw = sum(up[s] != model[s] for s in ("redis_during", "redis_after"))
     for out in (up, model):
         out["redis_during"], out["redis_after"] = _comparable(out["redis_during"]), _comparable(out["redis_after"])
-    print(f"Redis snapshots byte-identical: {'yes' if raw == 0 else 'no'}; compared with llm_chat_completion "
-          "unpickled, prompts reduced to their query and agent lines, pydantic's field sets unordered")
+    print(
+        f"Redis snapshots byte-identical: {'yes' if raw == 0 else 'no'}; compared with llm_chat_completion "
+        "unpickled, prompts reduced to their query and agent lines, pydantic's field sets unordered"
+    )
     differences = 0
     for section in ("answers", "sent", "names", "redis_during", "redis_after"):
         same = up[section] == model[section]
@@ -254,9 +303,11 @@ def read_registry(upstream: str, match: str) -> int:
     def names(key: str) -> list:
         return sorted(f.decode() for f in db.hkeys(key) if fnmatch.fnmatchcase(f.decode(), match))
 
-    checks = [("agents", lambda n: WiseAgentRegistry.get_agent_metadata(n).description),
-              ("tools", lambda n: WiseAgentRegistry.get_tool(n).get_tool_OpenAI_format()),
-              ("contexts", lambda n: str(WiseAgentRegistry.get_context(n).collaboration_type))]
+    checks = [
+        ("agents", lambda n: WiseAgentRegistry.get_agent_metadata(n).description),
+        ("tools", lambda n: WiseAgentRegistry.get_tool(n).get_tool_OpenAI_format()),
+        ("contexts", lambda n: str(WiseAgentRegistry.get_context(n).collaboration_type)),
+    ]
     for key, read in checks:
         for name in names(key):
             try:
@@ -264,8 +315,11 @@ def read_registry(upstream: str, match: str) -> int:
             except Exception as error:  # noqa: BLE001 - the point is to show it
                 failures += 1
                 print(f"{key}/{name}: RAISES {type(error).__name__}: {error}")
-    lines = [line for line in WiseAgentRegistry.get_agent_names_and_descriptions() if fnmatch.fnmatchcase(
-        line.split(" Agent Description:")[0][len("Agent Name: "):], match)]
+    lines = [
+        line
+        for line in WiseAgentRegistry.get_agent_names_and_descriptions()
+        if fnmatch.fnmatchcase(line.split(" Agent Description:")[0][len("Agent Name: ") :], match)
+    ]
     print("get_agent_names_and_descriptions():", lines)
     return 1 if failures else 0
 

@@ -6,10 +6,27 @@ references ("core.py 899-956") are to upstream at that commit. ../README.md says
 compared with upstream's own code, and how."""
 
 from wiseagents.utils import AbstractClassError, enforce_no_abstract_class_instances
-from wiseagents.core import (WiseAgent, WiseAgentCollaborationType, WiseAgentContext, WiseAgentMetaData,
-                             WiseAgentRegistry, WiseAgentTool)
+from wiseagents.core import (
+    WiseAgent,
+    WiseAgentCollaborationType,
+    WiseAgentContext,
+    WiseAgentMetaData,
+    WiseAgentRegistry,
+    WiseAgentTool,
+)
 from wiseagents.wise_agent_messaging import WiseAgentEvent, WiseAgentMessage, WiseAgentMessageType, WiseAgentTransport
 
-__all__ = ["WiseAgentRegistry", "WiseAgentContext", "WiseAgent", "WiseAgentTool", "WiseAgentMetaData",
-           "WiseAgentMessage", "WiseAgentMessageType", "WiseAgentTransport", "WiseAgentEvent",
-           "WiseAgentCollaborationType", "AbstractClassError", "enforce_no_abstract_class_instances"]
+__all__ = [
+    "WiseAgentRegistry",
+    "WiseAgentContext",
+    "WiseAgent",
+    "WiseAgentTool",
+    "WiseAgentMetaData",
+    "WiseAgentMessage",
+    "WiseAgentMessageType",
+    "WiseAgentTransport",
+    "WiseAgentEvent",
+    "WiseAgentCollaborationType",
+    "AbstractClassError",
+    "enforce_no_abstract_class_instances",
+]

@@ -22,8 +22,7 @@ import redis
 import yaml
 
 from wiseagents.utils import enforce_no_abstract_class_instances
-from wiseagents.wise_agent_messaging import (WiseAgentEvent, WiseAgentMessage, WiseAgentMessageType,
-                                             WiseAgentTransport)
+from wiseagents.wise_agent_messaging import WiseAgentEvent, WiseAgentMessage, WiseAgentMessageType, WiseAgentTransport
 from wiseagents.yaml import WiseAgentsYAMLObject
 
 log = logging.getLogger(__name__)
@@ -45,8 +44,14 @@ class WiseAgentTool(WiseAgentsYAMLObject):
 
     yaml_tag = "!wiseagents.WiseAgentTool"
 
-    def __init__(self, name: str, description: str, agent_tool: bool, parameters_json_schema: dict = {},
-                 call_back: Optional[Callable[..., str]] = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        agent_tool: bool,
+        parameters_json_schema: dict = {},
+        call_back: Optional[Callable[..., str]] = None,
+    ) -> None:
         self._name = name
         self._description = description
         self._parameters_json_schema = parameters_json_schema
@@ -61,8 +66,10 @@ class WiseAgentTool(WiseAgentsYAMLObject):
     is_agent_tool = property(lambda self: self._agent_tool)
 
     def get_tool_OpenAI_format(self) -> dict:
-        return {"type": "function",
-                "function": {"name": self.name, "description": self.description, "parameters": self.json_schema}}
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.json_schema},
+        }
 
     def exec(self, **kwargs: Any) -> str:
         return json.dumps(kwargs) if self.call_back is None else self.call_back(**kwargs)
@@ -212,8 +219,11 @@ class WiseAgentContext:
     def set_current_phase(self, phase: int) -> None:
         pipe = self._redis_db.pipeline(transaction=True)
         pipe.hset(self.name, "current_phase", pickle.dumps(phase))
-        pipe.hset(self.name, "required_agents_for_current_phase",
-                  value=pickle.dumps(self.get_agent_phase_assignments()[phase]))
+        pipe.hset(
+            self.name,
+            "required_agents_for_current_phase",
+            value=pickle.dumps(self.get_agent_phase_assignments()[phase]),
+        )
         pipe.execute()
 
     def get_agents_for_next_phase(self) -> Optional[List[str]]:
@@ -269,16 +279,23 @@ class WiseAgentMetaData(WiseAgentsYAMLObject):
         obj._post_user_messages = None
         return obj
 
-    def __init__(self, description: str, system_message: Optional[str] = None,
-                 pre_user_messages: Optional[List[str]] = None, post_user_messages: Optional[List[str]] = None) -> None:
+    def __init__(
+        self,
+        description: str,
+        system_message: Optional[str] = None,
+        pre_user_messages: Optional[List[str]] = None,
+        post_user_messages: Optional[List[str]] = None,
+    ) -> None:
         self._description = description
         self._system_message = system_message
         self._pre_user_messages = pre_user_messages
         self._post_user_messages = post_user_messages
 
     def __repr__(self) -> str:
-        return (f"WiseAgentMetaData(description={self.description}, system_message={self.system_message},"
-                f"pre_user_messages={self.pre_user_messages},post_user_messages={self.post_user_messages})")
+        return (
+            f"WiseAgentMetaData(description={self.description}, system_message={self.system_message},"
+            f"pre_user_messages={self.pre_user_messages},post_user_messages={self.post_user_messages})"
+        )
 
     def __eq__(self, value: object) -> bool:
         return repr(self) == repr(value)
@@ -299,8 +316,9 @@ class WiseAgent(WiseAgentsYAMLObject):
         obj._llm = None
         return obj
 
-    def __init__(self, name: str, metadata: WiseAgentMetaData, transport: WiseAgentTransport,
-                 llm: Any = None, **_unmodelled: Any) -> None:  # vector_db, collection_name, graph_db
+    def __init__(
+        self, name: str, metadata: WiseAgentMetaData, transport: WiseAgentTransport, llm: Any = None, **_unmodelled: Any
+    ) -> None:  # vector_db, collection_name, graph_db
         self._name = name
         self._metadata = metadata
         self._llm = llm
@@ -310,8 +328,9 @@ class WiseAgent(WiseAgentsYAMLObject):
     def start_agent(self) -> None:
         if self._llm is not None:
             self._llm.set_agent_name(self._name)
-        self.transport.set_call_backs(self.handle_request, self.process_event, self.process_error,
-                                      self.process_response)
+        self.transport.set_call_backs(
+            self.handle_request, self.process_event, self.process_error, self.process_response
+        )
         self.transport.start()
         WiseAgentRegistry.register_agent(self.name, self.metadata)
 
@@ -350,41 +369,58 @@ class WiseAgent(WiseAgentsYAMLObject):
         return self.handle_response(response_str, request, context, collaboration_type)
 
     def get_conversation_history_if_needed(self, context: WiseAgentContext, collaboration_type: str) -> List[Any]:
-        if collaboration_type in (WiseAgentCollaborationType.PHASED, WiseAgentCollaborationType.CHAT,
-                                  WiseAgentCollaborationType.SEQUENTIAL_MEMORY):
+        if collaboration_type in (
+            WiseAgentCollaborationType.PHASED,
+            WiseAgentCollaborationType.CHAT,
+            WiseAgentCollaborationType.SEQUENTIAL_MEMORY,
+        ):
             return context.llm_chat_completion
         return []
 
     @abstractmethod
     def process_request(self, request: WiseAgentMessage, conversation_history: List[Any]) -> Optional[str]: ...
 
-    def handle_response(self, response_str: Optional[str], request: WiseAgentMessage, context: WiseAgentContext,
-                        collaboration_type: str) -> bool:
+    def handle_response(
+        self, response_str: Optional[str], request: WiseAgentMessage, context: WiseAgentContext, collaboration_type: str
+    ) -> bool:
         """core.py 899-956, the behaviour a proxied agent must have."""
         if not response_str:
             return True
         kind = collaboration_type
         if kind in (WiseAgentCollaborationType.PHASED, WiseAgentCollaborationType.CHAT):
             context.append_chat_completion(messages={"role": "assistant", "content": response_str})
-            self.send_response(WiseAgentMessage(message=response_str, message_type=WiseAgentMessageType.ACK,
-                                                sender=self.name, context_name=context.name), request.sender)
+            self.send_response(
+                WiseAgentMessage(
+                    message=response_str,
+                    message_type=WiseAgentMessageType.ACK,
+                    sender=self.name,
+                    context_name=context.name,
+                ),
+                request.sender,
+            )
         elif kind in (WiseAgentCollaborationType.SEQUENTIAL, WiseAgentCollaborationType.SEQUENTIAL_MEMORY):
             if kind == WiseAgentCollaborationType.SEQUENTIAL_MEMORY:
                 context.append_chat_completion(messages={"role": "assistant", "content": response_str})
             next_agent = context.get_next_agent_in_sequence(self.name)
             if next_agent is not None:
-                self.send_request(WiseAgentMessage(message=response_str, sender=self.name,
-                                                   context_name=context.name), next_agent)
+                self.send_request(
+                    WiseAgentMessage(message=response_str, sender=self.name, context_name=context.name), next_agent
+                )
             elif context.get_restart_sequence():
-                self.send_request(WiseAgentMessage(message=context.get_current_query(), sender=self.name,
-                                                   context_name=context.name), context.get_agents_sequence()[0])
+                self.send_request(
+                    WiseAgentMessage(message=context.get_current_query(), sender=self.name, context_name=context.name),
+                    context.get_agents_sequence()[0],
+                )
                 context.set_restart_sequence(False)
             else:
-                self.send_response(WiseAgentMessage(message=response_str, sender=self.name,
-                                                    context_name=context.name), context.get_route_response_to())
+                self.send_response(
+                    WiseAgentMessage(message=response_str, sender=self.name, context_name=context.name),
+                    context.get_route_response_to(),
+                )
         else:
-            self.send_response(WiseAgentMessage(message=response_str, sender=self.name, context_name=context.name),
-                               request.sender)
+            self.send_response(
+                WiseAgentMessage(message=response_str, sender=self.name, context_name=context.name), request.sender
+            )
         return True
 
     @abstractmethod
@@ -420,9 +456,16 @@ class WiseAgentRegistry:
         if cls.redis_db is None:
             if cls.config.get("redis_ssl") is True:
                 c = cls.config
-                cls.redis_db = redis.Redis(host=c["redis_host"], port=c["redis_port"], username=c["redis_username"],
-                                           password=c["redis_password"], ssl=True, ssl_certfile=c["redis_ssl_certfile"],
-                                           ssl_keyfile=c["redis_ssl_keyfile"], ssl_ca_certs=c["redis_ssl_ca_certs"])
+                cls.redis_db = redis.Redis(
+                    host=c["redis_host"],
+                    port=c["redis_port"],
+                    username=c["redis_username"],
+                    password=c["redis_password"],
+                    ssl=True,
+                    ssl_certfile=c["redis_ssl_certfile"],
+                    ssl_keyfile=c["redis_ssl_keyfile"],
+                    ssl_ca_certs=c["redis_ssl_ca_certs"],
+                )
             else:
                 cls.redis_db = redis.Redis(host=cls.config["redis_host"], port=cls.config["redis_port"])
         return cls.config
@@ -475,8 +518,10 @@ class WiseAgentRegistry:
     @classmethod
     def create_context(cls, context_name: str) -> WiseAgentContext:
         if "_" in context_name:
-            raise NameError(f"First level Context name {context_name} cannot contain an underscore. "
-                            "If you are trying to create a sub context, use create_sub_context method")
+            raise NameError(
+                f"First level Context name {context_name} cannot contain an underscore. "
+                "If you are trying to create a sub context, use create_sub_context method"
+            )
         if cls.does_context_exist(context_name):
             raise NameError(f"Context with name {context_name} already exists")
         return WiseAgentContext(context_name, cls.config)
@@ -490,8 +535,9 @@ class WiseAgentRegistry:
         return WiseAgentContext(f"{parent_context_name}_{sub_context_name}", cls.config)
 
     @classmethod
-    def remove_context(cls, context_name: str,
-                       merge_chat_to_parent: Optional[bool] = False) -> Optional[WiseAgentContext]:
+    def remove_context(
+        cls, context_name: str, merge_chat_to_parent: Optional[bool] = False
+    ) -> Optional[WiseAgentContext]:
         """HDEL contexts only: the context's own hash stays in Redis, as upstream."""
         parent_context = None
         if "_" in context_name and merge_chat_to_parent:
@@ -521,11 +567,14 @@ class WiseAgentRegistry:
 
     @classmethod
     def get_tool(cls, tool_name: str) -> Optional[WiseAgentTool]:
-        exists, raw = cls._db().pipeline(transaction=True).hexists("tools", key=tool_name).hget(
-            "tools", key=tool_name).execute()
+        exists, raw = (
+            cls._db().pipeline(transaction=True).hexists("tools", key=tool_name).hget("tools", key=tool_name).execute()
+        )
         return pickle.loads(raw) if exists else None
 
     @classmethod
     def get_agent_names_and_descriptions(cls) -> List[str]:
-        return [f"Agent Name: {name} Agent Description: {metadata.description}"
-                for name, metadata in cls.fetch_agents_metadata_dict().items()]
+        return [
+            f"Agent Name: {name} Agent Description: {metadata.description}"
+            for name, metadata in cls.fetch_agents_metadata_dict().items()
+        ]

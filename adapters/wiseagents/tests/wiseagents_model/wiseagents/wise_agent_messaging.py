@@ -36,9 +36,15 @@ def _type_as_plain_scalar(dumper: yaml.Dumper, data: WiseAgentMessageType) -> ya
 class WiseAgentMessage(yaml.YAMLObject):
     yaml_tag = "!wiseagents.WiseAgentMessage"
 
-    def __init__(self, message: Any, context_name: str, sender: Optional[str] = None,
-                 message_type: Optional[WiseAgentMessageType] = None, tool_id: Optional[str] = None,
-                 route_response_to: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        message: Any,
+        context_name: str,
+        sender: Optional[str] = None,
+        message_type: Optional[WiseAgentMessageType] = None,
+        tool_id: Optional[str] = None,
+        route_response_to: Optional[str] = None,
+    ) -> None:
         # `message` is a str, except PassThroughClientAgent's, which nests a whole message.
         self._message = message
         self._sender = sender
@@ -59,9 +65,11 @@ class WiseAgentMessage(yaml.YAMLObject):
         self._context_name = state["_context_name"]
 
     def __repr__(self) -> str:
-        return (f"{self.__class__.__name__}(message={self.message}, sender={self.sender}, "
-                f"message_type={self.message_type}, tool_id={self.tool_id}, context_name={self.context_name}, "
-                f"route_response_to={self.route_response_to})")
+        return (
+            f"{self.__class__.__name__}(message={self.message}, sender={self.sender}, "
+            f"message_type={self.message_type}, tool_id={self.tool_id}, context_name={self.context_name}, "
+            f"route_response_to={self.route_response_to})"
+        )
 
     context_name = property(lambda self: self._context_name)
     message = property(lambda self: self._message)
@@ -85,8 +93,13 @@ class WiseAgentTransport(WiseAgentsYAMLObject):
     def __init__(self) -> None:
         enforce_no_abstract_class_instances(self.__class__, WiseAgentTransport)
 
-    def set_call_backs(self, request_receiver: Receiver = None, event_receiver: Receiver = None,
-                       error_receiver: Receiver = None, response_receiver: Receiver = None) -> None:
+    def set_call_backs(
+        self,
+        request_receiver: Receiver = None,
+        event_receiver: Receiver = None,
+        error_receiver: Receiver = None,
+        response_receiver: Receiver = None,
+    ) -> None:
         self._request_receiver = request_receiver
         self._event_receiver = event_receiver
         self._error_receiver = error_receiver

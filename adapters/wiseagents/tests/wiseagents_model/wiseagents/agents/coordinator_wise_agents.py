@@ -9,8 +9,13 @@ import logging
 import uuid
 from typing import Any, List, Optional
 
-from wiseagents.core import (WiseAgent, WiseAgentCollaborationType, WiseAgentContext, WiseAgentMetaData,
-                             WiseAgentRegistry)
+from wiseagents.core import (
+    WiseAgent,
+    WiseAgentCollaborationType,
+    WiseAgentContext,
+    WiseAgentMetaData,
+    WiseAgentRegistry,
+)
 from wiseagents.wise_agent_messaging import WiseAgentMessage, WiseAgentMessageType, WiseAgentTransport
 
 CONFIDENCE_SCORE_THRESHOLD = 85
@@ -27,8 +32,9 @@ class SequentialCoordinatorWiseAgent(WiseAgent):
     yaml_tag = "!wiseagents.agents.SequentialCoordinatorWiseAgent"
     collaboration = WiseAgentCollaborationType.SEQUENTIAL
 
-    def __init__(self, name: str, metadata: WiseAgentMetaData, transport: WiseAgentTransport,
-                 agents: List[str]) -> None:
+    def __init__(
+        self, name: str, metadata: WiseAgentMetaData, transport: WiseAgentTransport, agents: List[str]
+    ) -> None:
         self._name = name
         self._agents = agents
         super().__init__(name=name, metadata=metadata, transport=transport, llm=None)
@@ -44,8 +50,9 @@ class SequentialCoordinatorWiseAgent(WiseAgent):
         """Starts the sequence; the members pass it on and the last answers the asker."""
         ctx = _sub_context(self, request)
         self.prepare(ctx, request)
-        self.send_request(WiseAgentMessage(message=request.message, sender=self.name, context_name=ctx.name),
-                          self._agents[0])
+        self.send_request(
+            WiseAgentMessage(message=request.message, sender=self.name, context_name=ctx.name), self._agents[0]
+        )
 
     def process_response(self, response: WiseAgentMessage) -> bool:
         if response.message:
@@ -76,9 +83,16 @@ class SequentialMemoryCoordinatorWiseAgent(SequentialCoordinatorWiseAgent):
 class PhasedCoordinatorWiseAgent(WiseAgent):
     yaml_tag = "!wiseagents.agents.PhasedCoordinatorWiseAgent"
 
-    def __init__(self, name: str, metadata: WiseAgentMetaData, transport: WiseAgentTransport, llm: Any,
-                 phases: Optional[List[str]] = None, max_iterations: int = MAX_ITERATIONS_FOR_COORDINATOR,
-                 confidence_score_threshold: int = CONFIDENCE_SCORE_THRESHOLD) -> None:
+    def __init__(
+        self,
+        name: str,
+        metadata: WiseAgentMetaData,
+        transport: WiseAgentTransport,
+        llm: Any,
+        phases: Optional[List[str]] = None,
+        max_iterations: int = MAX_ITERATIONS_FOR_COORDINATOR,
+        confidence_score_threshold: int = CONFIDENCE_SCORE_THRESHOLD,
+    ) -> None:
         self._name = name
         self._phases = phases if phases is not None else ["Data Collection", "Data Analysis"]
         self._max_iterations = max_iterations
@@ -102,15 +116,26 @@ class PhasedCoordinatorWiseAgent(WiseAgent):
         ctx.set_collaboration_type(WiseAgentCollaborationType.PHASED)
         ctx.set_route_response_to(request.sender)
         if self.metadata.system_message or self.llm.system_message:
-            ctx.append_chat_completion(messages={"role": "system",
-                                                 "content": self.metadata.system_message or self.llm.system_message})
-        self._ask_llm(ctx, "Which of the agents below could be required to answer the query? Answer with their "
-                           "names separated by spaces and nothing else.\n Query: " + request.message + "\n"
-                           + "Available agents:\n" + "\n".join(WiseAgentRegistry.get_agent_names_and_descriptions())
-                           + "\n")
-        answer = self._ask_llm(ctx, "Assign each required agent to one of these phases:\n" + ", ".join(self.phases)
-                               + "\nAgents within a phase run in parallel. One line per phase, agent names "
-                                 "separated by spaces, nothing else.\n")
+            ctx.append_chat_completion(
+                messages={"role": "system", "content": self.metadata.system_message or self.llm.system_message}
+            )
+        self._ask_llm(
+            ctx,
+            "Which of the agents below could be required to answer the query? Answer with their "
+            "names separated by spaces and nothing else.\n Query: "
+            + request.message
+            + "\n"
+            + "Available agents:\n"
+            + "\n".join(WiseAgentRegistry.get_agent_names_and_descriptions())
+            + "\n",
+        )
+        answer = self._ask_llm(
+            ctx,
+            "Assign each required agent to one of these phases:\n"
+            + ", ".join(self.phases)
+            + "\nAgents within a phase run in parallel. One line per phase, agent names "
+            "separated by spaces, nothing else.\n",
+        )
         phases = [line.split() for line in answer.content.splitlines()]
         ctx.set_agent_phase_assignments(phases)
         ctx.set_current_phase(0)
@@ -122,43 +147,63 @@ class PhasedCoordinatorWiseAgent(WiseAgent):
         """Members answer with ACK after appending to the context (upstream 259-331)."""
         ctx = WiseAgentRegistry.get_context(response.context_name)
         if response.message_type != WiseAgentMessageType.ACK:
-            raise ValueError(f"Unexpected response message_type: {response.message_type} "
-                             f"with message: {response.message}")
+            raise ValueError(
+                f"Unexpected response message_type: {response.message_type} with message: {response.message}"
+            )
         ctx.remove_required_agent_for_current_phase(response.sender)
         if len(ctx.get_required_agents_for_current_phase()) != 0:
             return True
         next_phase = ctx.get_agents_for_next_phase()
         if next_phase is not None:
             for agent in next_phase:
-                self.send_request(WiseAgentMessage(message=ctx.get_current_query(), sender=self.name,
-                                                   context_name=response.context_name), agent)
+                self.send_request(
+                    WiseAgentMessage(
+                        message=ctx.get_current_query(), sender=self.name, context_name=response.context_name
+                    ),
+                    agent,
+                )
             return True
         self._finish(ctx, response)
         return True
 
     def _finish(self, ctx: WiseAgentContext, response: WiseAgentMessage) -> None:
-        prompt = ("What is the final answer for the original query? "
-                  "The answer, then on the next line a confidence score from 0 to 100.")
+        prompt = (
+            "What is the final answer for the original query? "
+            "The answer, then on the next line a confidence score from 0 to 100."
+        )
         ctx.append_chat_completion(messages={"role": "user", "content": prompt})
         answer = self.llm.process_chat_completion(ctx.llm_chat_completion, tools=[]).choices[0].message
         lines = answer.content.splitlines()
         final_answer = "\n".join(lines[:-1])
         score = int(lines[-1]) if lines[-1].strip().isnumeric() else 0
         if score >= self.confidence_score_threshold:
-            self.send_response(WiseAgentMessage(message=final_answer, sender=self.name,
-                                                context_name=response.context_name), ctx.get_route_response_to())
+            self.send_response(
+                WiseAgentMessage(message=final_answer, sender=self.name, context_name=response.context_name),
+                ctx.get_route_response_to(),
+            )
         elif len(ctx.get_queries()) == self.max_iterations:
-            self.send_response(WiseAgentMessage(message=CANNOT_ANSWER, message_type=WiseAgentMessageType.CANNOT_ANSWER,
-                                                sender=self.name, context_name=response.context_name),
-                               ctx.get_route_response_to())
+            self.send_response(
+                WiseAgentMessage(
+                    message=CANNOT_ANSWER,
+                    message_type=WiseAgentMessageType.CANNOT_ANSWER,
+                    sender=self.name,
+                    context_name=response.context_name,
+                ),
+                ctx.get_route_response_to(),
+            )
         elif len(ctx.get_queries()) < self.max_iterations:
-            rephrased = self._ask_llm(ctx, "The final answer was not good enough. The original query was: "
-                                      + ctx.get_queries()[0] + "\nRephrase it; answer with the query only.\n").content
+            rephrased = self._ask_llm(
+                ctx,
+                "The final answer was not good enough. The original query was: "
+                + ctx.get_queries()[0]
+                + "\nRephrase it; answer with the query only.\n",
+            ).content
             ctx.set_current_phase(0)
             ctx.add_query(rephrased)
             for agent in ctx.get_required_agents_for_current_phase():
-                self.send_request(WiseAgentMessage(message=rephrased, sender=self.name,
-                                                   context_name=response.context_name), agent)
+                self.send_request(
+                    WiseAgentMessage(message=rephrased, sender=self.name, context_name=response.context_name), agent
+                )
 
     def process_event(self, event: Any) -> bool:
         return True

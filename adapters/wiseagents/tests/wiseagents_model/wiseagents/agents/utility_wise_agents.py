@@ -15,8 +15,13 @@ class PassThroughClientAgent(WiseAgent):
     yaml_tag = "!wiseagents.agents.PassThroughClientAgent"
     _response_delivery: Optional[Callable[[WiseAgentMessage], Any]] = None
 
-    def __init__(self, name: str, metadata: WiseAgentMetaData, transport: WiseAgentTransport,
-                 destination_agent_name: str = "WiseIntelligentAgent") -> None:
+    def __init__(
+        self,
+        name: str,
+        metadata: WiseAgentMetaData,
+        transport: WiseAgentTransport,
+        destination_agent_name: str = "WiseIntelligentAgent",
+    ) -> None:
         self._name = name
         self._destination_agent_name = destination_agent_name
         super().__init__(name=name, metadata=metadata, transport=transport, llm=None)
@@ -29,8 +34,10 @@ class PassThroughClientAgent(WiseAgent):
 
     def process_request(self, request: WiseAgentMessage, conversation_history: List[Any]) -> Optional[str]:
         # The whole request as the message (upstream 53): `_message` is a nested WiseAgentMessage.
-        self.send_request(WiseAgentMessage(message=request, sender=self.name, context_name=request.context_name),
-                          self.destination_agent_name)
+        self.send_request(
+            WiseAgentMessage(message=request, sender=self.name, context_name=request.context_name),
+            self.destination_agent_name,
+        )
         return None
 
     def process_response(self, response: WiseAgentMessage) -> bool:
@@ -53,8 +60,9 @@ class LLMOnlyWiseAgent(WiseAgent):
 
     def process_request(self, request: WiseAgentMessage, conversation_history: List[Any]) -> Optional[str]:
         if self.metadata.system_message or self.llm.system_message:
-            conversation_history.append({"role": "system",
-                                         "content": self.metadata.system_message or self.llm.system_message})
+            conversation_history.append(
+                {"role": "system", "content": self.metadata.system_message or self.llm.system_message}
+            )
         conversation_history.append({"role": "user", "content": request.message})
         return self.llm.process_chat_completion(conversation_history, []).choices[0].message.content
 

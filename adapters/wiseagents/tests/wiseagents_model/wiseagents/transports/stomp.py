@@ -48,8 +48,9 @@ class StompWiseAgentTransport(WiseAgentTransport):
         self._port = port
         self._agent_name = agent_name
 
-    def _connection(self, listener_name: str, listener: stomp.ConnectionListener, queue: str,
-                    sub_id: int) -> stomp.Connection:
+    def _connection(
+        self, listener_name: str, listener: stomp.ConnectionListener, queue: str, sub_id: int
+    ) -> stomp.Connection:
         conn = stomp.Connection(host_and_ports=[(self.host, self.port)], heartbeats=(60000, 60000))
         conn.set_listener(listener_name, listener)
         conn.connect(os.getenv("STOMP_USER"), os.getenv("STOMP_PASSWORD"), wait=True)
@@ -57,13 +58,19 @@ class StompWiseAgentTransport(WiseAgentTransport):
         return conn
 
     def start(self) -> None:
-        if (self.request_conn is not None and self.request_conn.is_connected()
-                and self.response_conn is not None and self.response_conn.is_connected()):
+        if (
+            self.request_conn is not None
+            and self.request_conn.is_connected()
+            and self.response_conn is not None
+            and self.response_conn.is_connected()
+        ):
             return
-        self.request_conn = self._connection("WiseAgentRequestTopicListener", WiseAgentRequestQueueListener(self),
-                                             self.request_queue, id(self))
-        self.response_conn = self._connection("WiseAgentResponseQueueListener",
-                                              WiseAgentResponseQueueListener(self), self.response_queue, id(self) + 1)
+        self.request_conn = self._connection(
+            "WiseAgentRequestTopicListener", WiseAgentRequestQueueListener(self), self.request_queue, id(self)
+        )
+        self.response_conn = self._connection(
+            "WiseAgentResponseQueueListener", WiseAgentResponseQueueListener(self), self.response_queue, id(self) + 1
+        )
 
     def send_request(self, message: WiseAgentMessage, dest_agent_name: str) -> None:
         if self.request_conn is None or self.response_conn is None:
