@@ -25,6 +25,9 @@
 #   scripts/container.sh podman ARGS...   podman with this configuration
 # The image names and the compose stack's ports can be set as for docker-compose.yml
 # (BRIDGE_IMAGE, ARTEMIS_IMAGE, REDIS_IMAGE, ARTEMIS_STOMP_PORT, ...).
+# SAB_DEBIAN_MIRROR: the Debian mirror debootstrap reads (e.g. http://<mirror>/debian). Unset, it
+# is the first URI ending in /debian in this machine's apt sources (/etc/apt/sources.list,
+# /etc/apt/sources.list.d/*.sources and *.list); with none there, `bases` stops and says so.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 state=${SAB_CONTAINER_STATE:-/var/lib/stomp-agent-bridge/container}
@@ -75,13 +78,30 @@ install() {
   fi
 }
 
-# The Debian mirror of the machine's apt sources (deb822 or one-line), for debootstrap.
+# The Debian mirror for debootstrap: SAB_DEBIAN_MIRROR if set, else the first URI ending in
+# /debian in the machine's apt sources (deb822 `URIs:` or one-line `deb`). None is an error.
 debian_mirror() {
-  local uri
-  uri=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list 2>/dev/null \
-    | sed -n -e 's/^URIs:[[:space:]]*//p' -e 's/^deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\?\([^[:space:]]*\).*/\2/p' \
-    | tr ' ' '\n' | grep -m1 -E '/debian/?$' || true)
-  echo "${uri:-http://deb.debian.org/debian}"
+  if [ -n "${SAB_DEBIAN_MIRROR:-}" ]; then
+    echo "$SAB_DEBIAN_MIRROR"
+    return 0
+  fi
+  local sources=(/etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list)
+  local readable=() file uri=
+  for file in "${sources[@]}"; do
+    if [ -r "$file" ]; then readable+=("$file"); fi
+  done
+  if [ "${#readable[@]}" -gt 0 ]; then
+    uri=$(sed -n -e 's/^URIs:[[:space:]]*//p' -e 's/^deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\?\([^[:space:]]*\).*/\2/p' \
+      "${readable[@]}" | tr ' ' '\n' | grep -m1 -E '/debian/?$' || true)
+  fi
+  if [ -z "$uri" ]; then
+    log "no Debian mirror for debootstrap: no URI ending in /debian on a 'URIs:' line (deb822) or a" \
+      "'deb' line of /etc/apt/sources.list, /etc/apt/sources.list.d/*.sources or" \
+      "/etc/apt/sources.list.d/*.list (files read: ${readable[*]:-none}). Set SAB_DEBIAN_MIRROR to" \
+      "the URL of the Debian mirror to use, e.g. SAB_DEBIAN_MIRROR=http://<mirror>/debian."
+    return 1
+  fi
+  echo "$uri"
 }
 
 recipe_hash() { # function-or-file... : what an image is made from
@@ -136,7 +156,7 @@ runtime_base() {
 
 debian_base() {
   local hash tarball=$state/debian-bookworm-minbase.tar mirror
-  mirror=$(debian_mirror)
+  mirror=$(debian_mirror) || exit 1 # its message is on stderr
   hash=$(echo "minbase ca-certificates bookworm $mirror, / 755" | sha256sum | cut -c1-16)
   current "$debian_image" "$hash" && return 0
   if [ ! -s "$tarball" ] || [ "$(cat "$tarball.recipe" 2>/dev/null)" != "$hash" ]; then
