@@ -22,7 +22,8 @@ async fn subscribed(broker: Broker, queue: &str, ack: AckMode) -> (Client, Event
     (client, events)
 }
 
-/// Nothing more arrives on `events` within `wait`.
+/// Nothing more arrives on `events` within `wait`: a look for what should not come, short on
+/// purpose (one too short on a loaded machine misses a late message, it never fails a test).
 async fn nothing_within(events: &mut Events, wait: Duration) -> bool {
     tokio::time::timeout(wait, events.next_message()).await.is_err()
 }
@@ -36,7 +37,7 @@ async fn a_request_sent_before_anyone_subscribes_waits_on_its_queue() {
     let (producer, _) = ARTEMIS.connect().await;
     producer.send_confirmed(send(&queue, "early")).await.unwrap();
     let (_c, mut events) = subscribed(ARTEMIS, &queue, AckMode::Auto).await;
-    let m = next_message(&mut events, 10).await;
+    let m = next_message(&mut events, 30).await;
     assert_eq!(m.body(), b"early");
     assert_eq!(m.destination, queue, "the destination as sent, prefix and slash kept");
     assert_eq!(m.header("destination-type"), Some("ANYCAST"));
@@ -56,7 +57,7 @@ async fn a_topic_takes_a_second_and_a_third_subscriber() {
     let (producer, _) = ARTEMIS.connect().await;
     producer.send_confirmed(send(&topic, "to all")).await.unwrap();
     for (_, events) in &mut subscribers {
-        assert_eq!(next_message(events, 10).await.body(), b"to all");
+        assert_eq!(next_message(events, 30).await.body(), b"to all");
     }
 }
 
@@ -72,13 +73,13 @@ async fn a_message_to_a_queue_that_emptied_and_lost_its_consumer_still_waits() {
     let (producer, _) = ARTEMIS.connect().await;
     let (consumer, mut events) = subscribed(ARTEMIS, &queue, AckMode::ClientIndividual).await;
     producer.send_confirmed(send(&queue, "first")).await.unwrap();
-    let first = next_message(&mut events, 10).await;
+    let first = next_message(&mut events, 30).await;
     assert_eq!(first.body(), b"first");
     consumer.ack(&first.ack).await.unwrap();
     consumer.disconnect().await.unwrap();
     producer.send_confirmed(send(&queue, "second")).await.unwrap();
     let (_c, mut events) = subscribed(ARTEMIS, &queue, AckMode::Auto).await;
-    assert_eq!(next_message(&mut events, 10).await.body(), b"second");
+    assert_eq!(next_message(&mut events, 30).await.body(), b"second");
 }
 
 /// Artemis's `message-id` is `<consumer>,<message>`: a redelivery comes with another one
@@ -90,10 +91,10 @@ async fn a_redelivered_message_has_a_new_message_id_whose_message_part_stays() {
     let (producer, _) = ARTEMIS.connect().await;
     producer.send_confirmed(send(&queue, "again")).await.unwrap();
     let (first, mut events) = subscribed(ARTEMIS, &queue, AckMode::ClientIndividual).await;
-    let m1 = next_message(&mut events, 10).await;
+    let m1 = next_message(&mut events, 30).await;
     first.disconnect().await.unwrap(); // not acknowledged: redelivered
     let (second, mut events) = subscribed(ARTEMIS, &queue, AckMode::ClientIndividual).await;
-    let m2 = next_message(&mut events, 10).await;
+    let m2 = next_message(&mut events, 30).await;
     second.ack(&m2.ack).await.unwrap();
     let (id1, id2) = (m1.ack.message_id.clone(), m2.ack.message_id.clone());
     assert_eq!(m2.header("redelivered"), Some("true"));
@@ -114,18 +115,19 @@ async fn a_send_with_a_duplicate_id_already_seen_is_confirmed_and_dropped() {
     producer.send_confirmed(send(&queue, "one").with("_AMQ_DUPL_ID", id.as_str())).await.unwrap();
     producer.send_confirmed(send(&queue, "two").with("_AMQ_DUPL_ID", id.as_str())).await.unwrap();
     producer.send_confirmed(send(&queue, "marker")).await.unwrap();
-    assert_eq!(next_message(&mut events, 10).await.body(), b"one");
-    assert_eq!(next_message(&mut events, 10).await.body(), b"marker", "the second was dropped");
+    assert_eq!(next_message(&mut events, 30).await.body(), b"one");
+    assert_eq!(next_message(&mut events, 30).await.body(), b"marker", "the second was dropped");
 }
 
 /// Receives one message on `queue` (client-individual), ACKs it inside a transaction that is
-/// then aborted, disconnects, and reports whether the message comes again.
-async fn acked_in_an_aborted_transaction_comes_again(broker: Broker) -> bool {
+/// then aborted, disconnects, and subscribes again: the new subscription, on which the message
+/// comes again if the ABORT undid its ACK.
+async fn acked_in_an_aborted_transaction_then_subscribed_again(broker: Broker) -> (Client, Events) {
     let queue = unique_queue("txack");
     let (producer, _) = broker.connect().await;
     producer.send_confirmed(send(&queue, "source")).await.unwrap();
     let (consumer, mut events) = subscribed(broker, &queue, AckMode::ClientIndividual).await;
-    let m = next_message(&mut events, 10).await;
+    let m = next_message(&mut events, 30).await;
     let tx = "probe-tx".to_owned();
     let items = vec![
         Item::Frame { frame: Frame::new(Command::Begin).with("transaction", tx.as_str()), receipt: false },
@@ -136,8 +138,7 @@ async fn acked_in_an_aborted_transaction_comes_again(broker: Broker) -> bool {
         receipt.confirmed().await.unwrap();
     }
     consumer.disconnect().await.unwrap();
-    let (_c, mut events) = subscribed(broker, &queue, AckMode::ClientIndividual).await;
-    !nothing_within(&mut events, Duration::from_secs(3)).await
+    subscribed(broker, &queue, AckMode::ClientIndividual).await
 }
 
 /// ARTEMIS-406 notwithstanding, Artemis 2.37 applies a STOMP ACK sent inside a transaction at
@@ -146,8 +147,11 @@ async fn acked_in_an_aborted_transaction_comes_again(broker: Broker) -> bool {
 /// Artemis (README, docs/OPERATING.md); ActiveMQ Classic undoes the ACK.
 #[tokio::test]
 async fn an_ack_inside_an_aborted_transaction_is_undone_by_activemq_classic_and_not_by_artemis() {
-    assert!(acked_in_an_aborted_transaction_comes_again(Broker::ActiveMq).await, "ActiveMQ Classic");
-    assert!(!acked_in_an_aborted_transaction_comes_again(ARTEMIS).await, "Artemis");
+    // ActiveMQ Classic: the message comes again, waited for as any broker's answer.
+    let (_c, mut events) = acked_in_an_aborted_transaction_then_subscribed_again(Broker::ActiveMq).await;
+    assert_eq!(next_message(&mut events, 30).await.body(), b"source", "ActiveMQ Classic");
+    let (_c, mut events) = acked_in_an_aborted_transaction_then_subscribed_again(ARTEMIS).await;
+    assert!(nothing_within(&mut events, Duration::from_secs(3)).await, "Artemis");
 }
 
 /// Artemis reads the prefetch headers (`activemq.prefetchSize`, `consumer-window-size`) as a
@@ -165,13 +169,10 @@ async fn a_prefetch_of_ten_is_ten_bytes_on_artemis_one_message_at_a_time() {
     let (consumer, mut events) = ARTEMIS.connect().await;
     let sub = Subscription::new(&queue, AckMode::ClientIndividual).with("activemq.prefetchSize", "10");
     consumer.subscribe(sub).await.unwrap();
-    let first = next_message(&mut events, 10).await;
-    assert!(
-        nothing_within(&mut events, Duration::from_millis(500)).await,
-        "one unacknowledged message at most"
-    );
+    let first = next_message(&mut events, 30).await;
+    assert!(nothing_within(&mut events, Duration::from_secs(2)).await, "one unacknowledged message at most");
     consumer.ack(&first.ack).await.unwrap();
-    assert_eq!(next_message(&mut events, 10).await.body(), b"m1", "the next once the first is acknowledged");
+    assert_eq!(next_message(&mut events, 30).await.body(), b"m1", "the next once the first is acknowledged");
 }
 
 /// Artemis enforces the heart-beats a client promises: one that promised a beat a second and
@@ -179,16 +180,23 @@ async fn a_prefetch_of_ten_is_ten_bytes_on_artemis_one_message_at_a_time() {
 /// bridge keeps `heartbeat_ms` non-zero and keeps writing them while it is stalled.
 #[tokio::test]
 async fn a_client_that_promised_heart_beats_and_sends_none_is_disconnected_within_twice_the_interval() {
+    const PROMISED: Duration = Duration::from_secs(1);
+    // The TTL is twice the promise (`heartBeatToConnectionTtlModifier` 2.0), checked every 2 s
+    // (`connection-ttl-check-interval`): closed 2 to 4 s in on a quiet machine. The slack is for
+    // a loaded one (the broker's checker and this test each wait for a core); the bound stays
+    // far below Artemis's default connection TTL (60 s), what a promise ignored would give.
+    let bound = PROMISED * 2 + Duration::from_secs(2) + Duration::from_secs(4);
     let mut socket = tokio::net::TcpStream::connect(("127.0.0.1", ARTEMIS.port())).await.unwrap();
     let (login, passcode) = ARTEMIS.credentials();
     let connect = format!(
-        "CONNECT\naccept-version:1.2\nhost:/\nlogin:{login}\npasscode:{passcode}\nheart-beat:1000,0\n\n\0"
+        "CONNECT\naccept-version:1.2\nhost:/\nlogin:{login}\npasscode:{passcode}\nheart-beat:{},0\n\n\0",
+        PROMISED.as_millis()
     );
     socket.write_all(connect.as_bytes()).await.unwrap();
     let start = Instant::now();
     let mut seen = Vec::new();
     let mut buf = [0u8; 4096];
-    let closed = tokio::time::timeout(Duration::from_secs(15), async {
+    let closed = tokio::time::timeout(Duration::from_secs(30), async {
         loop {
             match socket.read(&mut buf).await {
                 Ok(0) | Err(_) => return,
@@ -200,10 +208,7 @@ async fn a_client_that_promised_heart_beats_and_sends_none_is_disconnected_withi
     let after = start.elapsed();
     let text = String::from_utf8_lossy(&seen);
     assert!(text.starts_with("CONNECTED") && text.contains("heart-beat:0,1000"), "{text}");
-    assert!(closed.is_ok(), "still open after 15 s");
-    assert!(
-        after >= Duration::from_millis(1000) && after <= Duration::from_secs(5),
-        "closed after {after:?}"
-    );
+    assert!(closed.is_ok(), "still open after 30 s");
+    assert!(after >= PROMISED && after <= bound, "closed after {after:?}, bound {bound:?}");
     eprintln!("artemis: a client silent after promising 1 s heart-beats was disconnected after {after:.1?}");
 }

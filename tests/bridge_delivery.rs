@@ -5,7 +5,7 @@
 #[macro_use]
 mod common;
 
-use common::bridge::{BridgeProcess, Names, WiseAgent, config, free_port, proxied, toml_text};
+use common::bridge::{BridgeProcess, Names, STOP_SECS, WiseAgent, config, free_port, proxied, toml_text};
 use common::{Broker, Proxy, brokers_script, next_message};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -143,7 +143,7 @@ async fn sigterm_stops_the_bridge_cleanly_with_exit_code_zero(broker: Broker) {
     };
     let config = bridge.config.clone();
     assert!(health(&config), "the container health check passes while it runs");
-    let status = bridge.terminate(10);
+    let status = bridge.terminate(STOP_SECS);
     assert!(status.success(), "exit status {status}");
     assert!(!health(&config), "and fails once it stopped");
 }
@@ -218,43 +218,55 @@ async fn with_transactions_asked_for_kill_9_on_artemis_loses_none_and_delivers_n
 
 /// A bridge whose ACKs never reach the broker (a proxy drops them) publishes a request once;
 /// its connection is then cut, the broker redelivers the source, and the bridge publishes it
-/// again. Returns how many more copies than one the Civitas inbox received, or `None` when the
-/// broker never redelivered the source (Artemis, see [`on_artemis_a_source_redelivered_after_its_ack_was_lost_is_delivered_once`]).
-async fn copies_after_a_lost_ack(broker: Broker) -> Option<usize> {
+/// again. Returns the Civitas inbox, its first copy read, once the broker confirmed the second
+/// SEND (whatever copy it keeps is then on its way to the inbox), or `None` when the broker
+/// never redelivered the source (Artemis, see [`on_artemis_a_source_redelivered_after_its_ack_was_lost_is_delivered_once`]).
+async fn after_a_lost_ack(broker: Broker) -> Option<(Client, Events)> {
     let names = Names::new(broker);
     let civ = names.agent("Weather");
     let proxy = Proxy::dropping_acks(broker.port()).await;
     let (mut config, port) = config_on(broker, &names, &civ);
     config.broker.url = format!("stomp://127.0.0.1:{}", proxy.port);
     let bridge = BridgeProcess::start(&config, port, &names.uid);
-    let (_c, mut inbox) = consume_on(broker, &names.dest(&format!("civitas.in.{civ}"))).await;
+    let mut inbox = consume_on(broker, &names.dest(&format!("civitas.in.{civ}"))).await;
     WiseAgent::run(broker, &names, &["send-many", &names.request(&civ), "1"]);
-    next_message(&mut inbox, 20).await;
+    next_message(&mut inbox.1, 30).await;
     let delivered = |n: u32| {
         move |l: &str| {
             l == format!("bridge_messages_total{{route=\"wiseagents->civitas\",outcome=\"delivered\"}} {n}")
         }
     };
-    bridge.wait_metric(delivered(1), 10);
+    bridge.wait_metric(delivered(1), 30);
     proxy.freeze();
     proxy.cut();
-    if let Err(metrics) = bridge.try_wait_metric(delivered(2), 20) {
-        eprintln!("{}: the source was not redelivered within 20 s:\n{metrics}", broker.name());
+    // The cut is seen at once and the bridge reconnects within a second (`reconnect_max_ms`):
+    // the rest is the broker's redelivery and confirmation, waited for as on a busy machine.
+    if let Err(metrics) = bridge.try_wait_metric(delivered(2), 30) {
+        eprintln!("{}: the source was not redelivered within 30 s:\n{metrics}", broker.name());
         return None;
     }
+    Some(inbox)
+}
+
+/// Copies that come within 2 s more: a short look for what should not come (a longer one
+/// would only make the test slower; one too short on a loaded machine passes a late copy by,
+/// it never fails a test).
+async fn more_copies(inbox: &mut Events) -> usize {
     let mut more = 0;
-    while tokio::time::timeout(std::time::Duration::from_secs(3), inbox.next_message()).await.is_ok() {
+    while tokio::time::timeout(std::time::Duration::from_secs(2), inbox.next_message()).await.is_ok() {
         more += 1;
     }
-    eprintln!("{}: a source redelivered after its ACK was lost: {more} more copies", broker.name());
-    Some(more)
+    more
 }
 
 /// The control: ActiveMQ Classic has no duplicate detection, so the SEND repeated for the
-/// redelivered source is delivered a second time.
+/// redelivered source is delivered a second time (waited for: it is the expected event), and
+/// only once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_activemq_a_source_redelivered_after_its_ack_was_lost_is_delivered_twice() {
-    assert_eq!(copies_after_a_lost_ack(Broker::ActiveMq).await, Some(1));
+    let (_c, mut inbox) = after_a_lost_ack(Broker::ActiveMq).await.expect("ActiveMQ redelivers the source");
+    next_message(&mut inbox, 30).await;
+    assert_eq!(more_copies(&mut inbox).await, 0, "a third copy");
 }
 
 /// Artemis drops the repeated SEND: it carries the `_AMQ_DUPL_ID` of the first
@@ -268,8 +280,12 @@ async fn on_activemq_a_source_redelivered_after_its_ack_was_lost_is_delivered_tw
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_artemis_a_source_redelivered_after_its_ack_was_lost_is_delivered_once() {
     for attempt in 1..=3 {
-        if let Some(more) = copies_after_a_lost_ack(Broker::Artemis).await {
-            assert_eq!(more, 0, "attempt {attempt}: the repeated SEND was delivered");
+        if let Some((_c, mut inbox)) = after_a_lost_ack(Broker::Artemis).await {
+            assert_eq!(
+                more_copies(&mut inbox).await,
+                0,
+                "attempt {attempt}: the repeated SEND was delivered"
+            );
             return;
         }
     }
@@ -332,7 +348,7 @@ async fn broker_restart_mid_stream_loses_nothing_and_readiness_follows_the_broke
         if seen == N / 4 && !restarted {
             restarted = true;
             brokers_script(&["stop", broker.name()]);
-            bridge.wait_log("broker connection lost", 30);
+            bridge.wait_log("broker connection lost", 60);
             let while_down = bridge.http_get("/readyz").0;
             brokers_script(&["start", broker.name()]); // before any assertion: other tests need it
             assert_eq!(while_down, 503, "not ready while the broker is down");
@@ -343,7 +359,7 @@ async fn broker_restart_mid_stream_loses_nothing_and_readiness_follows_the_broke
     assert_eq!(distinct, N);
     // Readiness follows the connection events, which may still be on their way when the last
     // message arrives (both connections must be back): waited for, as an operator's probe would.
-    bridge.wait_metric(|l| l == "bridge_ready 1", 10);
+    bridge.wait_metric(|l| l == "bridge_ready 1", 60);
     assert_eq!(bridge.http_get("/readyz").0, 200, "ready again once reconnected");
     eprintln!("broker restart after {} of {N}: {distinct} distinct, {deliveries} deliveries", N / 4);
 }
@@ -405,7 +421,7 @@ async fn with_exclusive_consumers_one_instance_is_active_and_a_standby_takes_ove
         body.lines().filter(|l| l.starts_with("bridge_messages_total") && l.contains("delivered")).count()
     };
     let is_delivered = |l: &str| l.starts_with("bridge_messages_total") && l.contains("\"delivered\"");
-    active.wait_metric(is_delivered, 10);
+    active.wait_metric(is_delivered, 30);
     assert_eq!(delivered(&standby.http_get("/metrics").1), 0, "the standby delivered nothing");
 
     active.kill9();
@@ -413,7 +429,7 @@ async fn with_exclusive_consumers_one_instance_is_active_and_a_standby_takes_ove
     let (distinct, _) = count_until_all(&mut inbox, 20, |_| {}).await;
     assert_eq!(distinct, 20, "the standby took over");
     let count = |l: &str| l.rsplit(' ').next().and_then(|n| n.parse::<u64>().ok()).unwrap_or(0);
-    standby.wait_metric(|l| is_delivered(l) && count(l) >= 20, 10);
+    standby.wait_metric(|l| is_delivered(l) && count(l) >= 20, 30);
 }
 
 /// The livelock of issue #8: with a backlog on every subscribed queue and a prefetch per
@@ -458,7 +474,7 @@ async fn sigterm_with_messages_in_flight_settles_them_and_loses_none(broker: Bro
     let mut status = None;
     let (distinct, deliveries) = count_until_all(&mut inbox, N, |seen| {
         if seen == N / 4 {
-            status = Some(bridge.take().expect("once").terminate(20));
+            status = Some(bridge.take().expect("once").terminate(STOP_SECS));
             bridge = Some(BridgeProcess::start_with(config.clone(), free_port()));
         }
     })
@@ -500,12 +516,12 @@ async fn a_stream_that_fails_once_complete_is_dead_lettered_whole(broker: Broker
             .with_body(body.to_string());
         client.send_confirmed(frame).await.unwrap();
     }
-    let m = next_message(&mut dead, 20).await;
+    let m = next_message(&mut dead, 30).await;
     assert_eq!(m.header("bridge-error-kind"), Some("no_recipient"), "{:?}", m.frame.headers);
     let v: serde_json::Value = serde_json::from_slice(m.body()).unwrap();
     assert_eq!(v["payload"]["text"], "part 0 part 1 part 2 ", "the whole stream: {v}");
     let line =
-        bridge.wait_metric(|l| l.starts_with("bridge_dead_letters_total{kind=\"no_recipient\"} 1"), 10);
+        bridge.wait_metric(|l| l.starts_with("bridge_dead_letters_total{kind=\"no_recipient\"} 1"), 30);
     assert!(!line.is_empty());
     let (_, metrics) = bridge.http_get("/metrics");
     assert!(

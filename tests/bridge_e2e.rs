@@ -19,7 +19,7 @@ async fn agent_client(broker: Broker, inbox: &str) -> (Client, Events) {
 }
 
 async fn next_json(events: &mut Events) -> (Value, Option<String>) {
-    let m = next_message(events, 20).await;
+    let m = next_message(events, 30).await;
     let ct = m.header("content-type").map(str::to_owned);
     (
         serde_json::from_slice(m.body())
@@ -81,7 +81,7 @@ async fn a_wise_agents_tool_call_answered_by_a_civitas_agent_comes_back_routed(
     let agent = AgentConfig { encoding: Some(written), ..proxied(&weather, "civitas") };
     let mut call = tool_call(broker, &names, agent, "civitas").await;
     let caller = names.agent("LLMAgent");
-    let m = next_message(&mut call.inbox, 20).await;
+    let m = next_message(&mut call.inbox, 30).await;
     let asked: Value = match encoding {
         "msgpack" => {
             assert_eq!(m.header("content-type"), Some("application/msgpack"));

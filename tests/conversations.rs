@@ -29,7 +29,7 @@ fn tool_call(broker: Broker, names: &Names, caller: &str, to: &str, n: usize) ->
 
 /// Waits until `/metrics` shows `line` (an event the bridge counts).
 fn wait_metric(bridge: &BridgeProcess, line: &str) {
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let (_, text) = bridge.http_get("/metrics");
         if text.lines().any(|l| l == line) {
@@ -295,7 +295,7 @@ async fn priority_expiry_and_signatures_keep_their_meaning(broker: Broker) {
         .send_confirmed(send(expired.to_string().into_bytes(), "application/json", pf_ingress))
         .await
         .unwrap();
-    let m = common::next_message(&mut dead, 20).await;
+    let m = common::next_message(&mut dead, 30).await;
     assert_eq!(m.header("bridge-error-kind"), Some("expired"), "{:?}", m.frame);
     // A signed envelope as civitas/security/signing.py writes it (msgpack, binary nonce and value).
     fn bin<S: serde::Serializer>(b: &[u8], s: S) -> Result<S::Ok, S::Error> {
@@ -323,7 +323,7 @@ async fn priority_expiry_and_signatures_keep_their_meaning(broker: Broker) {
     };
     let body = rmp_serde::to_vec_named(&signed).unwrap();
     client.send_confirmed(send(body, "application/msgpack", civ_ingress)).await.unwrap();
-    let m = common::next_message(&mut dead, 20).await;
+    let m = common::next_message(&mut dead, 30).await;
     assert_eq!(m.header("bridge-error-kind"), Some("signed"), "{:?}", m.frame);
     assert!(m.header("bridge-error").unwrap().contains("signed Civitas envelope"));
 }

@@ -7,7 +7,7 @@
 #[macro_use]
 mod common;
 
-use common::bridge::{BridgeProcess, Names, VOX_NAMESPACE, config, free_port, proxied, toml_text};
+use common::bridge::{BridgeProcess, Names, STOP_SECS, VOX_NAMESPACE, config, free_port, proxied, toml_text};
 use common::{Broker, next_message, wa_body};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -69,9 +69,9 @@ async fn a_poisoned_stream_replayed_after_the_fix_arrives_once_and_nothing_is_lo
         *seen.entry(hit.chars().take(12).collect()).or_default() += 1;
     };
     for _ in 0..2 {
-        arrived(next_message(&mut inbox, 20).await.body());
+        arrived(next_message(&mut inbox, 30).await.body());
     }
-    bridge.wait_metric(|l| l == format!("bridge_dead_letters_total{{kind=\"too_large\"}} {POISONED}"), 20);
+    bridge.wait_metric(|l| l == format!("bridge_dead_letters_total{{kind=\"too_large\"}} {POISONED}"), 30);
     let listed = dead_letters(&bridge.config, &["list", "--kind", "too_large"]);
     assert_eq!(listed.len(), POISONED, "{listed:?}");
     assert!(listed.iter().all(|d| d["source"] == names.request(&agent) && d["replays"] == 0), "{listed:?}");
@@ -86,7 +86,7 @@ async fn a_poisoned_stream_replayed_after_the_fix_arrives_once_and_nothing_is_lo
     assert!(replayed.iter().all(|r| r["outcome"] == "replayed" && r["replays"] == 1), "{replayed:?}");
     bridge.wait_metric(
         |l| l == format!("bridge_dead_letters_total{{kind=\"too_large\"}} {}", 2 * POISONED),
-        20,
+        30,
     );
     let again = dead_letters(&bridge.config, &["list"]);
     assert_eq!(again.len(), POISONED, "{again:?}");
@@ -100,16 +100,16 @@ async fn a_poisoned_stream_replayed_after_the_fix_arrives_once_and_nothing_is_lo
     assert!(replayed.iter().all(|r| r["outcome"] == "replayed" && r["replays"] == 2), "{replayed:?}");
     assert_eq!(replayed.len(), POISONED);
     for _ in 0..POISONED {
-        arrived(next_message(&mut inbox, 20).await.body());
+        arrived(next_message(&mut inbox, 30).await.body());
     }
     // A last request, sent after everything: nothing arrives between the replays and it.
     client.send_confirmed(request(&names.request(&agent), "sentinel")).await.unwrap();
-    let last = next_message(&mut inbox, 20).await;
+    let last = next_message(&mut inbox, 30).await;
     assert!(String::from_utf8_lossy(last.body()).contains("sentinel"), "a duplicate came first");
     assert_eq!(seen.len(), texts.len(), "{seen:?}");
     assert!(seen.values().all(|n| *n == 1), "each once: {seen:?}");
     assert_eq!(dead_letters(&bridge.config, &["list"]), Vec::<Value>::new(), "the queue is empty");
-    bridge.terminate(10);
+    bridge.terminate(STOP_SECS);
 }
 
 /// A VOX agent's asks to `Archivist`, an agent the bridge does not know yet, are
@@ -142,7 +142,7 @@ async fn asks_to_a_missing_agent_replayed_after_a_reload_adds_it_arrive_once(bro
     for i in 0..N {
         client.send_confirmed(ask(&format!("ask {i}"))).await.unwrap();
     }
-    bridge.wait_metric(|l| l == format!("bridge_dead_letters_total{{kind=\"no_recipient\"}} {N}"), 20);
+    bridge.wait_metric(|l| l == format!("bridge_dead_letters_total{{kind=\"no_recipient\"}} {N}"), 30);
     assert_eq!(dead_letters(&bridge.config, &["list", "--kind", "no_recipient"]).len(), N);
 
     bridge.reload_with(&after);
@@ -153,7 +153,7 @@ async fn asks_to_a_missing_agent_replayed_after_a_reload_adds_it_arrive_once(bro
     client.send_confirmed(ask("sent after")).await.unwrap();
     let mut texts = BTreeMap::new();
     for _ in 0..=N {
-        let m = next_message(&mut inbox, 20).await;
+        let m = next_message(&mut inbox, 30).await;
         let v: Value = serde_json::from_slice(m.body()).unwrap();
         *texts.entry(v["payload"]["message"].as_str().unwrap_or_default().to_owned()).or_insert(0) += 1;
         if v["payload"]["message"] == "sent after" {
@@ -164,7 +164,7 @@ async fn asks_to_a_missing_agent_replayed_after_a_reload_adds_it_arrive_once(bro
         (0..N).map(|i| format!("ask {i}")).chain(["sent after".to_owned()]).map(|t| (t, 1)).collect();
     assert_eq!(texts, want, "each once, the replays before the later ask");
     assert_eq!(dead_letters(&bridge.config, &["list"]), Vec::<Value>::new(), "the queue is empty");
-    bridge.terminate(10);
+    bridge.terminate(STOP_SECS);
 }
 
 /// A marker of a reading that stopped before reaching it (two hours old), one of a reading
@@ -203,7 +203,7 @@ async fn a_stale_marker_of_a_stopped_reading_is_removed_and_a_fresh_one_is_left(
     client.subscribe(Subscription::new(&dead, AckMode::Auto)).await.unwrap();
     let mut left = Vec::new();
     loop {
-        let m = next_message(&mut events, 20).await;
+        let m = next_message(&mut events, 30).await;
         if m.header("test-end").is_some() {
             break;
         }

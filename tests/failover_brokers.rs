@@ -241,7 +241,10 @@ async fn kill_the_live_broker_under_load(setup: Ha, n: usize, standby: bool) -> 
         tally.redelivered
     );
     assert_eq!(tally.texts.len(), n, "every request delivered");
-    assert!(gap < Duration::from_secs(30), "the failover took {gap:?}");
+    // Mostly the brokers' own takeover (a slave polls the store's lock, then recovers the
+    // store; a cluster elects new leaders), then the reconnects (backoff capped at 1 s): sized
+    // for a busy machine, as a broker restart is. The gap measured is printed above.
+    assert!(gap < Duration::from_secs(60), "the failover took {gap:?}");
     AfterFailover { bridge, standby, inbox, names, civ, tally }
 }
 

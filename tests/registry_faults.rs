@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::bridge::{BridgeProcess, Names, free_port};
+use common::bridge::{BridgeProcess, Names, STOP_SECS, free_port};
 use common::registry::*;
 use common::{Broker, Proxy, next_message, wa_body};
 use serde_json::json;
@@ -66,8 +66,8 @@ async fn a_paused_redis_holds_only_what_needs_it_dead_letters_nothing_and_delive
 
     redis.pause();
     send(&civ_client, &ingress, civitas_ask(&civ, &native, "during the pause")).await;
-    bridge.wait_metric(|l| l == "bridge_registry_held 1", 20);
-    let why = until_readyz(&bridge, 503, 20);
+    bridge.wait_metric(|l| l == "bridge_registry_held 1", 30);
+    let why = until_readyz(&bridge, 503, 30);
     assert!(why.contains("Wise Agents registry") && why.contains("holding 1"), "{why}");
     // What needs no registry flows meanwhile: Wise Agents asks to the Civitas agent.
     for i in 0..20 {
@@ -76,7 +76,7 @@ async fn a_paused_redis_holds_only_what_needs_it_dead_letters_nothing_and_delive
     }
     for i in 0..20 {
         let asked: serde_json::Value =
-            serde_json::from_slice(next_message(&mut inbox, 10).await.body()).unwrap();
+            serde_json::from_slice(next_message(&mut inbox, 30).await.body()).unwrap();
         assert_eq!(asked["payload"]["message"], format!("flowing {i}"), "{asked}");
     }
     let (_, metrics) = bridge.http_get("/metrics");
@@ -86,11 +86,11 @@ async fn a_paused_redis_holds_only_what_needs_it_dead_letters_nothing_and_delive
     redis.resume();
     let (_, m) = next_wise(&mut requests).await;
     assert_eq!((m.message.as_str(), m.context_name.as_deref()), ("during the pause", Some(context.as_str())));
-    until_readyz(&bridge, 200, 20);
+    until_readyz(&bridge, 200, 30);
     let (_, metrics) = bridge.http_get("/metrics");
     assert!(!metrics.contains("kind=\"registry\""), "nothing dead-lettered for the registry:\n{metrics}");
     assert!(metrics.lines().any(|l| l == "bridge_registry_held 0"));
-    assert!(bridge.terminate(20).success());
+    assert!(bridge.terminate(STOP_SECS).success());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -115,7 +115,7 @@ async fn a_redis_restarted_empty_gets_the_proxied_agent_registered_and_the_conte
         ("after the restart", Some(context.as_str()))
     );
     assert!(hget(&mut r, "contexts", &context).await.is_some(), "made again before the message left");
-    assert!(bridge.terminate(20).success());
+    assert!(bridge.terminate(STOP_SECS).success());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -171,7 +171,7 @@ async fn an_answer_redelivered_after_a_kill_is_appended_to_its_chat_once_and_rou
         assert_eq!(times, 1, "{text:?} is in the chat {times} times: {chat:?}");
     }
     assert_eq!(chat.len(), N);
-    assert!(second.terminate(20).success());
+    assert!(second.terminate(STOP_SECS).success());
     cmd(&mut r, &[b"HDEL", b"contexts", ctx.as_bytes()]).await;
     cmd(&mut r, &[b"DEL", ctx.as_bytes()]).await;
 }

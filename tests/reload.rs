@@ -6,7 +6,7 @@
 #[macro_use]
 mod common;
 
-use common::bridge::{BridgeProcess, Names, WiseAgent, free_port, proxied};
+use common::bridge::{BridgeProcess, Names, STOP_SECS, WiseAgent, free_port, proxied};
 use common::{Broker, Proxy, next_message};
 use std::collections::BTreeSet;
 use stomp_agent_bridge::config::Config;
@@ -121,7 +121,7 @@ async fn an_agent_removed_under_load_loses_nothing_and_dead_letters_nothing(brok
     // keeps a cancelled subscription's unacknowledged messages on the connection until it closes.
     let keeps = broker == Broker::RabbitMq;
     let bridge = if keeps {
-        assert!(bridge.terminate(20).success());
+        assert!(bridge.terminate(STOP_SECS).success());
         None
     } else {
         Some(bridge)
@@ -132,7 +132,7 @@ async fn an_agent_removed_under_load_loses_nothing_and_dead_letters_nothing(brok
         left.push(text_of(&next_message(&mut queue, 30).await));
     }
     if let Some(bridge) = bridge {
-        assert!(bridge.terminate(20).success());
+        assert!(bridge.terminate(STOP_SECS).success());
     }
     let all: BTreeSet<&String> = delivered.iter().chain(&left).collect();
     assert_eq!(all.len(), N, "none lost, none twice: {} delivered, {} left", delivered.len(), left.len());
@@ -155,7 +155,7 @@ async fn a_broken_file_changes_nothing_and_the_bridge_says_why(broker: Broker) {
     broken["delivery"].as_table_mut().unwrap().insert("colour".into(), "red".into());
     bridge.reload_with(&broken);
     bridge.wait_reloads("invalid", 1);
-    let line = bridge.wait_log("the file does not validate", 10);
+    let line = bridge.wait_log("the file does not validate", 30);
     for problem in ["agents[1].protocol", "expected one of civitas, vox, penguiflow", "delivery.colour"] {
         assert!(line.contains(problem), "the log line names {problem:?}: {line}");
     }
@@ -186,7 +186,7 @@ async fn a_change_that_cannot_be_live_is_refused_and_named(broker: Broker) {
     refused.delivery.in_flight = 128;
     bridge.reload_with(&refused);
     bridge.wait_reloads("refused", 1);
-    let line = bridge.wait_log("configuration reload refused", 10);
+    let line = bridge.wait_log("configuration reload refused", 30);
     assert!(line.contains("broker.url cannot change without a restart"), "{line}");
     assert!(line.contains("delivery.in_flight cannot change without a restart"), "{line}");
     let (_, status) = bridge.http_get("/config");
@@ -303,7 +303,7 @@ async fn an_unsubscribed_consumers_unacknowledged_messages_go_back_to_the_queue(
         .with("activemq.prefetchSize", "10")
         .with("consumer-window-size", "20480");
     let id = first.subscribe(sub).await.unwrap();
-    let m = next_message(&mut held, 10).await;
+    let m = next_message(&mut held, 30).await;
     first.ack(&m.ack).await.unwrap();
     first.unsubscribe(&id).await.unwrap();
     if broker == Broker::RabbitMq {
@@ -312,7 +312,7 @@ async fn an_unsubscribed_consumers_unacknowledged_messages_go_back_to_the_queue(
     let (_second, mut other) = consume_on(broker, &queue).await;
     let mut got = BTreeSet::new();
     while got.len() < 19 {
-        let next = tokio::time::timeout(std::time::Duration::from_secs(10), other.next_message()).await;
+        let next = tokio::time::timeout(std::time::Duration::from_secs(30), other.next_message()).await;
         let m = next.unwrap_or_else(|_| panic!("{} of 19 back in the queue", got.len())).unwrap();
         got.insert(text_of(&m));
     }

@@ -24,7 +24,7 @@ async fn a_message_sent_with_a_receipt_arrives_with_its_headers(broker: Broker) 
     subscribe(&client, &queue, AckMode::Auto).await;
     let frame = send(&queue, "hello").with("x-note", "a:b\nc\\d").with("content-type", "text/plain");
     client.send_confirmed(frame).await.expect("receipt");
-    let msg = next_message(&mut events, 10).await;
+    let msg = next_message(&mut events, 30).await;
     assert_eq!(msg.body(), b"hello");
     assert_eq!(msg.header("x-note"), Some("a:b\nc\\d"), "escaped header survives the broker");
     assert_eq!(msg.destination, queue);
@@ -39,8 +39,8 @@ async fn a_one_mib_body_and_a_body_with_nul_bytes_round_trip(broker: Broker) {
     let binary = b"\0a\0\0b\n\0".to_vec();
     client.send_confirmed(send(&queue, big.clone())).await.expect("receipt for 1 MiB");
     client.send_confirmed(send(&queue, binary.clone())).await.expect("receipt for binary");
-    assert_eq!(next_message(&mut events, 20).await.body(), &big[..]);
-    assert_eq!(next_message(&mut events, 10).await.body(), &binary[..]);
+    assert_eq!(next_message(&mut events, 30).await.body(), &big[..]);
+    assert_eq!(next_message(&mut events, 30).await.body(), &binary[..]);
 }
 
 async fn client_individual_acks_only_the_acked_message(broker: Broker) {
@@ -52,7 +52,7 @@ async fn client_individual_acks_only_the_acked_message(broker: Broker) {
     }
     let mut got = Vec::new();
     for _ in 0..3 {
-        got.push(next_message(&mut events, 10).await);
+        got.push(next_message(&mut events, 30).await);
     }
     let two = got.iter().find(|m| m.body() == b"two").expect("two arrived");
     client.ack(&two.ack).await.expect("ack");
@@ -62,14 +62,14 @@ async fn client_individual_acks_only_the_acked_message(broker: Broker) {
     subscribe(&client, &queue, AckMode::ClientIndividual).await;
     let mut again = BTreeSet::new();
     for _ in 0..2 {
-        let m = next_message(&mut events, 10).await;
+        let m = next_message(&mut events, 30).await;
         client.ack(&m.ack).await.unwrap();
         again.insert(String::from_utf8(m.body().to_vec()).unwrap());
     }
     assert_eq!(again, BTreeSet::from(["one".to_string(), "three".to_string()]));
     // Nothing else is redelivered: a marker sent last is the next message.
     client.send_confirmed(send(&queue, "marker")).await.unwrap();
-    assert_eq!(next_message(&mut events, 10).await.body(), b"marker");
+    assert_eq!(next_message(&mut events, 30).await.body(), b"marker");
 }
 
 async fn a_refused_login_is_a_typed_error_with_the_brokers_message(broker: Broker) {
@@ -102,19 +102,24 @@ async fn a_silent_broker_is_detected_within_the_heartbeat_bound(broker: Broker) 
 
     proxy.freeze();
     let frozen_at = Instant::now();
-    let lost = wait_for(&mut events, 15, |e| matches!(e, Event::ConnectionLost(_))).await;
+    let lost = wait_for(&mut events, 30, |e| matches!(e, Event::ConnectionLost(_))).await;
     let Event::ConnectionLost(SessionError::HeartbeatTimeout(bound)) = lost else {
         panic!("expected a heart-beat timeout, got {lost:?}")
     };
     let waited = frozen_at.elapsed();
     assert!(bound <= Duration::from_secs(3), "negotiated bound {bound:?}");
-    assert!(waited <= bound + Duration::from_millis(500), "detected after {waited:?}, bound {bound:?}");
+    // The silence is counted from the last byte read, before the freeze: detection is due by
+    // `bound`. The slack is for a loaded machine (the client's timer and this task each wait
+    // for a core); it is less than a bound (at least 3 s: twice a 1 s period, plus one), so a
+    // detection a whole bound late still fails.
+    let slack = Duration::from_secs(2);
+    assert!(waited <= bound + slack, "detected after {waited:?}, bound {bound:?}");
 
-    wait_for(&mut events, 10, |e| matches!(e, Event::Reconnected { .. })).await;
+    wait_for(&mut events, 30, |e| matches!(e, Event::Reconnected { .. })).await;
     // The broker may still hold the dead connection's consumer; a real network ends it too.
     proxy.cut();
     client.send_confirmed(send(&queue, "after")).await.expect("send after reconnect");
-    assert_eq!(next_message(&mut events, 10).await.body(), b"after", "subscription restored");
+    assert_eq!(next_message(&mut events, 30).await.body(), b"after", "subscription restored");
 }
 
 async fn many_messages_keep_their_order_on_one_queue(broker: Broker) {
@@ -126,11 +131,11 @@ async fn many_messages_keep_their_order_on_one_queue(broker: Broker) {
     }
     client.send_confirmed(send(&queue, "end")).await.unwrap();
     for i in 0..200 {
-        let m = next_message(&mut events, 10).await;
+        let m = next_message(&mut events, 30).await;
         assert_eq!(m.body(), format!("{i}").as_bytes());
         client.ack(&m.ack).await.unwrap();
     }
-    assert_eq!(next_message(&mut events, 10).await.body(), b"end");
+    assert_eq!(next_message(&mut events, 30).await.body(), b"end");
 }
 
 macro_rules! on_every_broker {
@@ -174,13 +179,13 @@ async fn activemq_nack_sends_the_message_to_its_dead_letter_queue() {
     let marker = format!("nacked {queue}");
     subscribe(&client, &queue, AckMode::ClientIndividual).await;
     client.send_confirmed(send(&queue, marker.clone())).await.unwrap();
-    let m = next_message(&mut events, 10).await;
+    let m = next_message(&mut events, 30).await;
     client.nack(&m.ack).await.expect("nack");
 
     let dlq = "/queue/ActiveMQ.DLQ";
     subscribe(&client, dlq, AckMode::ClientIndividual).await;
     loop {
-        let m = next_message(&mut events, 10).await;
+        let m = next_message(&mut events, 30).await;
         client.ack(&m.ack).await.unwrap();
         if m.destination == dlq && m.body() == marker.as_bytes() {
             break;
@@ -195,9 +200,9 @@ async fn rabbitmq_nack_requeues_the_message_for_redelivery() {
     let queue = unique_queue("nack");
     subscribe(&client, &queue, AckMode::ClientIndividual).await;
     client.send_confirmed(send(&queue, "again")).await.unwrap();
-    let first = next_message(&mut events, 10).await;
+    let first = next_message(&mut events, 30).await;
     client.nack(&first.ack).await.expect("nack");
-    let second = next_message(&mut events, 10).await;
+    let second = next_message(&mut events, 30).await;
     assert_eq!(second.body(), b"again");
     assert_eq!(second.header("redelivered"), Some("true"));
     client.ack(&second.ack).await.unwrap();
@@ -211,11 +216,11 @@ async fn rabbitmq_refuses_a_slash_in_a_queue_name_with_a_typed_broker_error() {
     assert!(format!("{e}").contains("not a valid"), "{e}");
     // After an ERROR the connection is over (RabbitMQ leaves it open; the client closes it
     // as STOMP 1.2 says) and the client comes back by itself.
-    wait_for(&mut events, 10, |e| matches!(e, Event::Reconnected { .. })).await;
+    wait_for(&mut events, 30, |e| matches!(e, Event::Reconnected { .. })).await;
     let queue = unique_queue("after-error");
     subscribe(&client, &queue, AckMode::Auto).await;
     client.send_confirmed(send(&queue, "ok")).await.unwrap();
-    assert_eq!(next_message(&mut events, 10).await.body(), b"ok");
+    assert_eq!(next_message(&mut events, 30).await.body(), b"ok");
 }
 
 #[tokio::test]
@@ -232,7 +237,7 @@ async fn activemq_applies_a_selector_given_as_an_extra_subscribe_header() {
         .unwrap();
     client.send_confirmed(send(&queue, "a").with("kind", "a")).await.unwrap();
     client.send_confirmed(send(&queue, "b").with("kind", "b")).await.unwrap();
-    assert_eq!(next_message(&mut events, 10).await.body(), b"b");
+    assert_eq!(next_message(&mut events, 30).await.body(), b"b");
 }
 
 async fn tls_with_the_generated_ca_reaches_the_ssl_connector_and_another_ca_is_refused(broker: Broker) {
@@ -243,7 +248,7 @@ async fn tls_with_the_generated_ca_reaches_the_ssl_connector_and_another_ca_is_r
     let queue = unique_queue("tls");
     subscribe(&client, &queue, AckMode::Auto).await;
     client.send_confirmed(send(&queue, "secret")).await.unwrap();
-    assert_eq!(next_message(&mut events, 10).await.body(), b"secret");
+    assert_eq!(next_message(&mut events, 30).await.body(), b"secret");
 
     config.tls = TlsOptions::default();
     let err = Client::connect(config).await.expect_err("an unknown CA is refused");

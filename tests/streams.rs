@@ -107,11 +107,11 @@ async fn a_stream_of_ten_thousand_chunks_arrives_as_one_answer_and_other_answers
     assert_eq!(whole.message_type, Some(Intent::Response));
     assert!(whole.message == the_text(0..N), "the whole stream, in order ({} bytes)", whole.message.len());
     let chunk_line = format!("bridge_messages_total{{route=\"civitas->stream\",outcome=\"chunk\"}} {N}");
-    bridge.wait_metric(|l| l == chunk_line, 10);
+    bridge.wait_metric(|l| l == chunk_line, 30);
     // The answer can reach the asker before its source's ACK is written (CI saw in_flight 1,
     // unacknowledged 1 at that moment): the gauges are waited for, as a probe would.
     for gauge in ["bridge_unacknowledged 0", "bridge_in_flight 0", "bridge_unsettled_total 0"] {
-        bridge.wait_metric(|l| l == gauge, 10);
+        bridge.wait_metric(|l| l == gauge, 30);
     }
     let (_, m) = bridge.http_get("/metrics");
     assert!(!m.contains("bridge_dead_letters_total{"), "nothing dead-lettered:\n{m}");

@@ -254,7 +254,7 @@ async fn the_bridge_with_a_client_certificate_carries_a_request_through_the_clie
 
     let (_agent, mut inbox) = listen(broker, &names.dest(&format!("civitas.in.{civ}"))).await;
     send_request(broker, &names, &civ, wise_agents_query("which books on TLS?", &caller)).await;
-    let m = next_message(&mut inbox, 20).await;
+    let m = next_message(&mut inbox, 30).await;
     let asked: Value = serde_json::from_slice(m.body()).unwrap();
     assert_eq!(asked["type"], "message", "{asked}");
     assert_eq!(asked["recipient"], civ.as_str(), "{asked}");
@@ -285,7 +285,7 @@ async fn refused_by_the_client_auth_connector(broker: Broker, client: Option<(&P
     let nothing = tokio::time::timeout(std::time::Duration::from_secs(1), inbox.next_message()).await;
     assert!(nothing.is_err(), "nothing reached the Civitas inbox: {nothing:?}");
     let (_c, mut requests) = listen(broker, &names.request(&civ)).await;
-    assert_eq!(next_message(&mut requests, 10).await.body(), &body[..], "the request is still on its queue");
+    assert_eq!(next_message(&mut requests, 30).await.body(), &body[..], "the request is still on its queue");
     let error: Value = serde_json::from_str(&first).unwrap();
     let error = error["error"].as_str().unwrap_or_else(|| panic!("no error field: {first}"));
     error.to_owned()
@@ -378,7 +378,7 @@ async fn an_address_whose_own_ca_does_not_trust_its_broker_is_passed_over(
 
     let (_agent, mut inbox) = listen(accepting, &names.dest(&format!("civitas.in.{civ}"))).await;
     send_request(accepting, &names, &civ, wise_agents_query("which books on failover?", &caller)).await;
-    let asked: Value = serde_json::from_slice(next_message(&mut inbox, 20).await.body()).unwrap();
+    let asked: Value = serde_json::from_slice(next_message(&mut inbox, 30).await.body()).unwrap();
     assert_eq!(asked["payload"]["message"], "which books on failover?", "{asked}");
     assert_eq!(asked["reply_to"], caller.as_str(), "{asked}");
 }

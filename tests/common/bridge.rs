@@ -70,6 +70,23 @@ pub fn proxied(name: &str, protocol: &str) -> AgentConfig {
     AgentConfig::new(name, protocol.parse().expect("a framework"))
 }
 
+/// `delivery.receipt_timeout_ms` of [`config`]. Past it, a RECEIPT not yet come is a reported
+/// stall on a connection whose broker heart-beats and a reset on one that does not, and the
+/// bridge's own SUBSCRIBEs fail; on a busy machine a late receipt is not a dead broker, and a
+/// reset it caused would repeat messages in tests that count them. So it is sized for a busy
+/// machine; a test that depends on a short one sets its own (tests/backpressure.rs).
+pub const RECEIPT_TIMEOUT_MS: u64 = 30_000;
+
+/// `delivery.shutdown_timeout_ms` of [`config`]: how long a stopping bridge (or a reload that
+/// removes an agent) waits for the broker to confirm what is under way; what it gives up on is
+/// published again by the next bridge. Sized for a busy machine, as [`RECEIPT_TIMEOUT_MS`].
+pub const SHUTDOWN_TIMEOUT_MS: u64 = 30_000;
+
+/// How long a test waits for the bridge to exit after SIGTERM ([`BridgeProcess::terminate`]):
+/// [`SHUTDOWN_TIMEOUT_MS`] at most for what is under way, then the receipts of its
+/// UNSUBSCRIBEs and DISCONNECT. The exit is an event: the bound only ends a stuck test.
+pub const STOP_SECS: u64 = 60;
+
 /// The configuration for `names` on `broker`: every framework on this test's destinations,
 /// the proxied `agents`, the HTTP endpoint on `http_port`.
 pub fn config(broker: Broker, names: &Names, agents: Vec<AgentConfig>, http_port: u16) -> Config {
@@ -105,8 +122,8 @@ pub fn config(broker: Broker, names: &Names, agents: Vec<AgentConfig>, http_port
         delivery: DeliveryConfig {
             dead_letter: names.dest("dead"),
             in_flight: 64,
-            shutdown_timeout_ms: 5000,
-            receipt_timeout_ms: 5000,
+            shutdown_timeout_ms: SHUTDOWN_TIMEOUT_MS,
+            receipt_timeout_ms: RECEIPT_TIMEOUT_MS,
             ..Default::default()
         },
         http: HttpConfig { listen: format!("127.0.0.1:{http_port}"), ..HttpConfig::default() },

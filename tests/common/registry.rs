@@ -91,7 +91,7 @@ pub async fn civitas_answers(
     civ: &str,
     text: &str,
 ) -> Value {
-    let asked: Value = serde_json::from_slice(next_message(inbox, 20).await.body()).unwrap();
+    let asked: Value = serde_json::from_slice(next_message(inbox, 30).await.body()).unwrap();
     let reply = json!({"type": "reply", "sender": civ, "recipient": asked["reply_to"],
         "correlation_id": asked["correlation_id"], "payload": {"message": text}});
     send(client, &names.dest("civitas.ingress"), reply.to_string().into_bytes()).await;
@@ -99,7 +99,7 @@ pub async fn civitas_answers(
 }
 
 pub async fn next_wise(events: &mut Events) -> (String, WiseMessage) {
-    let m = next_message(events, 20).await;
+    let m = next_message(events, 30).await;
     (m.destination.clone(), WiseMessage::parse(m.body()).unwrap())
 }
 
@@ -136,9 +136,9 @@ impl PrivateRedis {
             .spawn()
             .expect("redis-server (scripts/redis.sh installs it)");
         let redis = PrivateRedis { port, child };
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + Duration::from_secs(30);
         while Connection::open("127.0.0.1", port, None, 0).await.is_err() {
-            assert!(Instant::now() < deadline, "the private Redis did not answer on {port} within 10 s");
+            assert!(Instant::now() < deadline, "the private Redis did not answer on {port} within 30 s");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         redis

@@ -49,6 +49,10 @@ from civitas.messages import Message  # noqa: E402
 from civitas.serializer import JsonSerializer  # noqa: E402
 from penguiflow.types import FinalAnswer, Headers, Message as PenguiMessage  # noqa: E402
 
+# How long a subscription waits for the broker's RECEIPT: an event, bounded only to end a test
+# whose broker never answers, and sized for a busy machine (as RECEIPT_TIMEOUT in tests/common).
+RECEIPT_TIMEOUT = 60
+
 
 def uuid7():
     """A UUIDv7, lowercase and hyphenated, as Civitas makes its ids. Civitas's own generator is
@@ -102,7 +106,7 @@ def connect():
 def subscribe(conn, collector, dest, sid):
     # Waits for the receipt: the subscription is in place before anyone is told we listen.
     conn.subscribe(dest, id=sid, ack="auto", headers={"receipt": f"sub-{sid}"})
-    assert collector.receipts.get(timeout=10) == f"sub-{sid}"
+    assert collector.receipts.get(timeout=RECEIPT_TIMEOUT) == f"sub-{sid}"
 
 
 def ready(what):

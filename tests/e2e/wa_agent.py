@@ -33,6 +33,10 @@ import time
 import stomp
 import yaml
 
+# How long a subscription waits for the broker's RECEIPT: an event, bounded only to end a test
+# whose broker never answers, and sized for a busy machine (as RECEIPT_TIMEOUT in tests/common).
+RECEIPT_TIMEOUT = 60
+
 
 class WiseAgentMessage(yaml.YAMLObject):
     yaml_tag = "!wiseagents.WiseAgentMessage"
@@ -148,7 +152,7 @@ class ConversingAgent(stomp.ConnectionListener):
         for sid, prefix in (("1", request_prefix()), ("2", response_prefix())):
             self.conn.subscribe(prefix + name, id=sid, ack="auto", headers={"receipt": f"sub-{sid}"})
         for _ in range(2):  # both subscriptions in place before anyone is told we listen
-            self.receipts.get(timeout=10)
+            self.receipts.get(timeout=RECEIPT_TIMEOUT)
 
     def on_receipt(self, frame):
         self.receipts.put(frame.headers.get("receipt-id"))
