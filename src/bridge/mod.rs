@@ -77,6 +77,8 @@ impl MessageError {
 pub enum BridgeError {
     #[error(transparent)]
     Stomp(#[from] SessionError),
+    #[error(transparent)]
+    Subscribe(#[from] subscriptions::SubscribeError),
     #[error("the configuration cannot be used: {0}")]
     Config(String),
     #[error("the mirror stopped: {0}")]

@@ -6,7 +6,7 @@ use super::engine::{Discover, Engine};
 use super::pipeline::Pipeline;
 use super::reload::{Reload, Reloads};
 use super::settle::{Settlement, Settler};
-use super::subscriptions::{MakeSubscription, Subscriptions};
+use super::subscriptions::{ADVISORY, Cause, MakeSubscription, Subscriptions};
 use crate::a2a::Hub;
 use crate::broker::{client_config, connect};
 use crate::config::{Config, Discovery};
@@ -139,7 +139,9 @@ async fn proxy(
     // answers settled while stopping may need it.
     let stages = CancellationToken::new();
     let make: MakeSubscription = Arc::new(move |d: &str| making.subscription(d));
-    let held = Subscriptions::new(client.clone(), make, shutdown.clone());
+    let discovering =
+        pipeline.router().has_patterns() && config.wiseagents.discovery == Discovery::ActivemqAdvisory;
+    let held = Subscriptions::new(client.clone(), make, discovering, shutdown.clone());
     let mut engine =
         Engine::new(settler, pipeline, metrics.clone(), &config.delivery, publisher.clone(), budget)
             .with_unconfirmed_cap(unconfirmed_cap(mode, config.delivery.unconfirmed_max, publisher.server()))
@@ -154,16 +156,14 @@ async fn proxy(
         let (subscriptions, retired) = (held.clone(), Default::default());
         engine = engine.with_reloads(Reloads { requests, subscriptions, retired, settle_within });
     }
-    let discovering =
-        engine.router().has_patterns() && config.wiseagents.discovery == Discovery::ActivemqAdvisory;
     // Subscribed while the engine serves: with a backlog on every queue, the SUBSCRIBE receipts
     // come behind messages that only the engine's progress lets the client read. A SUBSCRIBE
     // that fails stops the engine as shutdown does.
     let serving = shutdown.child_token();
-    let (destinations, failed) = (engine.router().subscriptions(), serving.clone());
-    let (sub_held, sub_metrics) = (held.clone(), metrics.clone());
+    let subscribed = held.reconcile(engine.router(), Cause::Start).subscribed.len();
+    let (sub_held, sub_metrics, failed) = (held.clone(), metrics.clone(), serving.clone());
     let subscribing = tokio::spawn(async move {
-        let made = subscribe_all(sub_held, destinations, consuming, discovering, sub_metrics, mode).await;
+        let made = ready(&sub_held, subscribed, &consuming, &sub_metrics, mode, discovering).await;
         if made.is_err() {
             failed.cancel();
         }
@@ -184,39 +184,26 @@ async fn proxy(
     if split {
         let _ = publisher.disconnect().await;
     }
-    subscribed.map(|_| ())
+    subscribed
 }
 
-/// Subscribes to every configured destination (and the advisory topic when discovering),
-/// then says the bridge is ready.
-async fn subscribe_all(
-    held: Subscriptions,
-    destinations: Vec<String>,
-    consuming: Consuming,
-    discovering: bool,
-    metrics: Arc<Metrics>,
+/// Once the SUBSCRIBEs of the start have their answers: says the bridge is ready, or fails
+/// with the first the broker refused.
+async fn ready(
+    held: &Subscriptions,
+    subscriptions: usize,
+    consuming: &Consuming,
+    metrics: &Metrics,
     mode: Settlement,
-) -> Result<Vec<String>, BridgeError> {
-    let client = held.client();
-    let mut subscriptions = subscribe(client, &destinations, &consuming).await?;
-    for (destination, id) in destinations.iter().zip(&subscriptions) {
-        held.record(destination, id);
-    }
+    discovering: bool,
+) -> Result<(), BridgeError> {
+    held.settled().await?;
     if discovering {
-        let advisory = Subscription::new(ADVISORY, AckMode::Auto).with("transformation", "jms-advisory-json");
-        let id = client.subscribe(advisory).await?;
-        held.record(ADVISORY, &id);
-        subscriptions.push(id);
         info!(topic = ADVISORY, "discovering the queues of agents named by a glob");
     }
     metrics.set_subscribed(true);
-    info!(
-        subscriptions = subscriptions.len(),
-        prefetch = consuming.prefetch,
-        mode = mode.as_str(),
-        "bridge ready"
-    );
-    Ok(subscriptions)
+    info!(subscriptions, prefetch = consuming.prefetch, mode = mode.as_str(), "bridge ready");
+    Ok(())
 }
 
 /// [`Settlement::unconfirmed_cap`], said once when it applies.
@@ -251,9 +238,6 @@ fn publishing(mut c: ClientConfig) -> ClientConfig {
 /// Messages the consuming client holds beyond the engine's budget, in its channel and in its
 /// buffer each.
 const CONSUMING_BUFFER: usize = 32;
-
-/// ActiveMQ Classic's topic announcing new queues.
-const ADVISORY: &str = "/topic/ActiveMQ.Advisory.Queue";
 
 /// Artemis reads a prefetch as a window in bytes of its own encoding of the messages (and lets
 /// one message through whatever its size), so that `activemq.prefetchSize` alone would be one
@@ -299,6 +283,9 @@ impl Consuming {
     }
 
     fn subscription(&self, destination: &str) -> Subscription {
+        if destination == ADVISORY {
+            return Subscription::new(ADVISORY, AckMode::Auto).with("transformation", "jms-advisory-json");
+        }
         let prefetch = self.calls.get(destination).copied().unwrap_or(self.prefetch).max(1);
         let sub = Subscription::new(destination, AckMode::ClientIndividual)
             .with("activemq.prefetchSize", prefetch.to_string())
@@ -306,23 +293,6 @@ impl Consuming {
             .with("consumer-window-size", prefetch.saturating_mul(ARTEMIS_WINDOW_PER_MESSAGE).to_string());
         if self.exclusive { sub.with("activemq.exclusive", "true") } else { sub }
     }
-}
-
-/// Subscribes to every destination the configuration names, all at once (the receipts are
-/// awaited together; messages arriving meanwhile do not hold them up).
-async fn subscribe(
-    client: &Client,
-    destinations: &[String],
-    consuming: &Consuming,
-) -> Result<Vec<String>, BridgeError> {
-    let pending = destinations.iter().map(|d| client.subscribe(consuming.subscription(d)));
-    let ids = futures_util::future::join_all(pending).await;
-    let mut out = Vec::with_capacity(ids.len());
-    for (destination, id) in destinations.iter().zip(ids) {
-        out.push(id?);
-        info!(%destination, "subscribed");
-    }
-    Ok(out)
 }
 
 /// Agents named by a glob: their queues, found through ActiveMQ's advisory topic, and
@@ -346,11 +316,9 @@ impl Discover for Discovering {
         let Some(destination) = physical.and_then(|p| pipeline.router().discover(p)).filter(|_| added) else {
             return;
         };
-        if self.held.contains(&destination) {
-            return;
+        if self.held.discover(&destination, pipeline.router()) {
+            pipeline.meet(&destination);
         }
-        pipeline.meet(&destination);
-        self.held.add(&[destination], "discovered");
     }
 }
 

@@ -145,9 +145,10 @@ fn without_bounds(p: &super::Frameworks) -> Option<(String, String, String, bool
         .map(|p| (p.inbox.clone(), p.ingress.clone(), p.tenant.clone(), p.response_as_final_answer))
 }
 
-/// `[[agents]]`: agents named exactly are added, removed and changed live; a glob is found by
-/// discovery, which starts with the bridge, and with the Wise Agents registry the proxied
-/// agents are registered at start: those are refused.
+/// `[[agents]]`: agents named exactly are added, removed and changed live, and so is a glob
+/// removed (the queues discovery found under it are unsubscribed); a glob added or changed is
+/// refused (discovery learns the queues that exist once, from the start), and so is any change
+/// while the Wise Agents registry registers the proxied agents at start.
 fn agents(old: &Config, new: &Config, d: &mut Diff) {
     let names = |c: &Config| c.agents.iter().map(|a| a.name.clone()).collect::<BTreeSet<_>>();
     let (before, after) = (names(old), names(new));
@@ -159,11 +160,10 @@ fn agents(old: &Config, new: &Config, d: &mut Diff) {
     if added.is_empty() && removed.is_empty() && changed.is_empty() {
         return;
     }
-    let globs: Vec<&String> =
-        added.iter().chain(&removed).chain(&changed).copied().filter(|n| is_glob(n)).collect();
+    let globs: Vec<&String> = added.iter().chain(&changed).copied().filter(|n| is_glob(n)).collect();
     if !globs.is_empty() {
         let why = format!(
-            "{globs:?}: agents named by a glob cannot change without a restart \
+            "{globs:?}: agents named by a glob cannot be added or changed without a restart \
              (their queues are discovered from the start)"
         );
         d.refused.push(Refusal { key: "agents".into(), why });

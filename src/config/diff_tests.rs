@@ -92,6 +92,13 @@ fn an_agent_named_by_a_glob_is_refused() {
 }
 
 #[test]
+fn a_glob_removed_for_an_agent_named_exactly_is_live() {
+    let d = diff(&config(&[("name = \"Planner\"", "name = \"Plan*\"")]), &config(&[]));
+    assert!(d.refused.is_empty(), "{:?}", d.refused);
+    assert_eq!(d.live, ["agents (added Planner; removed Plan*)"]);
+}
+
+#[test]
 fn agents_are_refused_while_the_wise_agents_registry_registers_them() {
     let with_registry = |extra: &str| {
         let registry = format!("[wiseagents.registry]\nhost = \"127.0.0.1\"\n\n[protocols.civitas]{extra}");

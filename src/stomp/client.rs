@@ -205,10 +205,20 @@ impl Client {
     /// named it), the session keeps the subscription and restores it after a reconnect: it
     /// stands until [`Client::unsubscribe`], receipt or not.
     pub async fn try_subscribe(&self, sub: Subscription) -> (String, Result<(), SessionError>) {
-        let id = format!("sub-{}", self.next_sub.fetch_add(1, Ordering::Relaxed));
-        let for_request = id.clone();
-        let confirmed = self.call_confirmed(|reply| Request::Subscribe { id: for_request, sub, reply }).await;
+        let id = self.subscription_id();
+        let confirmed = self.subscribe_as(id.clone(), sub).await;
         (id, confirmed)
+    }
+
+    /// A new subscription id, for [`Client::subscribe_as`]: the caller knows the id before the
+    /// SUBSCRIBE is written.
+    pub fn subscription_id(&self) -> String {
+        format!("sub-{}", self.next_sub.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// [`Client::try_subscribe`] with an id from [`Client::subscription_id`].
+    pub async fn subscribe_as(&self, id: String, sub: Subscription) -> Result<(), SessionError> {
+        self.call_confirmed(|reply| Request::Subscribe { id, sub, reply }).await
     }
 
     pub async fn unsubscribe(&self, id: &str) -> Result<(), SessionError> {

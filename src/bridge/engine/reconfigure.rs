@@ -6,6 +6,7 @@
 
 use super::Engine;
 use crate::bridge::reload::{Reload, Reloads};
+use crate::bridge::subscriptions::Cause;
 use crate::routing::Router;
 use crate::stomp::Message;
 use futures_util::StreamExt;
@@ -23,30 +24,28 @@ impl Engine {
     /// changed then).
     pub(super) async fn reconfigure(&mut self, reload: Reload) {
         let Reload { config, done } = reload;
-        let settle_within = self.reloads.as_ref().map_or(Duration::ZERO, |r| r.settle_within);
-        let old = self.pipeline.router().subscriptions();
-        let new = Router::new(&config).subscriptions();
-        let removed: Vec<String> = old.iter().filter(|d| !new.contains(d)).cloned().collect();
-        let added: Vec<String> = new.iter().filter(|d| !old.contains(d)).cloned().collect();
-        if !removed.is_empty() {
+        let Some(reloads) = self.reloads.as_ref() else { return };
+        let (settle_within, router) = (reloads.settle_within, Router::new(&config));
+        if reloads.subscriptions.would_end(&router) {
             if let Err(why) = self.quiesce(settle_within).await {
                 let _ = done.send(Err(why));
                 return;
             }
         }
         let Some(reloads) = self.reloads.as_mut() else { return };
-        let ended = reloads.subscriptions.remove(&removed);
-        reloads.retired.extend(ended);
         self.pipeline.reconfigure(&config);
+        let changed = reloads.subscriptions.reconcile(self.pipeline.router(), Cause::Reload);
+        reloads.retired.extend(changed.ended.iter().map(|(_, id)| id.clone()));
         let d = &config.delivery;
         (self.dead_letter, self.batch_max, self.window, self.max_attempts) =
             (d.dead_letter.clone(), d.batch_max, d.batches_in_flight, d.max_attempts);
-        reloads.subscriptions.add(&added, "configuration reload");
         // A2A agents cannot change on reload, but their cards may have: read again at each
         // agent's next call.
         if let Some(calls) = &self.calls {
             calls.forget_cards();
         }
+        let added = changed.subscribed;
+        let removed: Vec<String> = changed.ended.into_iter().map(|(d, _)| d).collect();
         let (subscribed, unsubscribed) = (added.join(", "), removed.join(", "));
         info!(subscribed, unsubscribed, "the engine runs on the reloaded configuration");
         let _ = done.send(Ok(format!("subscribed {added:?}, unsubscribed {removed:?}")));
