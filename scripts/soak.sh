@@ -6,6 +6,8 @@
 # The private broker (state /var/lib/stomp-agent-bridge/soak, STOMP on 61653, clear of Artemis on 61633) starts with empty
 # data and is stopped at the end; the brokers of scripts/brokers.sh are not touched.
 # SOAK_PROFILE=dev uses the debug build (CI's five-minute form); the default is release.
+# SOAK_BIN_DIR=DIR runs the soak and bridge binaries already built in DIR (scripts/test.sh: its
+# one build) instead of building them here.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -25,9 +27,12 @@ case "$broker" in
   *) echo "soak.sh: SOAK_BROKER is activemq or artemis" >&2; exit 2 ;;
 esac
 
-cargo build --locked --profile "$profile" -p bridge-tools --bin soak
-cargo build --locked --profile "$profile" -p stomp-agent-bridge --bin stomp-agent-bridge
-dir=target/$([ "$profile" = dev ] && echo debug || echo "$profile")
+dir=${SOAK_BIN_DIR:-}
+if [ -z "$dir" ]; then
+  cargo build --locked --profile "$profile" -p bridge-tools --bin soak
+  cargo build --locked --profile "$profile" -p stomp-agent-bridge --bin stomp-agent-bridge
+  dir=target/$([ "$profile" = dev ] && echo debug || echo "$profile")
+fi
 trap 'scripts/brokers.sh stop "$broker"' EXIT
 scripts/brokers.sh start --fresh "$broker"
 "$dir/soak" --minutes "$minutes" --bridge "$dir/stomp-agent-bridge" --broker "$broker" "$@"

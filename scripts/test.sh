@@ -1,67 +1,134 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: starts the real brokers (ActiveMQ Classic and RabbitMQ
 # from Debian's packages, ActiveMQ Artemis from Maven Central, installed if needed; a broker it
-# starts begins with empty data, one already running is reused), sets up the Python virtualenv
-# of the interop tests, then lints (rustfmt, clippy; ruff and mypy on the adapters) and runs every
-# test with cargo-nextest, then the adapters' pytest suites.
+# starts begins with empty data, one already running is reused) and Redis, sets up the Python
+# virtualenv of the interop tests, lints (rustfmt, clippy; ruff and mypy on the Python), runs
+# every test with cargo-nextest, the adapters' pytest suites, the load tool's smoke, the
+# walkthroughs, the container test and the soaks.
+#
+# Compiled once: one `cargo build` of the whole workspace, every target, with clippy as the
+# compiler of the workspace's own crates (its lints fail the build); nextest, the adapters'
+# tests, the load tool, the walkthroughs and the soaks all run what that build made. The only
+# other build is the image's release binary (scripts/container-test.sh).
+# Side by side: the brokers, Redis and the virtualenv are set up while that build compiles; the
+# container test (its base images, the release build, the compose stack on ports of its own) and
+# the soaks (private brokers on ports of their own) run while nextest and pytest run. Each stage
+# beside the others writes its log to a file, shown when it is joined; a failed stage fails the
+# run. Every stage's start and end is logged with the seconds since the start.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+started=$SECONDS
+say() { printf '[test.sh %4d s] %s\n' "$((SECONDS - started))" "$*" >&2; }
 # What the machine must have, installed where it can be; what cannot be had is said loudly
 # (a SKIPPED line on stderr) and the run goes on without it, except for what every test needs.
 skipped=()
 skip() { printf '\n[test.sh] SKIPPED: %s\n\n' "$*" >&2; skipped+=("$*"); }
+
+# Stages beside the foreground: `beside NAME CMD...` starts one, `rejoin NAME` waits for it,
+# shows its log and fails the run if it failed.
+logs=$(mktemp -d)
+declare -A pids
+beside() {
+  local name=$1
+  shift
+  say "$name: started beside the rest (log shown when it ends)"
+  ("$@") >"$logs/$name.log" 2>&1 &
+  pids[$name]=$!
+}
+rejoin() {
+  local name=$1 status=0
+  wait "${pids[$name]}" || status=$?
+  sed "s/^/[$name] /" "$logs/$name.log" >&2
+  if [ "$status" -ne 0 ]; then
+    say "$name: FAILED (exit $status)"
+    exit "$status"
+  fi
+  say "$name: done"
+}
+# A stage left running when the run fails is stopped with it.
+trap 'for p in "${pids[@]}"; do kill -- "$p" 2>/dev/null || true; done' EXIT
+
 for tool in rustfmt clippy; do
   cargo "${tool/rustfmt/fmt}" --version >/dev/null 2>&1 || rustup component add "$tool" >&2 || true
 done
-command -v cargo-nextest >/dev/null || cargo install cargo-nextest --locked
 command -v python3 >/dev/null || { echo "[test.sh] python3 (3.11+) is needed for the interop tests" >&2; exit 1; }
+services() {
+  scripts/brokers.sh start --fresh
+  # The Wise Agents registry's Redis (tests/wise_registry.rs, adapters/wiseagents): Debian's
+  # redis-server on 127.0.0.1:${SAB_REDIS_PORT:-6379}.
+  scripts/redis.sh start --fresh
+  scripts/python-env.sh
+}
+beside services services
+# Without its self-update (an HTTP client and archive formats nextest does not need to run).
+command -v cargo-nextest >/dev/null || cargo install cargo-nextest --locked --no-default-features
 scripts/check-msrv.sh
-scripts/brokers.sh start --fresh
-# The Wise Agents registry's Redis (tests/wise_registry.rs, adapters/wiseagents): scripts/redis.sh
-# (Debian's redis-server on 127.0.0.1:${SAB_REDIS_PORT:-6379}).
-scripts/redis.sh start --fresh
-scripts/python-env.sh
-# The adapters' Python (adapters/pyproject.toml): ruff's lints, and mypy, strict on the packages
-# and the tests' helpers, and over the tests; the versions are scripts/python-env.sh's pins. A
-# finding fails the run.
-"${SAB_VENV:-.venv}/bin/ruff" check adapters
-"${SAB_VENV:-.venv}/bin/mypy" --config-file adapters/pyproject.toml
 if cargo fmt --version >/dev/null 2>&1; then cargo fmt --all -- --check; else skip "rustfmt is not installed: formatting not checked"; fi
+
+# The one build. clippy-driver as the workspace's compiler wrapper is what `cargo clippy` runs,
+# with `cargo build` in place of its `cargo check`: the dependencies are compiled once, for real,
+# not once more for a check. CLIPPY_ARGS carries `-D warnings` as `cargo clippy -- -D warnings`
+# hands it to the driver. nextest's build of the tests runs with the same variables, so that it
+# finds everything built (without them cargo would build the workspace's crates again).
+linted=()
 if cargo clippy --version >/dev/null 2>&1; then
-  cargo clippy --workspace --all-targets --locked -- -D warnings
+  linted=(RUSTC_WORKSPACE_WRAPPER=clippy-driver CLIPPY_ARGS=-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__)
 else
   skip "clippy is not installed: lints not checked"
 fi
-cargo nextest run --locked --workspace --lib --bins --tests "$@"
+say "building the workspace (every target, debug, linted)"
+env "${linted[@]}" cargo build --locked --workspace --all-targets
+say "built"
+
+rejoin services
+# The Python (ruff.toml, adapters/pyproject.toml): ruff's formatting of every tracked Python file,
+# ruff's lints and mypy (strict on the packages and the tests' helpers, and over the tests) on the
+# adapters; the versions are scripts/python-env.sh's pins. A finding fails the run.
+"${SAB_VENV:-.venv}/bin/ruff" format --check adapters examples scripts tests tools
+"${SAB_VENV:-.venv}/bin/ruff" check adapters
+"${SAB_VENV:-.venv}/bin/mypy" --config-file adapters/pyproject.toml
+
+# The container image and the compose stack (Dockerfile, docker-compose.yml), built and run with
+# podman on ports of their own (docs/CONTAINERS.md); its release build is the run's other build.
+# The base images are cached in /var/lib/stomp-agent-bridge/container.
+beside container scripts/container-test.sh
+# The soak's five-minute form (docs/HARDENING.md; the hour is `scripts/soak.sh 60`): a private
+# ActiveMQ (61653) restarted twice, the bridge killed twice; it fails if a message is unaccounted
+# for, a well-formed one is dead-lettered, or the bridge's descriptors grow. Then its short form
+# on a private Artemis (61663): two minutes, a restart, a kill -9.
+soaks() {
+  SOAK_BIN_DIR=target/debug scripts/soak.sh 5 --restart-every 100 --kills 2
+  SOAK_BROKER=artemis SOAK_BIN_DIR=target/debug scripts/soak.sh 2 --restart-every 50 --kills 1
+}
+beside soaks soaks
+
+say "nextest"
+env "${linted[@]}" cargo nextest run --locked --workspace --lib --bins --tests "$@"
 # The framework adapters (adapters/): pytest, end to end through the bridge binary built above
-# against ActiveMQ Classic, RabbitMQ and Artemis. A failure fails the run; so does collecting no test (pytest's exit 5).
-cargo build --locked --bin stomp-agent-bridge
+# against ActiveMQ Classic, RabbitMQ and Artemis. A failure fails the run; so does collecting no
+# test (pytest's exit 5).
+say "pytest"
 status=0
 "${SAB_VENV:-.venv}/bin/python" -m pytest adapters -q -p no:cacheprovider || status=$?
 if [ "$status" -eq 5 ]; then echo "test.sh: pytest collected no adapter test" >&2; fi
 if [ "$status" -ne 0 ]; then exit "$status"; fi
 # A short smoke of the load tool (docs/PERFORMANCE.md) on the three brokers: it must run through;
 # its figures are not judged here (speed is measured in benchmarks, not tests).
-cargo build --locked -p bridge-tools --bin loadgen
+say "loadgen smoke"
 for broker in activemq rabbitmq artemis; do
   target/debug/loadgen --broker "$broker" --messages 300 --backlog 600 | tail -n 1
 done
 # The README's walkthrough, so that it cannot rot; and the same on Artemis with
 # config/artemis.toml (what `scripts/run.sh --artemis` runs).
-scripts/walkthrough.sh
-scripts/walkthrough.sh artemis
-# The container image and the compose stack (Dockerfile, docker-compose.yml), built and run with
-# podman (the base images cached in /var/lib/stomp-agent-bridge/container; the image's release
-# build is the longest part): docs/CONTAINERS.md.
-scripts/container-test.sh
-# The soak's five-minute form (docs/HARDENING.md; the hour is `scripts/soak.sh 60`): a private
-# ActiveMQ restarted twice, the bridge killed twice; it fails if a message is unaccounted for,
-# a well-formed one is dead-lettered, or the bridge's descriptors grow.
-SOAK_PROFILE=dev scripts/soak.sh 5 --restart-every 100 --kills 2
-# Its short form on a private Artemis (61663): two minutes, a restart, a kill -9.
-SOAK_BROKER=artemis SOAK_PROFILE=dev scripts/soak.sh 2 --restart-every 50 --kills 1
+say "walkthroughs"
+BRIDGE_BIN=target/debug/stomp-agent-bridge scripts/walkthrough.sh
+BRIDGE_BIN=target/debug/stomp-agent-bridge scripts/walkthrough.sh artemis
+rejoin soaks
+rejoin container
+trap - EXIT
 if [ "${#skipped[@]}" -gt 0 ]; then
   printf '[test.sh] SKIPPED in this run:\n' >&2
   printf '[test.sh]   %s\n' "${skipped[@]}" >&2
 fi
+say "passed"
