@@ -21,7 +21,8 @@ use crate::wise_registry::member::WiseFrame;
 use crate::wise_registry::stage::{Check, Checked, Stage, source_key};
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
-use std::collections::{HashMap, VecDeque};
+use side::Side;
+use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -66,11 +67,9 @@ pub struct Engine {
     budget: Option<usize>,
     /// Which of its connections are up.
     links: Links,
-    /// The Wise Agents registry's stage, when configured (`[wiseagents.registry]`).
-    registry: Option<Stage>,
-    /// Work whose frame the registry's stage is checking, by check id; still this engine's.
-    checking: HashMap<u64, Work>,
-    next_check: u64,
+    /// The Wise Agents registry's stage, when configured (`[wiseagents.registry]`), and the
+    /// work whose frame it is checking.
+    registry: Side<Stage>,
     /// How the handles taken so far ended.
     tally: Tally,
     /// The ids of the asks the pipeline makes.
@@ -81,11 +80,9 @@ pub struct Engine {
     stopping: bool,
     /// Where answers to A2A tasks go (`[a2a]`).
     tasks: Option<Arc<crate::a2a::Hub>>,
-    /// The stage that calls A2A agents (proxied agents with `protocol = "a2a"`).
-    calls: Option<Calls>,
-    /// Work whose request an A2A agent is being asked, by call id; still this engine's.
-    calling: HashMap<u64, Work>,
-    next_call: u64,
+    /// The stage that calls A2A agents (proxied agents with `protocol = "a2a"`), and the work
+    /// whose request an agent is being asked.
+    calls: Side<Calls>,
 }
 
 /// Where the engine takes the ids the pipeline gives new asks.
@@ -178,17 +175,13 @@ impl Engine {
             holding: Arc::new(AtomicUsize::new(0)),
             budget,
             links: Links::Up,
-            registry: None,
-            checking: HashMap::new(),
-            next_check: 0,
+            registry: Side::new(None),
             tally: Tally::default(),
             ids: Box::new(crate::envelope::new_uuid7),
             reloads: None,
             stopping: false,
             tasks: None,
-            calls: None,
-            calling: HashMap::new(),
-            next_call: 0,
+            calls: Side::new(None),
         }
     }
 
@@ -201,7 +194,7 @@ impl Engine {
     /// of it waiting for the registry (so that traffic that needs no registry still flows
     /// while Redis is away).
     fn has_room(&self) -> bool {
-        let staged = self.checking.len() + self.calling.len();
+        let staged = self.registry.len() + self.calls.len();
         self.budget.is_none_or(|b| self.holding.load(Ordering::Relaxed) < b && staged < (b / 2).max(1))
     }
 
@@ -213,7 +206,7 @@ impl Engine {
 
     /// With the Wise Agents registry's stage (by default: none).
     pub fn with_registry(mut self, registry: Option<Stage>) -> Self {
-        self.registry = registry;
+        self.registry = Side::new(registry);
         self
     }
 
@@ -225,7 +218,7 @@ impl Engine {
 
     /// With the stage that calls A2A agents (by default: none).
     pub fn with_calls(mut self, calls: Option<Calls>) -> Self {
-        self.calls = calls;
+        self.calls = Side::new(calls);
         self
     }
 
@@ -249,8 +242,8 @@ impl Engine {
                 // publishing connection's return, which readiness waits for.
                 Some(event) = next_event(&mut publishing) => self.on_publishing_event(event),
                 Some(done) = self.batches.next(), if !self.batches.is_empty() => self.finished(done),
-                Some(checked) = next_checked(&mut self.registry) => self.checked(checked),
-                Some(called) = next_called(&mut self.calls) => self.called(called),
+                Some((checked, work)) = self.registry.next() => self.checked(checked, work),
+                Some((called, work)) = self.calls.next() => self.called(called, work),
                 Some(ack) = self.dropped.recv() => self.unsettled(&ack, client).await,
                 Some(reload) = next_reload(&mut self.reloads) => self.reconfigure(reload).await,
                 event = events.recv(), if room => match event {
@@ -284,7 +277,7 @@ impl Engine {
             // Calls to A2A agents under way are awaited too: their requests were sent, and
             // released now they would be sent again by the next bridge.
             // So are the registry's checks (an A2A answer may need one).
-            let staged = |e: &Self| !e.calling.is_empty() || !e.checking.is_empty();
+            let staged = |e: &Self| !e.calls.is_empty() || !e.registry.is_empty();
             while !self.ready.is_empty() || !self.batches.is_empty() || staged(self) {
                 self.start_batches().await;
                 if self.batches.is_empty() && !staged(self) {
@@ -293,8 +286,8 @@ impl Engine {
                 tokio::select! {
                     // A failed batch is given back by the DISCONNECT that follows.
                     Some(done) = self.batches.next(), if !self.batches.is_empty() => self.finished(done),
-                    Some(called) = next_called(&mut self.calls), if !self.calling.is_empty() => self.called(called),
-                    Some(checked) = next_checked(&mut self.registry), if !self.checking.is_empty() => self.checked(checked),
+                    Some((called, work)) = self.calls.next(), if !self.calls.is_empty() => self.called(called, work),
+                    Some((checked, work)) = self.registry.next(), if !self.registry.is_empty() => self.checked(checked, work),
                     else => break,
                 }
             }
@@ -346,7 +339,7 @@ impl Engine {
                 if out.frame.header("destination").is_some_and(|d| d.starts_with(A2A_CALL_PREFIX)) {
                     return self.call_a2a(work, out.frame, out.reply_deadline);
                 }
-                match self.registry.as_ref().and_then(|r| r.needs(&out.frame)) {
+                match self.registry.stage().and_then(|r| r.needs(&out.frame)) {
                     Some(wise) => return self.check_in_registry(work, out.frame, wise),
                     None => Work { publish: vec![out.frame], ..work },
                 }
@@ -379,20 +372,18 @@ impl Engine {
     /// exist, a proxied agent's answer routed by its collaboration); the work waits here for
     /// the result.
     fn check_in_registry(&mut self, work: Work, frame: crate::stomp::Frame, wise: WiseFrame) {
-        let Some(stage) = &self.registry else { return self.ready_up(Work { publish: vec![frame], ..work }) };
         let m = &work.source.message;
         let source = source_key(&m.destination, &m.frame.body);
-        self.next_check += 1;
-        stage.check(Check { id: self.next_check, frame, wise, source });
-        self.checking.insert(self.next_check, work);
-        self.metrics.registry.set_held(self.checking.len());
+        if let Some(work) = self.registry.park(work, |id| Check { id, frame, wise, source }) {
+            return self.ready_up(work);
+        }
+        self.metrics.registry.set_held(self.registry.len());
     }
 
     /// The registry's result for a work: ready to publish, or dead-lettered with the
     /// registry's reason (its ask taken back). Work of a connection gone is released.
-    fn checked(&mut self, Checked { id, result }: Checked) {
-        let Some(mut work) = self.checking.remove(&id) else { return };
-        self.metrics.registry.set_held(self.checking.len());
+    fn checked(&mut self, Checked { result, .. }: Checked, mut work: Work) {
+        self.metrics.registry.set_held(self.registry.len());
         if work.source.ack_ref().epoch < self.epoch {
             self.forget_ask(&work);
             return self.release(work);
@@ -426,25 +417,23 @@ impl Engine {
     ) {
         let destination = request.header("destination").unwrap_or_default();
         let agent = destination.strip_prefix(A2A_CALL_PREFIX).unwrap_or_default().to_owned();
-        let Some(calls) = &self.calls else {
-            let error = MessageError::A2a(format!("{agent} is an A2A agent but no call stage runs"));
-            let dead = self.dead_letter_work(work.source, &error, None);
-            return self.ready_up(dead);
-        };
         let m = &work.source.message;
         let message_id = source_key(&m.destination, &m.frame.body);
-        self.next_call += 1;
         let deadline = deadline.map(tokio::time::Instant::from_std);
-        calls.call(Call { id: self.next_call, agent, request: request.body.clone(), message_id, deadline });
+        let body = request.body.clone();
         work.publish = vec![request];
-        self.calling.insert(self.next_call, work);
+        let job = |id| Call { id, agent: agent.clone(), request: body, message_id, deadline };
+        if let Some(work) = self.calls.park(work, job) {
+            let error = MessageError::A2a(format!("{agent} is an A2A agent but no call stage runs"));
+            let dead = self.dead_letter_work(work.source, &error, None);
+            self.ready_up(dead);
+        }
     }
 
     /// An A2A agent's answer to a work's request, through the pipeline as the asker's answer;
     /// a call that got none also dead-letters the request, with why. Work of a connection gone
     /// is released (its redelivery calls again).
-    fn called(&mut self, Called { id, answer, failure }: Called) {
-        let Some(mut work) = self.calling.remove(&id) else { return };
+    fn called(&mut self, Called { answer, failure, .. }: Called, mut work: Work) {
         let Some(request) = work.publish.pop() else { return self.release(work) };
         if work.source.ack_ref().epoch < self.epoch {
             self.forget_ask(&work);
@@ -471,7 +460,7 @@ impl Engine {
             Some(reason) => self.dead_letter_work(work.source, &MessageError::A2a(reason), None),
         };
         let Some(frame) = publish else { return self.ready_up(work) };
-        match self.registry.as_ref().and_then(|r| r.needs(&frame)) {
+        match self.registry.stage().and_then(|r| r.needs(&frame)) {
             Some(wise) => self.check_in_registry(work, frame, wise),
             None => {
                 work.publish.insert(0, frame);
@@ -689,25 +678,12 @@ impl Engine {
         let (stale, current): (Vec<Work>, Vec<Work>) =
             self.ready.drain(..).partition(|w| w.source.ack_ref().epoch < epoch);
         self.ready = current.into();
-        let stale_checks: Vec<u64> = self
-            .checking
-            .iter()
-            .filter(|(_, w)| w.source.ack_ref().epoch < epoch)
-            .map(|(id, _)| *id)
-            .collect();
-        // Calls under way for a connection gone too: their requests come back and are called
-        // again, so their asks are taken back now (one answer per ask), and their results,
-        // when they come, find no work.
-        let stale_calls: Vec<u64> = self
-            .calling
-            .iter()
-            .filter(|(_, w)| w.source.ack_ref().epoch < epoch)
-            .map(|(id, _)| *id)
-            .collect();
-        let stale = stale.into_iter().chain(stale_checks.iter().filter_map(|id| self.checking.remove(id)));
-        let stale = stale.chain(stale_calls.iter().filter_map(|id| self.calling.remove(id)));
-        let stale: Vec<Work> = stale.collect();
-        self.metrics.registry.set_held(self.checking.len());
+        // Checks and calls under way for a connection gone too: their messages come back and
+        // are checked and called again, so their asks are taken back now (one answer per ask),
+        // and their results, when they come, find no work.
+        let (checks, calls) = (self.registry.take_stale(epoch), self.calls.take_stale(epoch));
+        let stale: Vec<Work> = stale.into_iter().chain(checks).chain(calls).collect();
+        self.metrics.registry.set_held(self.registry.len());
         for work in stale {
             // Never started: its request was not published; its redelivery asks again.
             self.forget_ask(&work);
@@ -732,8 +708,7 @@ impl Engine {
     }
 
     fn release_all(&mut self) {
-        let checking = std::mem::take(&mut self.checking).into_values();
-        let calling = std::mem::take(&mut self.calling).into_values();
+        let (checking, calling) = (self.registry.take_all(), self.calls.take_all());
         for work in std::mem::take(&mut self.ready).into_iter().chain(checking).chain(calling) {
             self.release(work);
         }
@@ -745,22 +720,6 @@ impl Engine {
 async fn next_event(events: &mut Option<Events>) -> Option<Event> {
     match events {
         Some(events) => events.recv().await,
-        None => std::future::pending().await,
-    }
-}
-
-/// The next check the registry's stage finished (never, without a registry).
-async fn next_checked(stage: &mut Option<Stage>) -> Option<Checked> {
-    match stage {
-        Some(stage) => stage.next().await,
-        None => std::future::pending().await,
-    }
-}
-
-/// The next call to an A2A agent done (never, without A2A agents).
-async fn next_called(calls: &mut Option<Calls>) -> Option<Called> {
-    match calls {
-        Some(calls) => calls.next().await,
         None => std::future::pending().await,
     }
 }
@@ -828,6 +787,7 @@ fn source_label(pipeline: &Pipeline, destination: &str) -> &'static str {
 }
 
 mod reconfigure;
+mod side;
 
 #[cfg(test)]
 #[path = "mod_tests.rs"]

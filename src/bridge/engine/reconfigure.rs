@@ -41,7 +41,7 @@ impl Engine {
             (d.dead_letter.clone(), d.batch_max, d.batches_in_flight, d.max_attempts);
         // A2A agents cannot change on reload, but their cards may have: read again at each
         // agent's next call.
-        if let Some(calls) = &self.calls {
+        if let Some(calls) = self.calls.stage() {
             calls.forget_cards();
         }
         let added = changed.subscribed;
