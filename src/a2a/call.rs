@@ -9,6 +9,7 @@
 //! again with backoff, up to `max_attempts` and within the reply timeout; after that the
 //! result is a failed task that says why, and the engine dead-letters the request.
 
+use super::error::A2aFailure;
 use super::stream::Folded;
 use crate::config::{AgentConfig, Config};
 use crate::envelope::codecs::Framework;
@@ -65,7 +66,7 @@ pub struct Call {
 pub struct Called {
     pub id: u64,
     pub answer: Bytes,
-    pub failure: Option<String>,
+    pub failure: Option<A2aFailure>,
 }
 
 /// The handle on the stage's task.
@@ -111,7 +112,7 @@ impl Calls {
         config: &Config,
         metrics: Arc<Metrics>,
         shutdown: CancellationToken,
-    ) -> Result<Option<Calls>, String> {
+    ) -> Result<Option<Calls>, A2aFailure> {
         let agents: Vec<&AgentConfig> =
             config.agents.iter().filter(|a| a.protocol == Framework::A2a).collect();
         if agents.is_empty() {
@@ -183,14 +184,15 @@ async fn read_cards(remotes: &Remotes) -> HashMap<String, String> {
 }
 
 impl Remote {
-    fn of(agent: &AgentConfig) -> Result<Remote, String> {
+    fn of(agent: &AgentConfig) -> Result<Remote, A2aFailure> {
         let url = agent.url.clone().unwrap_or_default();
         let tls = TlsOptions { ca_file: agent.ca_file.clone(), ..TlsOptions::default() };
-        let tls = tls_client_config(&tls).map_err(|e| format!("agent {}: {e}", agent.name))?;
+        let unusable = |why: String| A2aFailure::Agent { agent: agent.name.clone(), why };
+        let tls = tls_client_config(&tls).map_err(|e| unusable(e.to_string()))?;
         let http = reqwest::Client::builder()
             .use_preconfigured_tls(tls)
             .build()
-            .map_err(|e| format!("agent {}: cannot make its HTTP client: {e}", agent.name))?;
+            .map_err(|e| unusable(format!("cannot make its HTTP client: {e}")))?;
         Ok(Remote {
             name: agent.name.clone(),
             url,
@@ -314,10 +316,10 @@ async fn unless_panicked(
     metrics: &Metrics,
     call: impl Future<Output = Called>,
 ) -> Called {
-    const PANICKED: &str = "the A2A client panicked during the call";
     AssertUnwindSafe(call).catch_unwind().await.unwrap_or_else(|_| {
-        CallEnded { agent, attempts: 0, reason: Some(PANICKED) }.emit(&metrics.a2a_calls);
-        failed(id, PANICKED.into())
+        let panicked = A2aFailure::Panicked;
+        CallEnded { agent, attempts: 0, reason: Some(&panicked.to_string()) }.emit(&metrics.a2a_calls);
+        failed(id, panicked)
     })
 }
 
@@ -325,11 +327,11 @@ async fn unless_panicked(
 async fn one_call(remotes: &Remotes, metrics: &Metrics, call: Call) -> Called {
     let Call { id, agent, request, message_id, deadline } = call;
     let Some(remote) = remotes.get(&agent) else {
-        return failed(id, format!("{agent} is not an A2A agent of this bridge"));
+        return failed(id, A2aFailure::Unknown { agent });
     };
     let mut request: SendMessageRequest = match serde_json::from_slice(&request) {
         Ok(request) => request,
-        Err(e) => return failed(id, format!("the request for {agent} is not a SendMessageRequest: {e}")),
+        Err(e) => return failed(id, A2aFailure::Request { agent, why: e.to_string() }),
     };
     request.message.message_id = message_id;
     metrics.a2a_calls.waiting(&agent, 1);
@@ -341,8 +343,8 @@ async fn one_call(remotes: &Remotes, metrics: &Metrics, call: Call) -> Called {
     metrics.a2a_calls.waiting(&agent, -1);
     let _slot = match slot {
         Some(Ok(slot)) => slot,
-        Some(Err(_)) => return failed(id, "the A2A call stage is closing".into()),
-        None => return failed(id, format!("{agent} had no free call (max_calls) before the reply timeout")),
+        Some(Err(_)) => return failed(id, A2aFailure::Closing),
+        None => return failed(id, A2aFailure::NoFreeCall { agent }),
     };
     let in_flight = metrics.a2a_calls.in_flight(&agent);
     let result = attempts(remote, metrics, &request, deadline).await;
@@ -353,7 +355,7 @@ async fn one_call(remotes: &Remotes, metrics: &Metrics, call: Call) -> Called {
             Called { id, answer: answer.into(), failure: None }
         }
         Err((reason, attempts)) => {
-            CallEnded { agent: &agent, attempts, reason: Some(&reason) }.emit(&metrics.a2a_calls);
+            CallEnded { agent: &agent, attempts, reason: Some(&reason.to_string()) }.emit(&metrics.a2a_calls);
             failed(id, reason)
         }
     }
@@ -366,7 +368,7 @@ async fn attempts(
     metrics: &Metrics,
     request: &SendMessageRequest,
     deadline: Option<Instant>,
-) -> Result<(Vec<u8>, u32), (String, u32)> {
+) -> Result<(Vec<u8>, u32), (A2aFailure, u32)> {
     let mut backoff = FIRST_BACKOFF;
     for attempt in 1..=remote.max_attempts {
         let bound = deadline.map_or(UNBOUNDED_ATTEMPT, |d| d.saturating_duration_since(Instant::now()));
@@ -376,17 +378,16 @@ async fn attempts(
                 Err(e) => format!("its answer cannot be written as JSON: {e}"),
             },
             Ok(Err(e)) if !again(&e) => {
-                return Err((
-                    format!("{} refused the call: {} (code {})", remote.name, e.message, e.code),
-                    attempt,
-                ));
+                let refused =
+                    A2aFailure::Refused { agent: remote.name.clone(), message: e.message, code: e.code };
+                return Err((refused, attempt));
             }
             Ok(Err(e)) => e.message,
             Err(_) => format!("no answer within {} ms", bound.as_millis()),
         };
         let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
         if attempt == remote.max_attempts || left.is_some_and(|l| l <= backoff) {
-            let why = format!("{} did not answer ({attempt} attempts): {error}", remote.name);
+            let why = A2aFailure::NoAnswer { agent: remote.name.clone(), attempts: attempt, last: error };
             return Err((why, attempt));
         }
         let backoff_ms = backoff.as_millis() as u64;
@@ -394,7 +395,9 @@ async fn attempts(
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(MAX_BACKOFF);
     }
-    Err((format!("{} made no attempt", remote.name), 0))
+    let none =
+        A2aFailure::NoAnswer { agent: remote.name.clone(), attempts: 0, last: "no attempt made".into() };
+    Err((none, 0))
 }
 
 /// Whether another attempt may succeed: the SDK reports an unreachable agent, an HTTP error
@@ -405,8 +408,8 @@ fn again(error: &A2AError) -> bool {
 }
 
 /// The result of a call that got no answer: a failed task that says why.
-fn failed(id: u64, reason: String) -> Called {
-    Called { id, answer: failed_answer(&reason), failure: Some(reason) }
+fn failed(id: u64, reason: A2aFailure) -> Called {
+    Called { id, answer: failed_answer(&reason.to_string()), failure: Some(reason) }
 }
 
 /// What the asker is answered when no answer came: a failed task (a `SendMessageResponse`'s

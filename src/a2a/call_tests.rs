@@ -1,4 +1,5 @@
 use super::*;
+use crate::a2a::error::A2aFailure;
 use crate::envelope::Intent;
 use axum::Router;
 use axum::http::StatusCode;
@@ -80,7 +81,7 @@ async fn a_500_is_tried_again_and_the_answer_of_the_next_attempt_comes_back() {
     let (base, posts) = agent(1).await;
     let (mut calls, metrics) = stage_for(&base, 3);
     let called = call(&mut calls).await;
-    assert_eq!((called.id, called.failure.as_deref()), (7, None));
+    assert_eq!((called.id, called.failure.map(|f| f.to_string())), (7, None));
     let answer = crate::envelope::a2a::to_envelope(&called.answer, "Flaky").unwrap();
     assert_eq!((answer.intent, answer.content.to_text()), (Some(Intent::Response), "done".to_owned()));
     assert_eq!(posts.load(Ordering::SeqCst), 2);
@@ -95,7 +96,7 @@ async fn after_max_attempts_the_call_fails_with_why_and_the_asker_is_answered_ca
     let (base, posts) = agent(u32::MAX).await;
     let (mut calls, metrics) = stage_for(&base, 2);
     let called = call(&mut calls).await;
-    let why = called.failure.expect("no answer came");
+    let why = called.failure.expect("no answer came").to_string();
     assert!(why.contains("Flaky did not answer (2 attempts)"), "{why}");
     assert_eq!(posts.load(Ordering::SeqCst), 2, "max_attempts bounds the calls");
     let answer = crate::envelope::a2a::to_envelope(&called.answer, "Flaky").unwrap();
@@ -108,7 +109,7 @@ async fn after_max_attempts_the_call_fails_with_why_and_the_asker_is_answered_ca
 async fn an_agent_nobody_listens_for_fails_after_its_attempts() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let (mut calls, _) = stage_for(&format!("http://127.0.0.1:{port}"), 2);
-    let why = call(&mut calls).await.failure.expect("nobody answers");
+    let why = call(&mut calls).await.failure.expect("nobody answers").to_string();
     assert!(why.contains("Flaky did not answer (2 attempts)") && why.contains("agent card"), "{why}");
 }
 
@@ -175,7 +176,7 @@ async fn a_call_that_panics_is_a_failed_call_that_answers_and_leaves_nothing_in_
     })
     .await;
     assert_eq!(called.id, 9);
-    assert_eq!(called.failure.as_deref(), Some("the A2A client panicked during the call"));
+    assert!(matches!(called.failure, Some(A2aFailure::Panicked)), "{:?}", called.failure);
     let answer = crate::envelope::a2a::to_envelope(&called.answer, "Buggy").unwrap();
     assert_eq!(answer.intent, Some(Intent::CannotAnswer), "the asker is answered");
     let m = rendered(&metrics);

@@ -3,6 +3,7 @@
 //! `ACK` → WORKING, `CANNOT_ANSWER` → FAILED, any other answer → its text as an artifact and
 //! COMPLETED; no answer within `a2a.reply_timeout_ms` → FAILED.
 
+use super::error::A2aFailure;
 use super::request::{question, request_frame};
 use super::{Hub, TaskAnswer};
 use crate::envelope::Intent;
@@ -71,9 +72,10 @@ async fn ask(hub: Arc<Hub>, ctx: ExecutorContext, tx: Events) {
         let _ = tx.send(Ok(status(&ctx, TaskState::Rejected, Some(why))));
         return;
     }
-    let text = match ctx.message.as_ref().ok_or_else(|| "no message".to_owned()).and_then(question) {
+    let text = match ctx.message.as_ref().ok_or(A2aFailure::NoMessage).and_then(question) {
         Ok(text) => text,
         Err(why) => {
+            let why = why.to_string();
             end("refused", Some(&why));
             let _ = tx.send(Ok(status(&ctx, TaskState::Rejected, Some(&why))));
             return;

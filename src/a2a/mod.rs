@@ -10,6 +10,7 @@
 
 pub mod call;
 mod card;
+pub mod error;
 mod executor;
 pub mod request;
 pub mod serve;
@@ -24,6 +25,7 @@ use crate::stomp::{Client, Frame};
 use crate::telemetry::Metrics;
 use crate::telemetry::a2a::LateAnswer;
 use crate::wise_registry::member::WiseRegistry;
+use error::A2aFailure;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
@@ -174,10 +176,10 @@ impl Hub {
     }
 
     /// Publishes a request and waits for the broker's receipt.
-    async fn publish(&self, frame: Frame) -> Result<(), String> {
+    async fn publish(&self, frame: Frame) -> Result<(), A2aFailure> {
         let client = self.publisher.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let client = client.ok_or("the bridge is not connected to the broker yet")?;
-        client.send_confirmed(frame).await.map_err(|e| e.to_string())
+        let client = client.ok_or(A2aFailure::NotConnected)?;
+        Ok(client.send_confirmed(frame).await?)
     }
 
     /// `task` waits for its answers from now on; it stops when the [`Waiting`] is dropped

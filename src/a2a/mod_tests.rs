@@ -54,7 +54,7 @@ fn text_and_data_parts_are_asked_and_a_file_is_refused() {
     );
     assert_eq!(question(&m).unwrap(), "weather?\n{\"city\":\"Rome\"}");
     m.parts.push(Part::url("https://example.com/a.pdf"));
-    assert!(question(&m).unwrap_err().contains("file part"));
+    assert!(question(&m).unwrap_err().to_string().contains("file part"));
     assert!(question(&a2a::Message::new(Role::User, vec![])).is_err());
 }
 

@@ -2,6 +2,7 @@
 //! pure.
 
 use super::Asking;
+use super::error::A2aFailure;
 use crate::envelope::Intent;
 use crate::envelope::correlation::ReplyRoute;
 use crate::envelope::wiseagents::WiseMessage;
@@ -11,24 +12,20 @@ use a2a::{Message, PartContent};
 /// The text a Wise Agents agent reads (`_message`): the message's text parts, and its data
 /// parts as JSON text, in order, one per line. A file (raw bytes or a URL) has no place in a
 /// Wise Agents message: refused with why.
-pub fn question(message: &Message) -> Result<String, String> {
+pub fn question(message: &Message) -> Result<String, A2aFailure> {
     let mut lines = Vec::with_capacity(message.parts.len());
     for part in &message.parts {
         match &part.content {
             PartContent::Text(text) => lines.push(text.clone()),
             PartContent::Data(value) => lines.push(value.to_string()),
-            PartContent::Raw(_) => return Err(refused("a file part (raw bytes)")),
-            PartContent::Url(_) => return Err(refused("a file part (a URL)")),
+            PartContent::Raw(_) => return Err(A2aFailure::Uncarried { what: "a file part (raw bytes)" }),
+            PartContent::Url(_) => return Err(A2aFailure::Uncarried { what: "a file part (a URL)" }),
         }
     }
     if lines.is_empty() {
-        return Err("the message has no text or data part".into());
+        return Err(A2aFailure::NoText);
     }
     Ok(lines.join("\n"))
-}
-
-fn refused(what: &str) -> String {
-    format!("{what} cannot be carried in a Wise Agents message: send text or data parts")
 }
 
 /// The QUERY that asks `agent` the question of `task` in the Wise Agents `context`: from the

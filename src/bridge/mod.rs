@@ -49,7 +49,7 @@ pub enum MessageError {
     Registry(#[from] crate::wise_registry::store::RegistryError),
     /// A call to an A2A agent that got no answer (the asker got CANNOT_ANSWER).
     #[error("the A2A call: {0}")]
-    A2a(String),
+    A2a(#[from] crate::a2a::error::A2aFailure),
 }
 
 impl MessageError {

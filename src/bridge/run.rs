@@ -92,7 +92,7 @@ async fn proxy(
 ) -> Result<(), BridgeError> {
     let pipeline = Pipeline::of(&config);
     let calls = crate::a2a::call::Calls::spawn(&config, metrics.clone(), shutdown.clone())
-        .map_err(BridgeError::Config)?;
+        .map_err(|e| BridgeError::Config(e.to_string()))?;
     // The registry describes A2A agents by their cards: read first (bounded). Without it they
     // are read beside the start, for the log.
     let cards = match (&calls, &config.wiseagents.registry) {

@@ -8,6 +8,7 @@ use super::delivery::{Delivery, Outcome, Settled, Tally, Work};
 use super::pipeline::{Absorbed, Consumed, Now, Outgoing, Pipeline, Processed, dead_letter_frame};
 use super::settle::{Attempts, Failure, Finished, Settlement, Settler, next_batch, route_of, work_key};
 use crate::a2a::call::{Call, Called, Calls, failed_answer};
+use crate::a2a::error::A2aFailure;
 use crate::config::DeliveryConfig;
 use crate::envelope::Clock;
 use crate::routing::{A2A_AGENT_HEADER, A2A_ANSWERS, A2A_CALL_PREFIX};
@@ -424,7 +425,7 @@ impl Engine {
         work.publish = vec![request];
         let job = |id| Call { id, agent: agent.clone(), request: body, message_id, deadline };
         if let Some(work) = self.calls.park(work, job) {
-            let error = MessageError::A2a(format!("{agent} is an A2A agent but no call stage runs"));
+            let error = MessageError::A2a(A2aFailure::NoStage { agent });
             let dead = self.dead_letter_work(work.source, &error, None);
             self.ready_up(dead);
         }
@@ -442,8 +443,8 @@ impl Engine {
         let (answered, failure) = match self.answer_of(&request, answer) {
             Ok(processed) => (processed, failure),
             Err(error) => {
-                let reason = format!("the A2A agent's answer cannot be read: {error}");
-                let failed = self.answer_of(&request, failed_answer(&reason));
+                let reason = A2aFailure::Unreadable(error.to_string());
+                let failed = self.answer_of(&request, failed_answer(&reason.to_string()));
                 (failed.unwrap_or(Processed::Chunk), Some(reason))
             }
         };
