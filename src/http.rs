@@ -5,7 +5,7 @@
 
 pub mod tls;
 
-use crate::a2a::Hub;
+use crate::a2a::TaskRelay;
 use crate::telemetry::Metrics;
 use axum::Router;
 use axum::extract::State;
@@ -26,7 +26,7 @@ pub async fn serve(
     listener: TcpListener,
     tls: Option<Arc<tls::ServerConfig>>,
     metrics: Arc<Metrics>,
-    tasks: Option<Arc<Hub>>,
+    tasks: Option<Arc<TaskRelay>>,
     shutdown: CancellationToken,
 ) {
     if let Ok(addr) = listener.local_addr() {

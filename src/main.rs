@@ -216,7 +216,7 @@ fn one_malloc_arena() {}
 async fn serve(config: Config, path: &Path, set_level: SetLevel) -> ExitCode {
     let metrics = Arc::new(Metrics::default());
     let shutdown = CancellationToken::new();
-    let tasks = stomp_agent_bridge::a2a::Hub::of(&config, metrics.clone());
+    let tasks = stomp_agent_bridge::a2a::TaskRelay::of(&config, metrics.clone());
     if !config.http.listen.is_empty() {
         let tls = match (&config.http.cert_file, &config.http.key_file) {
             (Some(cert), Some(key)) => match stomp_agent_bridge::http::tls::server_config(cert, key) {

@@ -5,7 +5,7 @@
 
 use super::error::A2aFailure;
 use super::request::{question, request_frame};
-use super::{Hub, TaskAnswer};
+use super::{TaskAnswer, TaskRelay};
 use crate::envelope::Intent;
 use crate::telemetry::a2a::TaskEnded;
 use a2a::{
@@ -26,7 +26,7 @@ pub const AGENT_HEADER: &str = "x-bridge-a2a-agent";
 const AGENT_KEY: &str = "wiseagentsAgent";
 
 pub struct Executor {
-    pub hub: Arc<Hub>,
+    pub hub: Arc<TaskRelay>,
 }
 
 type Events = mpsc::UnboundedSender<Result<StreamResponse, A2AError>>;
@@ -60,7 +60,7 @@ fn agent_of(ctx: &ExecutorContext) -> String {
 }
 
 /// Asks the Wise Agents agent and reports the task's course on `tx`.
-async fn ask(hub: Arc<Hub>, ctx: ExecutorContext, tx: Events) {
+async fn ask(hub: Arc<TaskRelay>, ctx: ExecutorContext, tx: Events) {
     let agent = agent_of(&ctx);
     let end = |end: &'static str, reason: Option<&str>| {
         TaskEnded { agent: &agent, task: &ctx.task_id, end, reason }.emit(&hub.metrics.a2a)
@@ -107,7 +107,7 @@ async fn ask(hub: Arc<Hub>, ctx: ExecutorContext, tx: Events) {
         if tx.is_closed() {
             return;
         }
-        for (event, ended) in course(&ctx, answer) {
+        for (event, ended) in events_of(&ctx, answer) {
             let _ = tx.send(Ok(event));
             if let Some((end_as, reason)) = ended {
                 end(end_as, reason.as_deref());
@@ -120,7 +120,7 @@ async fn ask(hub: Arc<Hub>, ctx: ExecutorContext, tx: Events) {
 type Ending = Option<(&'static str, Option<String>)>;
 
 /// What one answer does to the task: the events, and whether (and how) it ended the task.
-fn course(ctx: &ExecutorContext, answer: TaskAnswer) -> Vec<(StreamResponse, Ending)> {
+fn events_of(ctx: &ExecutorContext, answer: TaskAnswer) -> Vec<(StreamResponse, Ending)> {
     let text = (!answer.text.is_empty()).then_some(answer.text.as_str());
     match answer.intent {
         Some(Intent::Ack) => vec![(status(ctx, TaskState::Working, text), None)],

@@ -3,7 +3,7 @@
 //!
 //! The official Rust SDK (`a2a-server`) serves the JSON-RPC binding, keeps each task's
 //! lifecycle and streams it over SSE; this module is what it calls: an executor that asks the
-//! Wise Agents agent on the broker ([`request`] makes the message, pure), a [`Hub`] where each
+//! Wise Agents agent on the broker ([`request`] makes the message, pure), a [`TaskRelay`] where each
 //! task waits for its answer, and a bounded task store. Answers come back through the bridge's
 //! own consumer: the pipeline recognises a task's token in `_tool_id` and returns the answer as
 //! data ([`TaskAnswer`]); the engine hands it to the hub and acknowledges it.
@@ -63,7 +63,7 @@ impl Asking {
 }
 
 /// The tasks waiting for their answer, and the connection their requests are published on.
-pub struct Hub {
+pub struct TaskRelay {
     pub config: A2aConfig,
     /// The listener's URL as clients reach it (`a2a.public_url`, else `http://<http.listen>`).
     pub base_url: String,
@@ -80,9 +80,9 @@ pub struct Hub {
 /// it (the configured description; the default context).
 const REGISTRY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
-impl Hub {
+impl TaskRelay {
     /// The hub of `config`'s `[a2a]`, if it is set.
-    pub fn of(config: &Config, metrics: Arc<Metrics>) -> Option<Arc<Hub>> {
+    pub fn of(config: &Config, metrics: Arc<Metrics>) -> Option<Arc<TaskRelay>> {
         let a2a = config.a2a.clone()?;
         let w = &config.wiseagents;
         let asking = Asking {
@@ -94,7 +94,7 @@ impl Hub {
         metrics.a2a.enable();
         let scheme = if config.http.cert_file.is_some() { "https" } else { "http" };
         let base_url = a2a.public_url.clone().unwrap_or_else(|| format!("{scheme}://{}", config.http.listen));
-        Some(Arc::new(Hub {
+        Some(Arc::new(TaskRelay {
             config: a2a,
             base_url,
             asking,
@@ -183,7 +183,7 @@ impl Hub {
     }
 
     /// `task` waits for its answers from now on; it stops when the [`Waiting`] is dropped
-    /// or the task is [canceled](Hub::cancel).
+    /// or the task is [canceled](TaskRelay::cancel).
     fn wait(self: &Arc<Self>, task: &str) -> (Waiting, mpsc::UnboundedReceiver<TaskAnswer>) {
         let (tx, rx) = mpsc::unbounded_channel();
         if self.lock().insert(task.to_owned(), tx).is_none() {
@@ -219,7 +219,7 @@ impl Hub {
 
 /// A task's place in the hub, given up when dropped.
 struct Waiting {
-    hub: Arc<Hub>,
+    hub: Arc<TaskRelay>,
     task: String,
 }
 

@@ -4,11 +4,11 @@ use crate::envelope::correlation::ReplyRoute;
 use crate::envelope::wiseagents::WiseMessage;
 use a2a::{Part, Role};
 
-fn hub() -> Arc<Hub> {
+fn hub() -> Arc<TaskRelay> {
     let mut config = Config::new(crate::config::BrokerConfig::new("stomp://127.0.0.1:61613"));
     config.a2a = Some(toml::from_str("serve = [\"Echo\", \"Tool*\"]").unwrap());
     config.wiseagents.contexts = vec!["Trips.*".into()];
-    Hub::of(&config, Arc::new(Metrics::default())).unwrap()
+    TaskRelay::of(&config, Arc::new(Metrics::default())).unwrap()
 }
 
 fn answer(task: &str) -> TaskAnswer {

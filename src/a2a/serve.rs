@@ -6,7 +6,7 @@
 
 use super::executor::{AGENT_HEADER, Executor};
 use super::store::Tasks;
-use super::{Hub, card};
+use super::{TaskRelay, card};
 use a2a::AgentCapabilities;
 use a2a_server::DefaultRequestHandler;
 use axum::Router;
@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The routes of `hub`'s agents.
-pub fn routes(hub: Arc<Hub>) -> Router {
+pub fn routes(hub: Arc<TaskRelay>) -> Router {
     let c = &hub.config;
     let tasks = Tasks::new(c.max_tasks, Duration::from_millis(c.task_ttl_ms));
     let handler = DefaultRequestHandler::new(Executor { hub: hub.clone() }, tasks)
@@ -41,12 +41,12 @@ pub fn routes(hub: Arc<Hub>) -> Router {
 }
 
 /// The agent a path names, if it is served.
-fn served<'a>(hub: &Hub, path: &'a str) -> Option<&'a str> {
+fn served<'a>(hub: &TaskRelay, path: &'a str) -> Option<&'a str> {
     let agent = path.strip_prefix("/a2a/")?.split('/').next()?;
     hub.serves(agent).then_some(agent)
 }
 
-async fn guard(State(hub): State<Arc<Hub>>, request: Request, next: Next) -> Response {
+async fn guard(State(hub): State<Arc<TaskRelay>>, request: Request, next: Next) -> Response {
     let (mut parts, body) = request.into_parts();
     // Inside the nest the path is `/`: the agent is in the path as the client sent it.
     let path = parts.extensions.get::<OriginalUri>().map_or(parts.uri.path(), |o| o.0.path());
@@ -79,7 +79,7 @@ fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
 }
 
-async fn agent_card(State(hub): State<Arc<Hub>>, Path(agent): Path<String>) -> Response {
+async fn agent_card(State(hub): State<Arc<TaskRelay>>, Path(agent): Path<String>) -> Response {
     if !hub.serves(&agent) {
         return (StatusCode::NOT_FOUND, "no such A2A agent here (GET /a2a lists them)\n").into_response();
     }
@@ -90,7 +90,7 @@ async fn agent_card(State(hub): State<Arc<Hub>>, Path(agent): Path<String>) -> R
 /// The agents named in `a2a.serve` and, with the Wise Agents registry, the agents in it that
 /// its globs match (`serve = ["*"]`: every agent in the registry); where their cards are.
 /// Without the registry a glob is served as asked for, not listed.
-async fn listing(State(hub): State<Arc<Hub>>) -> Response {
+async fn listing(State(hub): State<Arc<TaskRelay>>) -> Response {
     let base = hub.base_url.trim_end_matches('/');
     let mut named: Vec<String> =
         hub.config.serve.iter().filter(|s| !crate::names::is_glob(s)).cloned().collect();

@@ -3,17 +3,17 @@ use crate::config::Config;
 use crate::telemetry::Metrics;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-fn hub() -> Arc<Hub> {
+fn hub() -> Arc<TaskRelay> {
     let mut config = Config::new(crate::config::BrokerConfig::new("stomp://127.0.0.1:61613"));
     let mut a2a: crate::config::a2a::A2aConfig =
         toml::from_str("serve = [\"Echo\"]\nmax_body_bytes = 512").unwrap();
     a2a.token = Some(crate::stomp::Secret::new("s3cret"));
     config.a2a = Some(a2a);
-    Hub::of(&config, Arc::new(Metrics::default())).unwrap()
+    TaskRelay::of(&config, Arc::new(Metrics::default())).unwrap()
 }
 
 /// One request to the routes, served on a local port; the whole answer.
-async fn exchange(hub: Arc<Hub>, request: String) -> String {
+async fn exchange(hub: Arc<TaskRelay>, request: String) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let served = tokio::spawn(async move { axum::serve(listener, routes(hub)).await });

@@ -38,7 +38,7 @@ pub enum MessageError {
     Loop { hops: u32 },
     /// A message that completed a stream failed: the whole stream is dead-lettered as `body`.
     #[error("{error}")]
-    Whole { error: Box<MessageError>, body: bytes::Bytes, stream: StreamKey },
+    StreamFailed { error: Box<MessageError>, body: bytes::Bytes, stream: StreamKey },
     #[error("the message expired {ago:.3} s before it arrived (its deadline or ttl passed)")]
     Expired { ago: f64 },
     #[error("the broker refused what this message caused {attempts} times: {reason}")]
@@ -61,7 +61,7 @@ impl MessageError {
             MessageError::Route(RouteError::BadRecipient(_)) => "bad_recipient",
             MessageError::UnknownSource(_) => "unknown_source",
             MessageError::Loop { .. } => "loop",
-            MessageError::Whole { error, .. } => error.kind(),
+            MessageError::StreamFailed { error, .. } => error.kind(),
             MessageError::Refused { .. } => "broker",
             MessageError::Expired { .. } => "expired",
             MessageError::TooLarge { .. } => "too_large",

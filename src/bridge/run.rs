@@ -7,12 +7,12 @@ use super::pipeline::Pipeline;
 use super::reload::{Reload, Reloads};
 use super::settle::{Settlement, Settler};
 use super::subscriptions::{ADVISORY, Cause, MakeSubscription, Subscriptions};
-use crate::a2a::Hub;
+use crate::a2a::TaskRelay;
 use crate::broker::{client_config, connect};
 use crate::config::{Config, Discovery};
 use crate::stomp::{AckMode, Client, ClientConfig, Message, Subscription};
 use crate::telemetry::Metrics;
-use crate::wise_registry::stage::Stage;
+use crate::wise_registry::stage::Checks;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,7 +37,7 @@ pub struct Attached {
     pub reloads: Option<mpsc::Receiver<Reload>>,
     /// The A2A service's tasks (`[a2a]`, served on the HTTP listener), whose requests the
     /// bridge publishes and whose answers it hands over.
-    pub tasks: Option<Arc<Hub>>,
+    pub tasks: Option<Arc<TaskRelay>>,
 }
 
 /// [`run`], with what `attached` brings.
@@ -107,12 +107,13 @@ async fn proxy(
     let mode = Settlement::choose(config.delivery.mode);
     let split = mode == Settlement::Confirm;
     let base = client_config(&config).map_err(|e| BridgeError::Config(e.to_string()))?;
-    let consuming_config = if split { consuming(base.clone()) } else { base.clone() };
+    let consuming_config = if split { consuming_client(base.clone()) } else { base.clone() };
     let Some((client, events)) = connect(&consuming_config, "consuming", &metrics, &shutdown).await else {
         return Ok(());
     };
     let (publisher, publishing) = if split {
-        let Some((publisher, events)) = connect(&publishing(base), "publishing", &metrics, &shutdown).await
+        let Some((publisher, events)) =
+            connect(&publishing_client(base), "publishing", &metrics, &shutdown).await
         else {
             return Ok(());
         };
@@ -145,7 +146,7 @@ async fn proxy(
     let mut engine =
         Engine::new(settler, pipeline, metrics.clone(), &config.delivery, publisher.clone(), budget)
             .with_unconfirmed_cap(unconfirmed_cap(mode, config.delivery.unconfirmed_max, publisher.server()))
-            .with_registry(registry.clone().map(|r| Stage::spawn(r, metrics.clone(), stages.clone())));
+            .with_registry(registry.clone().map(|r| Checks::spawn(r, metrics.clone(), stages.clone())));
     if let Some(tasks) = &tasks {
         tasks.attach(publisher.clone());
         tasks.attach_registry(registry.clone());
@@ -222,7 +223,7 @@ fn unconfirmed_cap(mode: Settlement, configured: Option<usize>, server: Option<&
 /// The consuming connection's client when publishing has its own: it holds few messages
 /// beyond the engine's (the engine's budget is what bounds them), so that the client stops
 /// reading the socket soon after the engine stops taking messages.
-fn consuming(mut c: ClientConfig) -> ClientConfig {
+fn consuming_client(mut c: ClientConfig) -> ClientConfig {
     c.event_capacity = CONSUMING_BUFFER;
     c.max_buffered = CONSUMING_BUFFER;
     c
@@ -230,7 +231,7 @@ fn consuming(mut c: ClientConfig) -> ClientConfig {
 
 /// The publishing connection's client: it receives nothing but receipts, ERRORs and its own
 /// connection events, and always reads.
-fn publishing(mut c: ClientConfig) -> ClientConfig {
+fn publishing_client(mut c: ClientConfig) -> ClientConfig {
     c.event_capacity = 16;
     c
 }
@@ -317,7 +318,7 @@ impl Discover for Discovering {
             return;
         };
         if self.held.discover(&destination, pipeline.router()) {
-            pipeline.meet(&destination);
+            pipeline.know_discovered(&destination);
         }
     }
 }

@@ -45,7 +45,7 @@ pub fn subscription(queue: &str) -> Subscription {
 }
 
 /// What an operator does when the tap of `config` shows nothing.
-pub fn fix(config: &MirrorConfig) -> String {
+pub fn remedy(config: &MirrorConfig) -> String {
     match config.tap {
         TapKind::Activemq => format!(
             "merge config/mirror/activemq.xml into the broker's activemq.xml (a composite queue copying request/ and response/ queues to {}) and restart the broker",

@@ -49,14 +49,14 @@ pub async fn run(
     if mirror.probe_timeout_ms > 0 {
         let queue = format!("{}{PROBE_AGENT}", wa.request_prefix);
         subscriptions.push(tap_client.subscribe(probe::subscription(&queue)).await?);
-        metrics.mirror.set_fix(probe::fix(&mirror));
+        metrics.mirror.set_fix(probe::remedy(&mirror));
         metrics.mirror.set_tap(TapState::Probing);
         let timeout = Duration::from_millis(mirror.probe_timeout_ms);
         let probe = Probe {
             client: tap_client.clone(),
             queue,
             timeout,
-            fix: probe::fix(&mirror),
+            fix: probe::remedy(&mirror),
             metrics: metrics.clone(),
         };
         tokio::spawn(probe.run(signalled, shutdown.clone()));

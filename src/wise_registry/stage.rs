@@ -38,7 +38,7 @@ pub struct Checked {
 }
 
 /// The handle on the stage's task.
-pub struct Stage {
+pub struct Checks {
     registry: Arc<WiseRegistry>,
     requests: mpsc::UnboundedSender<Check>,
     results: mpsc::UnboundedReceiver<Checked>,
@@ -54,14 +54,14 @@ pub fn source_key(destination: &str, body: &[u8]) -> String {
     uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_URL, &named).to_string()
 }
 
-impl Stage {
+impl Checks {
     /// Starts the stage's task, which ends with `shutdown` or when the handle is dropped.
-    pub fn spawn(registry: Arc<WiseRegistry>, metrics: Arc<Metrics>, shutdown: CancellationToken) -> Stage {
+    pub fn spawn(registry: Arc<WiseRegistry>, metrics: Arc<Metrics>, shutdown: CancellationToken) -> Checks {
         let (requests, inbox) = mpsc::unbounded_channel();
         let (outbox, results) = mpsc::unbounded_channel();
         metrics.registry.enable();
         tokio::spawn(run(registry.clone(), metrics, inbox, outbox, shutdown));
-        Stage { registry, requests, results }
+        Checks { registry, requests, results }
     }
 
     /// Whether `frame` needs the registry before it is published (pure).
@@ -69,7 +69,7 @@ impl Stage {
         self.registry.needs(frame)
     }
 
-    /// Queues a check; its result comes from [`Stage::next`]. Once the stage has stopped
+    /// Queues a check; its result comes from [`Checks::next`]. Once the stage has stopped
     /// (shutdown) the check is dropped, and with it nothing: its message stays the caller's.
     pub fn check(&self, check: Check) {
         let _ = self.requests.send(check);

@@ -19,7 +19,7 @@ use crate::telemetry::{
     Reconnected, ReplyTimedOut, TaskAnswered, Unsettled,
 };
 use crate::wise_registry::member::WiseFrame;
-use crate::wise_registry::stage::{Check, Checked, Stage, source_key};
+use crate::wise_registry::stage::{Check, Checked, Checks, source_key};
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use side::Side;
@@ -70,7 +70,7 @@ pub struct Engine {
     links: Links,
     /// The Wise Agents registry's stage, when configured (`[wiseagents.registry]`), and the
     /// work whose frame it is checking.
-    registry: Side<Stage>,
+    registry: Side<Checks>,
     /// How the handles taken so far ended.
     tally: Tally,
     /// The ids of the asks the pipeline makes.
@@ -80,7 +80,7 @@ pub struct Engine {
     /// Shutting down: a failed batch is given back to the broker, not published again.
     stopping: bool,
     /// Where answers to A2A tasks go (`[a2a]`).
-    tasks: Option<Arc<crate::a2a::Hub>>,
+    tasks: Option<Arc<crate::a2a::TaskRelay>>,
     /// The stage that calls A2A agents (proxied agents with `protocol = "a2a"`), and the work
     /// whose request an agent is being asked.
     calls: Side<Calls>,
@@ -206,13 +206,13 @@ impl Engine {
     }
 
     /// With the Wise Agents registry's stage (by default: none).
-    pub fn with_registry(mut self, registry: Option<Stage>) -> Self {
+    pub fn with_registry(mut self, registry: Option<Checks>) -> Self {
         self.registry = Side::new(registry);
         self
     }
 
     /// With the A2A service's tasks, to hand their answers to (by default: none).
-    pub fn with_tasks(mut self, tasks: Option<Arc<crate::a2a::Hub>>) -> Self {
+    pub fn with_tasks(mut self, tasks: Option<Arc<crate::a2a::TaskRelay>>) -> Self {
         self.tasks = tasks;
         self
     }
@@ -359,7 +359,7 @@ impl Engine {
                 let outcome = Outcome::Absorbed(Absorbed::Chunk { route });
                 Work { source: delivery, stream: None, publish: Vec::new(), outcome }
             }
-            Err(MessageError::Whole { error, body, stream }) => {
+            Err(MessageError::StreamFailed { error, body, stream }) => {
                 let mut work = self.dead_letter_work(delivery, &error, Some(body));
                 work.stream = Some(stream);
                 work

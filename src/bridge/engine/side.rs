@@ -4,7 +4,7 @@
 
 use crate::a2a::call::{Call, Called, Calls};
 use crate::bridge::delivery::Work;
-use crate::wise_registry::stage::{Check, Checked, Stage};
+use crate::wise_registry::stage::{Check, Checked, Checks};
 use std::collections::HashMap;
 
 /// What the engine needs of a stage: to hand it a job, and its next result.
@@ -79,7 +79,7 @@ impl<S: SideStage> Side<S> {
     }
 }
 
-impl SideStage for Stage {
+impl SideStage for Checks {
     type Job = Check;
     type Done = Checked;
 
@@ -88,7 +88,7 @@ impl SideStage for Stage {
     }
 
     fn next(&mut self) -> impl Future<Output = Option<Checked>> + Send {
-        Stage::next(self)
+        Checks::next(self)
     }
 
     fn id(done: &Checked) -> u64 {

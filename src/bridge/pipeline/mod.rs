@@ -217,13 +217,13 @@ impl Pipeline {
             None => return Ok(Processed::Chunk),
         };
         let result = self.translate(Some(msg), &source, from, env, hops, now);
-        let Some(Whole { stream, body }) = whole else { return result };
+        let Some(StreamFailed { stream, body }) = whole else { return result };
         match result {
             Ok(Processed::Send(out)) => Ok(Processed::Send(Outgoing { stream: Some(stream), ..out })),
             Ok(Processed::Absorbed { why, .. }) => Ok(Processed::Absorbed { why, stream: Some(stream) }),
             Ok(Processed::Chunk) => Ok(Processed::Chunk),
             // The whole stream goes to the dead-letter destination, as one body.
-            Err(error) => Err(MessageError::Whole { error: Box::new(error), body, stream }),
+            Err(error) => Err(MessageError::StreamFailed { error: Box::new(error), body, stream }),
         }
     }
 
@@ -419,7 +419,7 @@ impl Pipeline {
 
     /// A queue discovered for an agent a glob names: the agent's VOX UUID resolves back to
     /// its name from now on (before any message to it).
-    pub fn meet(&mut self, destination: &str) {
+    pub fn know_discovered(&mut self, destination: &str) {
         if let Some(Source::WiseAgents { agent, .. }) = self.settings.router.classify(destination) {
             self.settings.codecs.vox.registry.uuid_of(&agent);
         }
@@ -586,7 +586,7 @@ mod harness;
 
 mod streams;
 pub use streams::StreamKey;
-use streams::{Decoded, Whole};
+use streams::{Decoded, StreamFailed};
 
 mod settings;
 pub use settings::{ConversationSettings, Settings, stream_bounds};

@@ -435,7 +435,7 @@ fn a_discovered_vox_queue_makes_its_agent_known_before_any_message_to_it() {
     let mut p = pipeline_with(vox_glob);
     let uuid = vox_uuid("VoxLate");
     assert_eq!(p.settings.codecs.vox.registry.name_of(&uuid), None, "not met yet");
-    p.meet("/queue/request/VoxLate");
+    p.know_discovered("/queue/request/VoxLate");
     assert_eq!(p.settings.codecs.vox.registry.name_of(&uuid).as_deref(), Some("VoxLate"));
 }
 

@@ -6,7 +6,7 @@ use super::{Consumed, MessageError, Now, Outgoing, Pipeline, Processed};
 use crate::envelope::civitas::{self, CivitasMessage, Encoding};
 use crate::envelope::civitas_stream::{self, StreamFrame};
 use crate::envelope::codecs::Framework;
-use crate::envelope::penguiflow::stream::{Abandoned, Fed};
+use crate::envelope::penguiflow::stream::{Abandoned, ChunkFed};
 use crate::envelope::penguiflow::{self, Payload, PenguiMessage};
 use crate::envelope::{Content, Envelope, EnvelopeError, Intent};
 use crate::routing::Source;
@@ -34,12 +34,12 @@ impl Pipeline {
         };
         let key = StreamKey::PenguiFlow(chunk.stream_id.clone());
         match self.state.streams.feed(message, chunk, now.at)? {
-            Fed::Pending | Fed::Repeated => Ok(None),
-            Fed::Complete(whole) => {
+            ChunkFed::Pending | ChunkFed::Repeated => Ok(None),
+            ChunkFed::Complete(whole) => {
                 let body = Bytes::from(whole.encode().unwrap_or_default());
                 whole_message(Framework::PenguiFlow, penguiflow::to_envelope(whole, now), key, body)
             }
-            Fed::Abandoned(abandoned) => {
+            ChunkFed::Abandoned(abandoned) => {
                 Ok(Some((Framework::PenguiFlow, stream_error(&key, abandoned, now)?, None)))
             }
         }
@@ -59,15 +59,15 @@ impl Pipeline {
             StreamFrame::Part { chunk, template } => {
                 let key = StreamKey::Civitas(chunk.stream_id.clone());
                 match self.state.civitas_streams.feed(template, chunk, now.at)? {
-                    Fed::Pending | Fed::Repeated => return Ok(None),
-                    Fed::Complete(whole) => {
+                    ChunkFed::Pending | ChunkFed::Repeated => return Ok(None),
+                    ChunkFed::Complete(whole) => {
                         let reply = civitas_stream::reply_of(whole);
                         let body =
                             reply.as_ref().ok().and_then(|r| r.encode(encoding).ok()).unwrap_or_default();
                         let env = reply.and_then(|reply| civitas::to_envelope(reply, now));
                         return whole_message(Framework::Civitas, env, key, Bytes::from(body));
                     }
-                    Fed::Abandoned(abandoned) => {
+                    ChunkFed::Abandoned(abandoned) => {
                         let env = stream_error(&key, abandoned, now)?;
                         return Ok(Some((Framework::Civitas, env, None)));
                     }
@@ -134,11 +134,11 @@ fn stream_error(key: &StreamKey, abandoned: Abandoned, now: &mut Now) -> Result<
 
 /// What decoding a message gave: a message to translate (with the stream it completed, if it
 /// did), or `None` for a stream chunk taken in.
-pub(super) type Decoded = Option<(Framework, Envelope, Option<Whole>)>;
+pub(super) type Decoded = Option<(Framework, Envelope, Option<StreamFailed>)>;
 
 /// A stream a message completed, and the whole stream as one body (dead-lettered as that if
 /// its translation fails).
-pub(super) struct Whole {
+pub(super) struct StreamFailed {
     pub(super) stream: StreamKey,
     pub(super) body: Bytes,
 }
@@ -150,7 +150,7 @@ fn whole_message(
     body: Bytes,
 ) -> Result<Decoded, MessageError> {
     match env {
-        Ok(env) => Ok(Some((fw, env, Some(Whole { stream, body })))),
-        Err(e) => Err(MessageError::Whole { error: Box::new(e.into()), body, stream }),
+        Ok(env) => Ok(Some((fw, env, Some(StreamFailed { stream, body })))),
+        Err(e) => Err(MessageError::StreamFailed { error: Box::new(e.into()), body, stream }),
     }
 }

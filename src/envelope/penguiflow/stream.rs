@@ -25,7 +25,7 @@ pub struct StreamChunk {
 
 /// What feeding a chunk gave.
 #[derive(Debug)]
-pub enum Fed {
+pub enum ChunkFed {
     /// More chunks are needed.
     Pending,
     /// The whole stream, as one message whose payload is `FinalAnswer{text}`. The stream is
@@ -112,11 +112,11 @@ impl StreamAssembler {
         message: PenguiMessage,
         chunk: StreamChunk,
         now: Instant,
-    ) -> Result<Fed, EnvelopeError> {
+    ) -> Result<ChunkFed, EnvelopeError> {
         let id = chunk.stream_id.clone();
         if let Some((_, how)) = self.ended.iter().find(|(e, _)| *e == id) {
             if *how == ANSWERED {
-                return Ok(Fed::Repeated);
+                return Ok(ChunkFed::Repeated);
             }
             return Err(EnvelopeError::Stream {
                 stream_id: id,
@@ -133,7 +133,9 @@ impl StreamAssembler {
         });
         if chunk.done && chunk.seq.checked_add(1).is_none() {
             // Its stream would need 2^64 chunks: it can never be whole.
-            return Ok(Fed::Abandoned(self.abandon(&id, format!("seq {} cannot end a stream", chunk.seq))));
+            return Ok(ChunkFed::Abandoned(
+                self.abandon(&id, format!("seq {} cannot end a stream", chunk.seq)),
+            ));
         }
         if chunk.done {
             partial.last_seq = Some(chunk.seq);
@@ -144,12 +146,12 @@ impl StreamAssembler {
         self.buffered = self.buffered + added - replaced;
         if self.buffered > self.max_bytes {
             let reason = format!("more than {} bytes of stream chunks buffered", self.max_bytes);
-            return Ok(Fed::Abandoned(self.abandon(&id, reason)));
+            return Ok(ChunkFed::Abandoned(self.abandon(&id, reason)));
         }
-        Ok(self.complete(&id).unwrap_or(Fed::Pending))
+        Ok(self.complete(&id).unwrap_or(ChunkFed::Pending))
     }
 
-    fn complete(&mut self, id: &str) -> Option<Fed> {
+    fn complete(&mut self, id: &str) -> Option<ChunkFed> {
         let partial = self.streams.get_mut(id)?;
         let last = partial.last_seq?;
         let chunks = u64::try_from(partial.texts.len()).ok();
@@ -160,7 +162,7 @@ impl StreamAssembler {
         let mut message = partial.template.clone();
         let text: String = partial.texts.values().map(String::as_str).collect();
         message.payload = json!({"text": text, "citations": []});
-        Some(Fed::Complete(message))
+        Some(ChunkFed::Complete(message))
     }
 
     /// The answer a complete stream made is safe: the stream is forgotten.

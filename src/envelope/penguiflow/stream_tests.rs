@@ -14,7 +14,7 @@ fn chunk(seq: u64, text: &str, done: bool) -> (PenguiMessage, StreamChunk) {
     (msg, c)
 }
 
-fn feed(a: &mut StreamAssembler, seq: u64, text: &str, done: bool) -> Fed {
+fn feed(a: &mut StreamAssembler, seq: u64, text: &str, done: bool) -> ChunkFed {
     let (m, c) = chunk(seq, text, done);
     a.feed(m, c, Instant::now()).unwrap()
 }
@@ -22,10 +22,10 @@ fn feed(a: &mut StreamAssembler, seq: u64, text: &str, done: bool) -> Fed {
 #[test]
 fn chunks_out_of_order_join_in_seq_order_when_all_have_come() {
     let mut a = StreamAssembler::new(1024, Duration::from_secs(60));
-    assert!(matches!(feed(&mut a, 2, "c", true), Fed::Pending));
-    assert!(matches!(feed(&mut a, 0, "a", false), Fed::Pending));
-    assert!(matches!(feed(&mut a, 0, "a", false), Fed::Pending), "a redelivered chunk");
-    let Fed::Complete(message) = feed(&mut a, 1, "b", false) else { panic!("complete") };
+    assert!(matches!(feed(&mut a, 2, "c", true), ChunkFed::Pending));
+    assert!(matches!(feed(&mut a, 0, "a", false), ChunkFed::Pending));
+    assert!(matches!(feed(&mut a, 0, "a", false), ChunkFed::Pending), "a redelivered chunk");
+    let ChunkFed::Complete(message) = feed(&mut a, 1, "b", false) else { panic!("complete") };
     assert_eq!(message.payload, json!({"text": "abc", "citations": []}));
     assert_eq!(a.buffered_bytes(), 3, "kept until its answer is safe");
     a.settled("s1");
@@ -37,9 +37,9 @@ fn chunks_out_of_order_join_in_seq_order_when_all_have_come() {
 fn a_stream_far_longer_than_any_prefetch_is_joined_from_its_text_alone() {
     let mut a = StreamAssembler::new(1 << 20, Duration::from_secs(60));
     for seq in 0..9_999 {
-        assert!(matches!(feed(&mut a, seq, "x", false), Fed::Pending));
+        assert!(matches!(feed(&mut a, seq, "x", false), ChunkFed::Pending));
     }
-    let Fed::Complete(message) = feed(&mut a, 9_999, "y", true) else { panic!("complete") };
+    let ChunkFed::Complete(message) = feed(&mut a, 9_999, "y", true) else { panic!("complete") };
     let text = message.payload["text"].as_str().unwrap();
     assert_eq!((text.len(), text.ends_with("xy")), (10_000, true));
 }
@@ -48,10 +48,10 @@ fn a_stream_far_longer_than_any_prefetch_is_joined_from_its_text_alone() {
 fn a_whole_stream_whose_answer_was_released_is_handed_out_again_once() {
     let mut a = StreamAssembler::new(1024, Duration::from_secs(60));
     feed(&mut a, 0, "a", false);
-    assert!(matches!(feed(&mut a, 1, "b", true), Fed::Complete(_)));
-    assert!(matches!(feed(&mut a, 1, "b", true), Fed::Pending), "out already: not twice");
+    assert!(matches!(feed(&mut a, 1, "b", true), ChunkFed::Complete(_)));
+    assert!(matches!(feed(&mut a, 1, "b", true), ChunkFed::Pending), "out already: not twice");
     a.released("s1");
-    assert!(matches!(feed(&mut a, 1, "b", true), Fed::Complete(_)), "the redelivery completes it again");
+    assert!(matches!(feed(&mut a, 1, "b", true), ChunkFed::Complete(_)), "the redelivery completes it again");
     a.settled("s1");
 }
 
@@ -59,12 +59,12 @@ fn a_whole_stream_whose_answer_was_released_is_handed_out_again_once() {
 fn a_chunk_of_a_stream_answered_already_is_a_repeat_taken_in_not_refused() {
     let mut a = StreamAssembler::new(1024, Duration::from_secs(60));
     feed(&mut a, 0, "a", false);
-    assert!(matches!(feed(&mut a, 1, "b", true), Fed::Complete(_)));
+    assert!(matches!(feed(&mut a, 1, "b", true), ChunkFed::Complete(_)));
     a.settled("s1");
     // Its sender answered again (its ask redelivered after a broker restart): every frame of
     // the stream comes once more, and none is bad input.
     for (seq, text, done) in [(0, "a", false), (1, "b", true)] {
-        assert!(matches!(feed(&mut a, seq, text, done), Fed::Repeated), "seq {seq}");
+        assert!(matches!(feed(&mut a, seq, text, done), ChunkFed::Repeated), "seq {seq}");
     }
     assert!(a.is_empty(), "no new stream begun by the repeat");
     assert_eq!(a.buffered_bytes(), 0);
@@ -73,8 +73,8 @@ fn a_chunk_of_a_stream_answered_already_is_a_repeat_taken_in_not_refused() {
 #[test]
 fn too_many_buffered_bytes_abandon_the_stream_and_refuse_its_later_chunks() {
     let mut a = StreamAssembler::new(4, Duration::from_secs(60));
-    assert!(matches!(feed(&mut a, 0, "abc", false), Fed::Pending));
-    let Fed::Abandoned(abandoned) = feed(&mut a, 1, "def", false) else { panic!("over the bound") };
+    assert!(matches!(feed(&mut a, 0, "abc", false), ChunkFed::Pending));
+    let ChunkFed::Abandoned(abandoned) = feed(&mut a, 1, "def", false) else { panic!("over the bound") };
     assert_eq!(abandoned.error.kind(), "stream");
     assert_eq!(abandoned.template.headers.tenant, "acme", "the first chunk's message, to answer with");
     assert_eq!(a.buffered_bytes(), 0);
@@ -85,8 +85,8 @@ fn too_many_buffered_bytes_abandon_the_stream_and_refuse_its_later_chunks() {
 #[test]
 fn a_last_seq_at_the_end_of_u64_abandons_the_stream() {
     let mut a = StreamAssembler::new(1024, Duration::from_secs(60));
-    assert!(matches!(feed(&mut a, 0, "a", false), Fed::Pending));
-    let Fed::Abandoned(abandoned) = feed(&mut a, u64::MAX, "z", true) else { panic!("never whole") };
+    assert!(matches!(feed(&mut a, 0, "a", false), ChunkFed::Pending));
+    let ChunkFed::Abandoned(abandoned) = feed(&mut a, u64::MAX, "z", true) else { panic!("never whole") };
     assert!(abandoned.error.to_string().contains("18446744073709551615"), "{}", abandoned.error);
     assert_eq!(a.buffered_bytes(), 0);
 }
@@ -96,7 +96,7 @@ fn a_stream_that_never_finishes_expires() {
     let mut a = StreamAssembler::new(1024, Duration::from_secs(5));
     let start = Instant::now();
     let (m, c) = chunk(3, "a", false);
-    assert!(matches!(a.feed(m, c, start), Ok(Fed::Pending)));
+    assert!(matches!(a.feed(m, c, start), Ok(ChunkFed::Pending)));
     assert!(a.expire(start + Duration::from_secs(4)).is_empty());
     let gone = a.expire(start + Duration::from_secs(6));
     assert_eq!(gone.len(), 1);
