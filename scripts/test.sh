@@ -61,8 +61,6 @@ services() {
   scripts/python-env.sh
 }
 beside services services
-# Without its self-update (an HTTP client and archive formats nextest does not need to run).
-command -v cargo-nextest >/dev/null || cargo install cargo-nextest --locked --no-default-features
 scripts/check-msrv.sh
 if cargo fmt --version >/dev/null 2>&1; then cargo fmt --all -- --check; else skip "rustfmt is not installed: formatting not checked"; fi
 
@@ -104,7 +102,9 @@ soaks() {
 beside soaks soaks
 
 say "nextest"
-env "${linted[@]}" cargo nextest run --locked --workspace --lib --bins --tests "$@"
+# cargo-nextest is the virtualenv's (scripts/python-env.sh), the version pinned there.
+venv_bin=$(cd "${SAB_VENV:-.venv}/bin" && pwd)
+PATH="$venv_bin:$PATH" env "${linted[@]}" cargo nextest run --locked --workspace --lib --bins --tests "$@"
 # The framework adapters (adapters/): pytest, end to end through the bridge binary built above
 # against ActiveMQ Classic, RabbitMQ and Artemis. A failure fails the run; so does collecting no
 # test (pytest's exit 5).
