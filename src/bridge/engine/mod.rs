@@ -4,24 +4,21 @@
 //! wait behind each other.
 
 use super::MessageError;
-use super::delivery::{Delivery, Outcome, Settled, Tally, Work};
-use super::pipeline::{Absorbed, Consumed, Now, Outgoing, Pipeline, Processed, dead_letter_frame};
-use super::settle::{Attempts, Failure, Finished, Settlement, Settler, next_batch, route_of, work_key};
+use super::delivery::{Delivery, Outcome, Tally, Work};
+use super::pipeline::{Absorbed, Consumed, Now, Outgoing, Pipeline, Processed};
+use super::settle::{Attempts, Finished, Settler};
 use crate::a2a::call::{Call, Called, Calls, failed_answer};
 use crate::a2a::error::A2aFailure;
 use crate::config::DeliveryConfig;
 use crate::envelope::Clock;
 use crate::routing::{A2A_AGENT_HEADER, A2A_ANSWERS, A2A_CALL_PREFIX};
 use crate::stomp::{AckRef, Client, Event, Events, Message};
-use crate::telemetry::broker::BrokerConnected;
-use crate::telemetry::{
-    Acknowledgement, BatchFailed, ChunkTaken, DeadLettered, Delivered, Disconnected, LateReply, Metrics,
-    Reconnected, ReplyTimedOut, TaskAnswered, Unsettled,
-};
+use crate::telemetry::{Metrics, ReplyTimedOut};
 use crate::wise_registry::member::WiseFrame;
 use crate::wise_registry::stage::{Check, Checked, Checks, source_key};
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
+use links::Links;
 use side::Side;
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -96,50 +93,6 @@ fn now(ids: &mut Ids) -> Now<'_> {
         at: tokio::time::Instant::now().into_std(),
         unix: crate::envelope::SystemClock.unix(),
         ids: &mut **ids,
-    }
-}
-
-/// One of the engine's two connections.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Link {
-    Consuming,
-    Publishing,
-}
-
-/// The state of the consuming and the publishing connection (one connection in transaction
-/// mode, where only `Consuming` is used).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Links {
-    Up,
-    Down(Link),
-    BothDown,
-}
-
-impl Links {
-    fn is_down(self, link: Link) -> bool {
-        match self {
-            Links::Up => false,
-            Links::Down(down) => down == link,
-            Links::BothDown => true,
-        }
-    }
-
-    fn lost(self, link: Link) -> Links {
-        match self {
-            Links::Up => Links::Down(link),
-            Links::Down(down) if down == link => self,
-            Links::Down(_) | Links::BothDown => Links::BothDown,
-        }
-    }
-
-    fn back(self, link: Link) -> Links {
-        match self {
-            Links::BothDown => {
-                Links::Down(if link == Link::Consuming { Link::Publishing } else { Link::Consuming })
-            }
-            Links::Down(down) if down == link => Links::Up,
-            other => other,
-        }
     }
 }
 
@@ -299,25 +252,6 @@ impl Engine {
         self.release_all();
         let Tally { acked, released, unsettled } = self.tally;
         info!(acked, released, unsettled, "how the messages taken since the start were settled");
-    }
-
-    async fn start_batches(&mut self) {
-        // Nothing is published while the publishing connection is known to be down: work given
-        // back to `ready` by a failed batch waits for it, rather than failing again at once.
-        if self.budget.is_some() && self.links.is_down(Link::Publishing) {
-            return;
-        }
-        while self.batches.len() < self.window
-            && !self.ready.is_empty()
-            && self.in_batches < self.unconfirmed_max
-        {
-            let room = self.unconfirmed_max - self.in_batches;
-            let batch = next_batch(&mut self.ready, &self.attempts, self.batch_max.min(room));
-            self.in_batches += batch.len();
-            self.metrics.in_flight(batch.len() as i64);
-            let future = self.settler.start(batch).await;
-            self.batches.push(Box::pin(future));
-        }
     }
 
     /// One message from the broker: through the pipeline, then ready to settle.
@@ -492,37 +426,6 @@ impl Engine {
         self.pipeline.process(Consumed { destination: A2A_ANSWERS, frame: &frame }, &mut now(&mut self.ids))
     }
 
-    /// Queues work, unless the broker refused its output too often: then its dead letter.
-    fn ready_up(&mut self, work: Work) {
-        let refused = self.attempts.of(&work).filter(|(n, _)| *n >= self.max_attempts).cloned();
-        let work = match refused {
-            Some((attempts, reason)) if matches!(work.outcome, Outcome::Delivered { .. }) => {
-                let error = MessageError::Refused { attempts, reason };
-                let Work { source, stream, .. } = work;
-                let mut dead = self.dead_letter_work(source, &error, None);
-                dead.stream = stream;
-                dead
-            }
-            _ => work,
-        };
-        self.ready.push_back(work);
-    }
-
-    /// The dead letter of `source`: its body unchanged, or `body` (a whole stream) instead.
-    fn dead_letter_work(&self, source: Delivery, error: &MessageError, body: Option<bytes::Bytes>) -> Work {
-        let m = &source.message;
-        let body = body.unwrap_or_else(|| m.frame.body.clone());
-        let mut frame =
-            dead_letter_frame(&self.dead_letter, &m.destination, body, m.header("content-type"), error);
-        // A replayed message dead-lettered again keeps its replay count (`dead-letters`).
-        if let Some(replays) = m.header("bridge-replays") {
-            frame = frame.with("bridge-replays", replays);
-        }
-        let route = format!("{}->dead_letter", source_label(&self.pipeline, &m.destination));
-        let outcome = Outcome::DeadLettered { route, kind: error.kind(), reason: error.to_string() };
-        Work { source, stream: None, publish: vec![frame], outcome }
-    }
-
     /// Streams given up on for age: their askers' error answers, published apart from the
     /// batches (their chunks were acknowledged as they came).
     fn expire_streams(&mut self) {
@@ -557,164 +460,6 @@ impl Engine {
             }
         });
     }
-
-    /// A batch's outcome: settled and reported, published again, or left to the broker to
-    /// redeliver (see [`Engine::failed`]).
-    fn finished(&mut self, done: Finished) {
-        let Finished { works, result, acked } = done;
-        self.in_batches = self.in_batches.saturating_sub(works.len());
-        self.metrics.in_flight(-(works.len() as i64));
-        let mut works = works.into_iter();
-        for work in works.by_ref().take(acked) {
-            self.attempts.forget(&work);
-            report(&work, &self.metrics);
-            if let Some(stream) = &work.stream {
-                self.pipeline.stream_settled(stream);
-            }
-            work.source.settle(Settled::Acked, &mut self.tally);
-        }
-        if let Err(failure) = result {
-            self.failed(works.collect(), acked, &failure);
-        }
-        self.metrics.set_pending_asks(self.pipeline.pending_asks());
-    }
-
-    /// The works of a batch that were not acknowledged (`first` is the first one's place in
-    /// the batch): published again while their consuming connection holds them, else given
-    /// back to the broker.
-    fn failed(&mut self, works: Vec<Work>, first: usize, failure: &Failure) {
-        let reason = failure.error.to_string();
-        BatchFailed { messages: works.len(), mode: self.settler.mode().as_str(), reason: &reason }
-            .emit(&self.metrics);
-        let refused = failure.error.broker_error().map(|e| e.to_string());
-        let mut again = Vec::new();
-        for (i, work) in works.into_iter().enumerate() {
-            if self.settler.mode() == Settlement::Transaction {
-                // Rolled back: the request was not published; its redelivery asks again.
-                self.forget_ask(&work);
-            }
-            let blamed = failure.culprit.is_none_or(|c| c == first + i);
-            if let Some(reason) = refused.as_ref().filter(|_| blamed) {
-                self.attempts.refused(work_key(&work), reason.clone());
-            }
-            self.metrics.count_retried(route_of(&work.outcome));
-            // Every failure ends a connection (an ERROR, a loss, or a reset after a missing
-            // receipt). With publishing on a connection of its own, a message still held on
-            // the live consuming connection is published again from its own frames once the
-            // publishing connection is back (a repeat at most, which Artemis drops by its
-            // duplicate id); resetting the consuming connection to have it redelivered made
-            // Artemis strand messages "delivering" to consumers that no longer existed after
-            // a run of FAIL refusals (tests/backpressure.rs). Otherwise the broker redelivers.
-            let held = work.source.ack_ref().epoch >= self.epoch && !self.links.is_down(Link::Consuming);
-            if self.budget.is_some() && !failure.acking && held && !self.stopping {
-                again.push(work);
-            } else {
-                self.release(work);
-            }
-        }
-        for work in again.into_iter().rev() {
-            self.ready_again(work);
-        }
-    }
-
-    /// Work whose batch failed on the publishing connection, first in line again (or its dead
-    /// letter, once the broker refused its output `max_attempts` times).
-    fn ready_again(&mut self, work: Work) {
-        self.ready_up(work);
-        if let Some(work) = self.ready.pop_back() {
-            self.ready.push_front(work);
-        }
-    }
-
-    /// A handle dropped without settlement: if its connection is still the current one, the
-    /// only way to give the message back is to reset the connection.
-    async fn unsettled(&mut self, ack: &AckRef, client: &Client) {
-        self.tally.unsettled += 1;
-        Unsettled { message_id: &ack.message_id }.emit(&self.metrics);
-        if ack.epoch >= self.epoch {
-            client.reset("a message was left unsettled").await;
-        }
-    }
-
-    fn on_consuming_event(&mut self, event: Event) {
-        if let Event::Reconnected { epoch, .. } = event {
-            self.new_epoch(epoch);
-        }
-        self.on_connection_event(event, Link::Consuming);
-    }
-
-    /// The publishing connection has no subscription: only its losses and returns come.
-    fn on_publishing_event(&mut self, event: Event) {
-        self.on_connection_event(event, Link::Publishing);
-    }
-
-    /// Readiness follows both connections: ready once neither is down.
-    fn on_connection_event(&mut self, event: Event, link: Link) {
-        let which = if link == Link::Consuming { "consuming" } else { "publishing" };
-        match event {
-            Event::ConnectionLost(e) => {
-                self.links = self.links.lost(link);
-                self.metrics.broker.lost(which);
-                Disconnected { reason: &format!("{which} connection: {e}") }.emit(&self.metrics)
-            }
-            Event::Reconnected { url, .. } => {
-                self.links = self.links.back(link);
-                BrokerConnected { link: which, address: &url.to_string() }.emit(&self.metrics.broker);
-                if self.links == Links::Up {
-                    Reconnected.emit(&self.metrics);
-                } else {
-                    info!(connection = which, "reconnected; waiting for the other connection");
-                }
-            }
-            Event::ReconnectFailed(e) => warn!(connection = which, error = %e, "reconnect attempt failed"),
-            Event::BrokerError(e) => warn!(connection = which, error = %e, "the broker sent an ERROR"),
-            Event::Message(_) => {}
-        }
-    }
-
-    /// A new connection: work of earlier ones not yet started is released (the broker
-    /// redelivers it). Streams being joined are kept: their chunks were acknowledged.
-    fn new_epoch(&mut self, epoch: u64) {
-        self.epoch = epoch;
-        let (stale, current): (Vec<Work>, Vec<Work>) =
-            self.ready.drain(..).partition(|w| w.source.ack_ref().epoch < epoch);
-        self.ready = current.into();
-        // Checks and calls under way for a connection gone too: their messages come back and
-        // are checked and called again, so their asks are taken back now (one answer per ask),
-        // and their results, when they come, find no work.
-        let (checks, calls) = (self.registry.take_stale(epoch), self.calls.take_stale(epoch));
-        let stale: Vec<Work> = stale.into_iter().chain(checks).chain(calls).collect();
-        self.metrics.registry.set_held(self.registry.len());
-        for work in stale {
-            // Never started: its request was not published; its redelivery asks again.
-            self.forget_ask(&work);
-            self.release(work);
-        }
-    }
-
-    /// Gives a work's message back to the broker (its connection is gone or going), and the
-    /// stream it completed back to the pipeline, to be completed again by its redelivery.
-    fn release(&mut self, work: Work) {
-        if let Some(stream) = &work.stream {
-            self.pipeline.stream_released(stream);
-        }
-        work.source.settle(Settled::Released, &mut self.tally);
-    }
-
-    /// The ask `work` would have made, taken back: its request was not published.
-    fn forget_ask(&mut self, work: &Work) {
-        if let Outcome::Delivered { ask: Some(ask), .. } = &work.outcome {
-            self.pipeline.forget_ask(ask);
-        }
-    }
-
-    fn release_all(&mut self) {
-        let (checking, calling) = (self.registry.take_all(), self.calls.take_all());
-        for work in std::mem::take(&mut self.ready).into_iter().chain(checking).chain(calling) {
-            self.release(work);
-        }
-        self.metrics.registry.set_held(0);
-    }
 }
 
 /// The next event of the publishing connection, if there is one (never, otherwise).
@@ -744,40 +489,6 @@ fn delivered(out: &mut Outgoing, ask: Option<String>) -> Outcome {
     }
 }
 
-/// The log line and metrics of a settled message.
-fn report(work: &Work, metrics: &Metrics) {
-    let m = &work.source.message;
-    match &work.outcome {
-        Outcome::Delivered { route, destination, correlated, unmatched_reply, .. } => Delivered {
-            route,
-            source: &m.destination,
-            destination,
-            message_id: &m.ack.message_id,
-            latency: work.source.received.elapsed(),
-            correlated: *correlated,
-            unmatched_reply: *unmatched_reply,
-        }
-        .emit(metrics),
-        Outcome::Absorbed(Absorbed::Acknowledgement { route }) => {
-            Acknowledgement { route, source: &m.destination, message_id: &m.ack.message_id }.emit(metrics)
-        }
-        Outcome::Absorbed(Absorbed::LateReply { route, ask }) => {
-            LateReply { route, source: &m.destination, message_id: &m.ack.message_id, ask }.emit(metrics)
-        }
-        Outcome::Absorbed(Absorbed::Task { route, answer }) => {
-            TaskAnswered { route, source: &m.destination, message_id: &m.ack.message_id, task: &answer.task }
-                .emit(metrics)
-        }
-        Outcome::Absorbed(Absorbed::Chunk { route }) => {
-            ChunkTaken { route, source: &m.destination, message_id: &m.ack.message_id }.emit(metrics)
-        }
-        Outcome::DeadLettered { route, kind, reason } => {
-            DeadLettered { route, source: &m.destination, message_id: &m.ack.message_id, kind, reason }
-                .emit(metrics)
-        }
-    }
-}
-
 /// The framework a destination belongs to, for bounded metric labels.
 fn source_label(pipeline: &Pipeline, destination: &str) -> &'static str {
     match pipeline.router().classify(destination) {
@@ -787,9 +498,7 @@ fn source_label(pipeline: &Pipeline, destination: &str) -> &'static str {
     }
 }
 
+mod links;
 mod reconfigure;
+mod settling;
 mod side;
-
-#[cfg(test)]
-#[path = "mod_tests.rs"]
-mod tests;
