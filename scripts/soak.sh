@@ -6,8 +6,9 @@
 # The private broker (state /var/lib/stomp-agent-bridge/soak, STOMP on 61653, clear of Artemis on 61633) starts with empty
 # data and is stopped at the end; the brokers of scripts/brokers.sh are not touched.
 # SOAK_PROFILE=dev uses the debug build (CI's five-minute form); the default is release.
-# SOAK_BIN_DIR=DIR runs the soak and bridge binaries already built in DIR (scripts/test.sh: its
-# one build) instead of building them here.
+# SOAK_BIN_DIR=DIR runs the soak and bridge binaries already built in DIR instead of building
+# them here, and SOAK_BRIDGE_BIN=PATH another bridge binary (scripts/test.sh: the soak tool of its
+# one debug build against the release binary it built for the image).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -35,4 +36,4 @@ if [ -z "$dir" ]; then
 fi
 trap 'scripts/brokers.sh stop "$broker"' EXIT
 scripts/brokers.sh start --fresh "$broker"
-"$dir/soak" --minutes "$minutes" --bridge "$dir/stomp-agent-bridge" --broker "$broker" "$@"
+"$dir/soak" --minutes "$minutes" --bridge "${SOAK_BRIDGE_BIN:-$dir/stomp-agent-bridge}" --broker "$broker" "$@"
