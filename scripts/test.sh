@@ -8,8 +8,8 @@
 #
 # Compiled once: one `cargo build` of the whole workspace, every target, with clippy as the
 # compiler of the workspace's own crates (its lints fail the build); nextest, the adapters'
-# tests, the load tool, the walkthroughs and the soaks all run what that build made. The only
-# other build is the image's release binary (scripts/container-test.sh).
+# tests, the load tool and the walkthroughs run what that build made. The only other build is
+# the release binary, which the soaks and the image run.
 # Side by side: the brokers, Redis and the virtualenv are set up while that build compiles; the
 # image's base images and its release binary are made while nextest and pytest run. Each stage
 # beside the others writes its log to a file, shown when it is joined; a failed stage fails the
@@ -34,8 +34,12 @@ beside() {
   local name=$1
   shift
   say "$name: started beside the rest (log shown when it ends)"
+  # A process group of its own (job control on for this one job), so that a failed run can
+  # stop the stage with everything it started.
+  set -m
   ("$@") >"$logs/$name.log" 2>&1 &
   pids[$name]=$!
+  set +m
 }
 rejoin() {
   local name=$1 status=0
@@ -47,8 +51,8 @@ rejoin() {
   fi
   say "$name: done"
 }
-# A stage left running when the run fails is stopped with it.
-trap 'for p in "${pids[@]}"; do kill -- "$p" 2>/dev/null || true; done' EXIT
+# A stage left running when the run fails is stopped with it, and whatever it started.
+trap 'for p in "${pids[@]}"; do kill -- "-$p" 2>/dev/null || true; done' EXIT
 
 for tool in rustfmt clippy; do
   cargo "${tool/rustfmt/fmt}" --version >/dev/null 2>&1 || rustup component add "$tool" >&2 || true
