@@ -81,6 +81,12 @@ pub enum BridgeError {
     Subscribe(#[from] subscriptions::SubscribeError),
     #[error("the configuration cannot be used: {0}")]
     Config(String),
+    /// An A2A agent whose client cannot be made (its TLS settings).
+    #[error("the configuration cannot be used: {0}")]
+    A2a(#[from] crate::a2a::error::A2aFailure),
+    /// A task of the bridge's that panicked (a bug): the bridge stops rather than run without it.
+    #[error("the bridge's {task} task ended abnormally: {error}")]
+    Task { task: &'static str, error: tokio::task::JoinError },
     #[error("the mirror stopped: {0}")]
     Mirror(#[from] crate::mirror::MirrorError),
     #[error("the Wise Agents registry: {0}")]

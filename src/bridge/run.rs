@@ -91,8 +91,7 @@ async fn proxy(
     Attached { reloads, tasks }: Attached,
 ) -> Result<(), BridgeError> {
     let pipeline = Pipeline::of(&config);
-    let calls = crate::a2a::call::Calls::spawn(&config, metrics.clone(), shutdown.clone())
-        .map_err(|e| BridgeError::Config(e.to_string()))?;
+    let calls = crate::a2a::call::Calls::spawn(&config, metrics.clone(), shutdown.clone())?;
     // The registry describes A2A agents by their cards: read first (bounded). Without it they
     // are read beside the start, for the log.
     let cards = match (&calls, &config.wiseagents.registry) {
@@ -178,7 +177,7 @@ async fn proxy(
         registry.stop().await;
     }
     let subscribed =
-        subscribing.await.unwrap_or_else(|e| Err(BridgeError::Config(format!("subscribing: {e}"))));
+        subscribing.await.unwrap_or_else(|error| Err(BridgeError::Task { task: "subscribing", error }));
     // The subscriptions held now: those made at start, less and plus what reloads and
     // discovery changed.
     stop(&client, &metrics, &held.ids().await).await;
