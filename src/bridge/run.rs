@@ -135,9 +135,6 @@ async fn proxy(
     let settler = Settler::new(publisher.clone(), client.clone(), metrics.clone(), mode, receipt_timeout);
     let budget = split.then_some(config.delivery.in_flight);
     let making = consuming.clone();
-    // The registry's stage outlives the shutdown signal until the engine has finished: the
-    // answers settled while stopping may need it.
-    let stages = CancellationToken::new();
     let make: MakeSubscription = Arc::new(move |d: &str| making.subscription(d));
     let discovering =
         pipeline.router().has_patterns() && config.wiseagents.discovery == Discovery::ActivemqAdvisory;
@@ -145,7 +142,9 @@ async fn proxy(
     let mut engine =
         Engine::new(settler, pipeline, metrics.clone(), &config.delivery, publisher.clone(), budget)
             .with_unconfirmed_cap(unconfirmed_cap(mode, config.delivery.unconfirmed_max, publisher.server()))
-            .with_registry(registry.clone().map(|r| Checks::spawn(r, metrics.clone(), stages.clone())));
+            // The registry's stage is the engine's: it outlives the shutdown signal until the
+            // engine has finished (the answers settled while stopping may need it).
+            .with_registry(registry.clone().map(|r| Checks::spawn(r, metrics.clone())));
     if let Some(tasks) = &tasks {
         tasks.attach(publisher.clone());
         tasks.attach_registry(registry.clone());
@@ -158,10 +157,9 @@ async fn proxy(
     }
     // Subscribed while the engine serves: with a backlog on every queue, the SUBSCRIBE receipts
     // come behind messages that only the engine's progress lets the client read. A SUBSCRIBE
-    // that fails stops the engine as shutdown does.
-    let serving = shutdown.child_token();
+    // the broker refuses shuts the bridge down (the start's error says why).
     let subscribed = held.reconcile(engine.router(), Cause::Start).subscribed.len();
-    let (sub_held, sub_metrics, failed) = (held.clone(), metrics.clone(), serving.clone());
+    let (sub_held, sub_metrics, failed) = (held.clone(), metrics.clone(), shutdown.clone());
     let subscribing = tokio::spawn(async move {
         let made = ready(&sub_held, subscribed, &consuming, &sub_metrics, mode, discovering).await;
         if made.is_err() {
@@ -170,9 +168,9 @@ async fn proxy(
         made
     });
     let mut discovery = Discovering { held: held.clone() };
-    engine.serve(events, publishing, &client, &mut discovery, &serving).await;
+    engine.serve(events, publishing, &client, &mut discovery, &shutdown).await;
     engine.finish(Duration::from_millis(config.delivery.shutdown_timeout_ms)).await;
-    stages.cancel();
+    drop(engine);
     if let Some(registry) = registry {
         registry.stop().await;
     }

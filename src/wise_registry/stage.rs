@@ -42,6 +42,8 @@ pub struct Checks {
     registry: Arc<WiseRegistry>,
     requests: mpsc::UnboundedSender<Check>,
     results: mpsc::UnboundedReceiver<Checked>,
+    /// Stops the stage's task when the handle is dropped.
+    _stop: tokio_util::sync::DropGuard,
 }
 
 /// The key of a consumed message, the same whenever the broker delivers it again (its queue
@@ -55,13 +57,15 @@ pub fn source_key(destination: &str, body: &[u8]) -> String {
 }
 
 impl Checks {
-    /// Starts the stage's task, which ends with `shutdown` or when the handle is dropped.
-    pub fn spawn(registry: Arc<WiseRegistry>, metrics: Arc<Metrics>, shutdown: CancellationToken) -> Checks {
+    /// Starts the stage's task, which ends when the handle is dropped: a check waiting for
+    /// Redis is given up then (its message stays the caller's, who releases it).
+    pub fn spawn(registry: Arc<WiseRegistry>, metrics: Arc<Metrics>) -> Checks {
         let (requests, inbox) = mpsc::unbounded_channel();
         let (outbox, results) = mpsc::unbounded_channel();
         metrics.registry.enable();
-        tokio::spawn(run(registry.clone(), metrics, inbox, outbox, shutdown));
-        Checks { registry, requests, results }
+        let dropped = CancellationToken::new();
+        tokio::spawn(run(registry.clone(), metrics, inbox, outbox, dropped.clone()));
+        Checks { registry, requests, results, _stop: dropped.drop_guard() }
     }
 
     /// Whether `frame` needs the registry before it is published (pure).
