@@ -7,6 +7,7 @@ pub mod civitas_stream;
 pub mod codecs;
 pub mod correlation;
 pub mod penguiflow;
+pub mod trace;
 pub mod vox;
 pub mod wiseagents;
 
@@ -357,21 +358,17 @@ pub(crate) fn now_unix() -> f64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
 }
 
-/// A W3C `traceparent` header from a trace id (32 hex) and span id (16 hex), when both fit.
+/// A W3C `traceparent` header from the envelope's trace id and span id, when both fit.
 pub fn traceparent(envelope: &Envelope) -> Option<String> {
-    let trace = envelope.trace_id.as_deref().filter(|t| is_hex(t, 32))?;
-    let span = envelope.span_id.as_deref().filter(|s| is_hex(s, 16))?;
-    Some(format!("00-{trace}-{span}-01"))
+    trace::SpanContext::of(envelope).map(|cx| cx.header())
 }
 
-/// Reads a W3C `traceparent` header into the envelope's trace and span ids.
+/// Reads a W3C `traceparent` header into the envelope's trace and span ids, where the body
+/// carried none; a header that does not fit is ignored ([`trace::SpanContext::parse`]).
 pub fn apply_traceparent(envelope: &mut Envelope, header: &str) {
-    let parts: Vec<&str> = header.trim().split('-').collect();
-    if let [_, trace, span, _] = parts[..] {
-        if is_hex(trace, 32) && is_hex(span, 16) {
-            envelope.trace_id.get_or_insert_with(|| trace.to_owned());
-            envelope.span_id.get_or_insert_with(|| span.to_owned());
-        }
+    if let Some(cx) = trace::SpanContext::parse(header) {
+        envelope.trace_id.get_or_insert_with(|| cx.trace.to_string());
+        envelope.span_id.get_or_insert_with(|| cx.span.to_string());
     }
 }
 
