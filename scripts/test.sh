@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: starts the real brokers (ActiveMQ Classic and RabbitMQ
 # from Debian's packages, ActiveMQ Artemis from Maven Central, installed if needed; a broker it
-# starts begins with empty data, one already running is reused) and Redis, sets up the Python
+# starts begins with empty data, one already running is reused), Redis and Jaeger (the trace
+# backend, built from its Go module once and cached; restarted empty), sets up the Python
 # virtualenv of the interop tests, lints (rustfmt, clippy; ruff and mypy on the Python), runs
 # every test with cargo-nextest, the adapters' pytest suites, the load tool's smoke, the
 # walkthroughs, the container test and the soaks.
 #
 # Compiled once: one `cargo build` of the whole workspace, every target, with clippy as the
 # compiler of the workspace's own crates (its lints fail the build); nextest, the adapters'
-# tests, the load tool and the walkthroughs run what that build made. The only other build is
-# the release binary, which the soaks and the image run.
-# Side by side: the brokers, Redis and the virtualenv are set up while that build compiles; the
-# image's base images and its release binary are made while nextest and pytest run. Each stage
-# beside the others writes its log to a file, shown when it is joined; a failed stage fails the
-# run. The soaks and the container test, which measure what a busy machine would disturb, run
-# last, one after the other. Every stage's start and end is logged with the seconds since the
-# start.
+# tests, the load tool and the walkthroughs run what that build made. The only other cargo build
+# is the release binary, which the soaks and the image run.
+# Side by side: the brokers, Redis, Jaeger and the virtualenv are set up while that build
+# compiles; the image's base images and its release binary are made while nextest and pytest run.
+# Each stage beside the others writes its log to a file, shown when it is joined; a failed stage
+# fails the run. The soaks and the container test, which measure what a busy machine would
+# disturb, run last, one after the other. Every stage's start and end is logged with the seconds
+# since the start.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -63,8 +64,15 @@ services() {
   # The Wise Agents registry's Redis (tests/wise_registry.rs, adapters/wiseagents): Debian's
   # redis-server on 127.0.0.1:${SAB_REDIS_PORT:-6379}.
   scripts/redis.sh start --fresh
+  # The trace backend (adapters/testing/jaeger_testing.py): Jaeger v1.75.0 with in-memory storage,
+  # OTLP on 127.0.0.1:4317/4318, its query API on 16686; built with Go the first time (minutes).
+  scripts/jaeger.sh start --fresh
+  # The browser the conversations page is tested in: Debian's headless chromium.
+  scripts/browser.sh >/dev/null
   scripts/python-env.sh
 }
+# The tests that need Jaeger or Chromium fail without them here, rather than skip.
+export SAB_SUITE=1
 beside services services
 scripts/check-msrv.sh
 if cargo fmt --version >/dev/null 2>&1; then cargo fmt --all -- --check; else skip "rustfmt is not installed: formatting not checked"; fi

@@ -58,14 +58,49 @@ pub fn router(metrics: Arc<Metrics>) -> Router {
         .route("/healthz", get(|| async { (StatusCode::OK, [(header::CONTENT_TYPE, TEXT)], "ok\n") }))
         .route("/readyz", get(readyz))
         .route("/config", get(config))
+        .route("/conversations", get(conversations_page))
+        .route("/conversations.json", get(conversations_json))
         .fallback(|| async {
             (
                 StatusCode::NOT_FOUND,
                 [(header::CONTENT_TYPE, TEXT)],
-                "try /metrics, /healthz, /readyz or /config\n",
+                "try /metrics, /healthz, /readyz, /config or /conversations\n",
             )
         })
         .with_state(metrics)
+}
+
+/// The page that draws the last conversations (docs/OBSERVABILITY.md): one file, built into
+/// the binary, that reads `conversations.json` beside it.
+const CONVERSATIONS_PAGE: &str = include_str!("http/conversations.html");
+
+async fn conversations_page(State(metrics): State<Arc<Metrics>>) -> Response {
+    match metrics.traces.conversations() {
+        Some(_) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "text/html; charset=utf-8"), (header::CACHE_CONTROL, "no-cache")],
+            CONVERSATIONS_PAGE,
+        )
+            .into_response(),
+        None => page_off(),
+    }
+}
+
+async fn conversations_json(State(metrics): State<Arc<Metrics>>) -> Response {
+    match metrics.traces.conversations() {
+        Some(log) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json"), (header::CACHE_CONTROL, "no-store")],
+            log.to_json().to_string(),
+        )
+            .into_response(),
+        None => page_off(),
+    }
+}
+
+fn page_off() -> Response {
+    let why = "the conversations page is off ([traces] conversations = 0)\n";
+    (StatusCode::NOT_FOUND, [(header::CONTENT_TYPE, TEXT)], why).into_response()
 }
 
 async fn metrics_text(State(metrics): State<Arc<Metrics>>) -> Response {

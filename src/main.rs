@@ -215,6 +215,10 @@ fn one_malloc_arena() {}
 
 async fn serve(config: Config, path: &Path, set_level: SetLevel) -> ExitCode {
     let metrics = Arc::new(Metrics::default());
+    if let Err(e) = metrics.traces.install(&config.traces) {
+        tracing::error!(error = %e, "cannot export traces ([traces])");
+        return ExitCode::FAILURE;
+    }
     let shutdown = CancellationToken::new();
     let tasks = stomp_agent_bridge::a2a::TaskRelay::of(&config, metrics.clone());
     if !config.http.listen.is_empty() {

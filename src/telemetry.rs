@@ -20,6 +20,7 @@ pub mod mirror;
 pub mod registry;
 pub mod reload;
 mod render;
+pub mod trace;
 
 /// The outcomes a message can have, each a counter per route.
 const OUTCOMES: [&str; 7] =
@@ -68,6 +69,8 @@ pub struct Metrics {
     pub a2a: a2a::A2aMetrics,
     /// The calls to A2A agents.
     pub a2a_calls: a2a_calls::A2aCallMetrics,
+    /// Conversations as traces: the page's and the OTLP exporter's.
+    pub traces: trace::Traces,
     /// The log lines of events that can come in floods.
     logs: limit::LogLimits,
 }
@@ -201,6 +204,8 @@ pub struct Delivered<'a> {
     pub correlated: bool,
     /// A reply that matched no pending ask (delivered uncorrelated).
     pub unmatched_reply: bool,
+    /// Its way through the bridge (traces on).
+    pub hop: Option<&'a trace::Hop>,
 }
 
 impl Delivered<'_> {
@@ -221,6 +226,9 @@ impl Delivered<'_> {
         }
         metrics.count_message(self.route, "delivered");
         metrics.observe_latency(self.latency);
+        if let Some(hop) = self.hop {
+            metrics.traces.record(hop, trace::Times::since(self.latency));
+        }
     }
 }
 
@@ -319,6 +327,8 @@ impl ChunkTaken<'_> {
 pub struct ReplyTimedOut<'a> {
     pub route: &'a str,
     pub destination: &'a str,
+    /// The error answer's way (traces on): it ends the ask's `invoke_agent` span.
+    pub hop: Option<&'a trace::Hop>,
 }
 
 impl ReplyTimedOut<'_> {
@@ -334,6 +344,9 @@ impl ReplyTimedOut<'_> {
         }
         metrics.count_message(self.route, "reply_timeout");
         metrics.reply_timeouts.fetch_add(1, Ordering::Relaxed);
+        if let Some(hop) = self.hop {
+            metrics.traces.record(hop, trace::Times::since(Duration::ZERO));
+        }
     }
 }
 
@@ -345,6 +358,9 @@ pub struct DeadLettered<'a> {
     pub message_id: &'a str,
     pub kind: &'static str,
     pub reason: &'a str,
+    /// Its way (traces on): the dead letter ends its trace with an error.
+    pub hop: Option<&'a trace::Hop>,
+    pub latency: Duration,
 }
 
 impl DeadLettered<'_> {
@@ -363,6 +379,9 @@ impl DeadLettered<'_> {
         }
         metrics.count_message(self.route, "dead_lettered");
         metrics.count_dead_letter(self.kind);
+        if let Some(hop) = self.hop {
+            metrics.traces.record(hop, trace::Times::since(self.latency));
+        }
     }
 }
 

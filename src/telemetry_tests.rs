@@ -11,9 +11,19 @@ fn events_count_what_they_log_and_render_as_prometheus_text() {
         latency: Duration::from_millis(3),
         correlated: true,
         unmatched_reply: false,
+        hop: None,
     };
     d.emit(&m);
-    DeadLettered { route: "civitas->?", source: "/q", message_id: "2", kind: "json", reason: "bad" }.emit(&m);
+    DeadLettered {
+        route: "civitas->?",
+        source: "/q",
+        message_id: "2",
+        kind: "json",
+        reason: "bad",
+        hop: None,
+        latency: Duration::ZERO,
+    }
+    .emit(&m);
     Reconnected.emit(&m);
     let text = m.render();
     assert!(
@@ -32,7 +42,7 @@ fn conversation_events_count_under_their_own_outcomes() {
     let m = Metrics::default();
     LateReply { route: "civitas->late", source: "/q", message_id: "1", ask: "a" }.emit(&m);
     Acknowledgement { route: "vox->receipt", source: "/q", message_id: "2" }.emit(&m);
-    ReplyTimedOut { route: "timeout->wiseagents", destination: "/d" }.emit(&m);
+    ReplyTimedOut { route: "timeout->wiseagents", destination: "/d", hop: None }.emit(&m);
     m.set_pending_asks(7);
     assert_eq!(m.messages("civitas->late", "late_reply"), 1);
     assert_eq!(m.messages("civitas->late", "delivered"), 0);

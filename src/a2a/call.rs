@@ -24,6 +24,7 @@ use a2a_client::A2AClient;
 use a2a_client::agent_card::AgentCardResolver;
 use a2a_client::auth::AuthInterceptor;
 use a2a_client::jsonrpc::JsonRpcTransport;
+use a2a_client::middleware::CallInterceptor;
 use bytes::Bytes;
 use futures_util::{FutureExt, StreamExt};
 use std::collections::HashMap;
@@ -58,6 +59,8 @@ pub struct Call {
     /// When the asker's ask times out (the pipeline's one rule for reply timeouts): the call
     /// gives up then. None: each attempt is bounded by itself ([`UNBOUNDED_ATTEMPT`]).
     pub deadline: Option<Instant>,
+    /// The W3C `traceparent` the call carries as an HTTP header (docs/OBSERVABILITY.md).
+    pub traceparent: Option<String>,
 }
 
 /// A call done: what the agent answered (a `SendMessageResponse`'s JSON), or, when no answer
@@ -235,11 +238,22 @@ impl Remote {
 
     /// One attempt, bearer token if configured: `SendStreamingMessage` when the card says the
     /// agent streams (its events folded into the final task), else `SendMessage`.
-    async fn send(&self, request: &SendMessageRequest) -> Result<SendMessageResponse, A2AError> {
+    async fn send(
+        &self,
+        request: &SendMessageRequest,
+        traceparent: Option<&str>,
+    ) -> Result<SendMessageResponse, A2AError> {
         let card = self.known().await?;
         let mut client = A2AClient::new(JsonRpcTransport::new(self.http.clone(), card.endpoint));
+        let mut interceptors: Vec<Arc<dyn CallInterceptor>> = Vec::new();
         if let Some(token) = &self.token {
-            client = client.with_interceptors(vec![Arc::new(AuthInterceptor::bearer(token.expose()))]);
+            interceptors.push(Arc::new(AuthInterceptor::bearer(token.expose())));
+        }
+        if let Some(value) = traceparent {
+            interceptors.push(Arc::new(Traceparent(value.to_owned())));
+        }
+        if !interceptors.is_empty() {
+            client = client.with_interceptors(interceptors);
         }
         if !card.streaming {
             return client.send_message(request).await;
@@ -252,6 +266,22 @@ impl Remote {
             }
         }
         Err(A2AError::internal("the stream ended before the task finished"))
+    }
+}
+
+/// The W3C `traceparent` HTTP header on every request of a call: the agent (or its HTTP
+/// instrumentation) continues the conversation's trace.
+struct Traceparent(String);
+
+#[async_trait::async_trait]
+impl CallInterceptor for Traceparent {
+    async fn before(
+        &self,
+        _method: &str,
+        params: &mut a2a_client::transport::ServiceParams,
+    ) -> Result<(), A2AError> {
+        params.insert("traceparent".to_owned(), vec![self.0.clone()]);
+        Ok(())
     }
 }
 
@@ -325,7 +355,7 @@ async fn unless_panicked(
 
 /// A call from its request to its result, with a slot of its agent's.
 async fn one_call(remotes: &Remotes, metrics: &Metrics, call: Call) -> Called {
-    let Call { id, agent, request, message_id, deadline } = call;
+    let Call { id, agent, request, message_id, deadline, traceparent } = call;
     let Some(remote) = remotes.get(&agent) else {
         return failed(id, A2aFailure::Unknown { agent });
     };
@@ -347,7 +377,7 @@ async fn one_call(remotes: &Remotes, metrics: &Metrics, call: Call) -> Called {
         None => return failed(id, A2aFailure::NoFreeCall { agent }),
     };
     let in_flight = metrics.a2a_calls.in_flight(&agent);
-    let result = attempts(remote, metrics, &request, deadline).await;
+    let result = attempts(remote, metrics, (&request, traceparent.as_deref()), deadline).await;
     drop(in_flight);
     match result {
         Ok((answer, attempts)) => {
@@ -366,13 +396,13 @@ async fn one_call(remotes: &Remotes, metrics: &Metrics, call: Call) -> Called {
 async fn attempts(
     remote: &Remote,
     metrics: &Metrics,
-    request: &SendMessageRequest,
+    (request, traceparent): (&SendMessageRequest, Option<&str>),
     deadline: Option<Instant>,
 ) -> Result<(Vec<u8>, u32), (A2aFailure, u32)> {
     let mut backoff = FIRST_BACKOFF;
     for attempt in 1..=remote.max_attempts {
         let bound = deadline.map_or(UNBOUNDED_ATTEMPT, |d| d.saturating_duration_since(Instant::now()));
-        let error = match tokio::time::timeout(bound, remote.send(request)).await {
+        let error = match tokio::time::timeout(bound, remote.send(request, traceparent)).await {
             Ok(Ok(answer)) => match serde_json::to_vec(&answer) {
                 Ok(json) => return Ok((json, attempt)),
                 Err(e) => format!("its answer cannot be written as JSON: {e}"),

@@ -68,6 +68,7 @@ async fn call(calls: &mut Calls) -> Called {
         request: request("hi"),
         message_id: "m-1".into(),
         deadline,
+        traceparent: None,
     });
     tokio::time::timeout(Duration::from_secs(30), calls.next()).await.unwrap().unwrap()
 }

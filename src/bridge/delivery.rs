@@ -119,11 +119,14 @@ pub enum Outcome {
         unmatched_reply: bool,
         /// The ask the published frame makes (taken back if the frame is never published).
         ask: Option<String>,
+        /// Its way through the bridge (traces on).
+        hop: Option<Box<crate::telemetry::trace::Hop>>,
     },
     DeadLettered {
         route: String,
         kind: &'static str,
         reason: String,
+        hop: Option<Box<crate::telemetry::trace::Hop>>,
     },
     /// Consumed with nothing to publish (a receipt, a late answer, a stream chunk).
     Absorbed(super::pipeline::Absorbed),

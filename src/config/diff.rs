@@ -119,6 +119,10 @@ fn refused_keys(old: &Config, new: &Config, d: &mut Diff) {
         let why = "cannot change without a restart (the A2A routes and their tasks are made at start)";
         d.refused.push(Refusal { key: "a2a".into(), why: why.into() });
     }
+    if old.traces != new.traces {
+        let why = "cannot change without a restart (the exporter and the page are made at start)";
+        d.refused.push(Refusal { key: "traces".into(), why: why.into() });
+    }
     if old.mirror != new.mirror {
         let why = "cannot change without a restart (the mirror runs on its own connection)";
         d.refused.push(Refusal { key: "mirror".into(), why: why.into() });

@@ -12,6 +12,7 @@ pub mod registry;
 mod report;
 mod rules;
 mod source;
+pub mod traces;
 
 use crate::envelope::civitas::Encoding;
 use crate::envelope::codecs::Framework;
@@ -47,6 +48,9 @@ pub struct Config {
     /// Native agents served as A2A agents (off unless the table is present): docs/A2A.md.
     #[serde(default)]
     pub a2a: Option<a2a::A2aConfig>,
+    /// Traces and the conversations page: docs/OBSERVABILITY.md.
+    #[serde(default)]
+    pub traces: traces::TracesConfig,
 }
 
 /// How to reach the broker.
@@ -435,6 +439,7 @@ impl Config {
             log: LogConfig::default(),
             mirror: None,
             a2a: None,
+            traces: traces::TracesConfig::default(),
         }
     }
 }

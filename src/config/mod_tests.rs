@@ -336,6 +336,16 @@ pub(super) fn everything() -> Config {
         log: LogConfig { format: "json".into(), level: "stomp_agent_bridge=debug".into() },
         mirror: every_mirror_key(),
         a2a: Some(every_a2a_key()),
+        traces: super::traces::TracesConfig {
+            endpoint: "http://collector:4318".into(),
+            protocol: "http/protobuf".into(),
+            headers_file: Some("otlp-headers".into()),
+            sampling_ratio: 0.25,
+            service_name: "bridge-eu".into(),
+            resource: [("deployment.environment.name".to_owned(), "prod".to_owned())].into(),
+            max_queue: 100,
+            conversations: 50,
+        },
     }
 }
 

@@ -45,6 +45,9 @@ impl Config {
                 bad(&key, why);
             }
         }
+        for (key, why) in self.traces.problems() {
+            bad(&key, why);
+        }
         self.validate_limits(&mut bad);
         self.validate_http(&mut bad);
         if !self.http.listen.is_empty() && self.http.listen.parse::<std::net::SocketAddr>().is_err() {

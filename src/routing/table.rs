@@ -10,6 +10,7 @@
 //! Bounded in count and in age: every structure holds only live asks (removal is by key,
 //! never lazy), so memory is at most `capacity` asks whatever the rate and the TTL.
 
+use crate::envelope::trace::Invocation;
 use crate::routing::reply_base::ReplyBase;
 use hashbrown::HashTable;
 use std::collections::{BTreeMap, BTreeSet};
@@ -32,6 +33,8 @@ pub struct PendingAsk {
     pub reply_deadline: Option<Instant>,
     /// The reply timeout passed and the error answer went out: an answer now is late.
     pub timed_out: bool,
+    /// The `invoke_agent` span this ask opened, when traces are on: its answer ends it.
+    pub invocation: Option<Box<Invocation>>,
 }
 
 /// (asker, answerer), held once for all the pair's asks.
@@ -47,6 +50,7 @@ struct Slot {
     reply: ReplyBase,
     reply_deadline: Option<Instant>,
     timed_out: bool,
+    invocation: Option<Box<Invocation>>,
 }
 
 impl Slot {
@@ -63,6 +67,7 @@ impl Slot {
             reply: self.reply,
             reply_deadline: self.reply_deadline,
             timed_out: self.timed_out,
+            invocation: self.invocation,
         }
     }
 }
@@ -147,6 +152,7 @@ impl CorrelationTable {
             reply: ask.reply,
             reply_deadline: ask.reply_deadline,
             timed_out: ask.timed_out,
+            invocation: ask.invocation,
         };
         self.slots.insert(seq, slot);
         let (slots, hasher) = (&self.slots, &self.hasher);

@@ -9,6 +9,7 @@ fn ask(id: &str, asker: &str, answerer: &str) -> PendingAsk {
         reply: ReplyBase::of(&Envelope { id: Some(id.into()), ..Default::default() }, asker),
         reply_deadline: None,
         timed_out: false,
+        invocation: None,
     }
 }
 

@@ -356,8 +356,9 @@ impl Engine {
         let message_id = source_key(&m.destination, &m.frame.body);
         let deadline = deadline.map(tokio::time::Instant::from_std);
         let body = request.body.clone();
+        let traceparent = request.header("traceparent").map(str::to_owned);
         work.publish = vec![request];
-        let job = |id| Call { id, agent: agent.clone(), request: body, message_id, deadline };
+        let job = |id| Call { id, agent: agent.clone(), request: body, message_id, deadline, traceparent };
         if let Some(work) = self.calls.park(work, job) {
             let error = MessageError::A2a(A2aFailure::NoStage { agent });
             let dead = self.dead_letter_work(work.source, &error, None);
@@ -440,7 +441,7 @@ impl Engine {
         for out in self.pipeline.expire_asks(&mut now(&mut self.ids)) {
             self.publish_apart(out, |out, metrics| {
                 let destination = out.frame.header("destination").unwrap_or_default();
-                ReplyTimedOut { route: &out.route, destination }.emit(metrics)
+                ReplyTimedOut { route: &out.route, destination, hop: out.hop.as_deref() }.emit(metrics)
             });
         }
         self.metrics.set_pending_asks(self.pipeline.pending_asks());
@@ -486,6 +487,7 @@ fn delivered(out: &mut Outgoing, ask: Option<String>) -> Outcome {
         correlated: out.correlated,
         unmatched_reply: out.unmatched_reply,
         ask,
+        hop: out.hop.take(),
     }
 }
 

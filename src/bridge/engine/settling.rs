@@ -8,7 +8,9 @@ use crate::bridge::MessageError;
 use crate::bridge::delivery::{Delivery, Outcome, Settled, Work};
 use crate::bridge::pipeline::{Absorbed, dead_letter_frame};
 use crate::bridge::settle::{Failure, Finished, Settlement, next_batch, route_of, work_key};
+use crate::envelope::trace::{SpanContext, SpanId, TraceId};
 use crate::stomp::{AckRef, Client};
+use crate::telemetry::trace::{Hop, HopKind, Party};
 use crate::telemetry::{
     Acknowledgement, BatchFailed, ChunkTaken, DeadLettered, Delivered, LateReply, Metrics, TaskAnswered,
     Unsettled,
@@ -52,7 +54,7 @@ impl Engine {
 
     /// The dead letter of `source`: its body unchanged, or `body` (a whole stream) instead.
     pub(super) fn dead_letter_work(
-        &self,
+        &mut self,
         source: Delivery,
         error: &MessageError,
         body: Option<bytes::Bytes>,
@@ -65,8 +67,15 @@ impl Engine {
         if let Some(replays) = m.header("bridge-replays") {
             frame = frame.with("bridge-replays", replays);
         }
-        let route = format!("{}->dead_letter", source_label(&self.pipeline, &m.destination));
-        let outcome = Outcome::DeadLettered { route, kind: error.kind(), reason: error.to_string() };
+        let label = source_label(&self.pipeline, &m.destination);
+        let route = format!("{label}->dead_letter");
+        let reason = error.to_string();
+        let hop = self.pipeline.settings.tracing.then(|| {
+            let mut now = super::now(&mut self.ids);
+            let (kind, message_id) = (error.kind(), &m.ack.message_id);
+            Box::new(dead_letter_hop(m, label, (kind, &reason), message_id, &self.dead_letter, &mut now))
+        });
+        let outcome = Outcome::DeadLettered { route, kind: error.kind(), reason, hop };
         Work { source, stream: None, publish: vec![frame], outcome }
     }
 
@@ -177,7 +186,7 @@ impl Engine {
 fn report(work: &Work, metrics: &Metrics) {
     let m = &work.source.message;
     match &work.outcome {
-        Outcome::Delivered { route, destination, correlated, unmatched_reply, .. } => Delivered {
+        Outcome::Delivered { route, destination, correlated, unmatched_reply, hop, .. } => Delivered {
             route,
             source: &m.destination,
             destination,
@@ -185,6 +194,7 @@ fn report(work: &Work, metrics: &Metrics) {
             latency: work.source.received.elapsed(),
             correlated: *correlated,
             unmatched_reply: *unmatched_reply,
+            hop: hop.as_deref(),
         }
         .emit(metrics),
         Outcome::Absorbed(Absorbed::Acknowledgement { route }) => {
@@ -200,9 +210,46 @@ fn report(work: &Work, metrics: &Metrics) {
         Outcome::Absorbed(Absorbed::Chunk { route }) => {
             ChunkTaken { route, source: &m.destination, message_id: &m.ack.message_id }.emit(metrics)
         }
-        Outcome::DeadLettered { route, kind, reason } => {
-            DeadLettered { route, source: &m.destination, message_id: &m.ack.message_id, kind, reason }
-                .emit(metrics)
+        Outcome::DeadLettered { route, kind, reason, hop } => DeadLettered {
+            route,
+            source: &m.destination,
+            message_id: &m.ack.message_id,
+            kind,
+            reason,
+            hop: hop.as_deref(),
+            latency: work.source.received.elapsed(),
         }
+        .emit(metrics),
+    }
+}
+
+/// The hop of a dead-lettered message: the trace its `traceparent` header names (continued),
+/// else a new one; its body may not be readable, so its sender is the queue it came from.
+fn dead_letter_hop(
+    m: &crate::stomp::Message,
+    framework: &'static str,
+    (kind, reason): (&'static str, &str),
+    message_id: &str,
+    dead_letter: &str,
+    now: &mut crate::bridge::pipeline::Now,
+) -> Hop {
+    let arrived = m.header("traceparent").and_then(SpanContext::parse);
+    Hop {
+        trace: arrived.map_or_else(|| TraceId::new(now), |cx| cx.trace),
+        kind: HopKind::DeadLetter,
+        parent: arrived.map(|cx| cx.span),
+        link: None,
+        process: SpanId::new(now),
+        send: SpanId::new(now),
+        from: Party { name: m.destination.as_str().into(), framework },
+        to: None,
+        conversation: None,
+        source: m.destination.as_str().into(),
+        destination: dead_letter.into(),
+        message_id: message_id.into(),
+        body_size: m.frame.body.len(),
+        processed: now.unix,
+        invocation: None,
+        error: Some((kind, reason.into())),
     }
 }

@@ -70,6 +70,7 @@ pub(super) fn pipeline_with(edit: impl FnOnce(&mut Config)) -> Tested {
         conversations: ConversationSettings::of(&config),
         max_hops: 5,
         max_body: usize::MAX,
+        tracing: config.traces.enabled(),
     };
     let state = State::new(table, StreamAssembler::new(1 << 20, Duration::from_secs(60)));
     Tested { pipeline: Pipeline::new(settings, state), unix: crate::envelope::now_unix() }

@@ -8,12 +8,15 @@ use crate::a2a::TaskAnswer;
 use crate::envelope::codecs::{Framework, Origin};
 use crate::envelope::correlation::ReplyRoute;
 use crate::envelope::penguiflow::stream::StreamAssembler;
+use crate::envelope::trace::Invocation;
 use crate::envelope::{Clock, Content, Direction, Envelope, Intent, apply_traceparent, traceparent};
 use crate::routing::reply_base::ReplyBase;
 use crate::routing::table::{CorrelationTable, Matched, PendingAsk};
 use crate::routing::{RouteError, Router, Source, Target};
 use crate::stomp::{Command, Frame, Message};
+use crate::telemetry::trace::Hop;
 use bytes::Bytes;
+use hop::{Arrival, Turn};
 use std::time::{Duration, Instant};
 use uuid::Uuid;
 
@@ -38,6 +41,8 @@ pub struct Outgoing {
     /// When the ask this frame makes times out (its asker is answered CANNOT_ANSWER): what
     /// bounds a call to an A2A agent.
     pub reply_deadline: Option<Instant>,
+    /// Its way through the bridge, reported once settled (traces on).
+    pub hop: Option<Box<Hop>>,
 }
 
 /// The outcome of processing.
@@ -243,8 +248,13 @@ impl Pipeline {
         if let Some(ago) = env.deadline.map(|d| now.unix - d).filter(|ago| *ago > 0.0) {
             return Err(MessageError::Expired { ago });
         }
+        let arrival = self.settings.tracing.then(|| {
+            let (source, size) = msg.map_or(("", 0), |m| (m.destination, m.body().len()));
+            Arrival::of(&env, from, source, size)
+        });
         let absorbed = |why| Ok(Processed::Absorbed { why, stream: None });
         let mut asker = None;
+        let mut answered = None;
         let (correlated, wise_context) = match self.correlate(source, &mut env, now.at) {
             Correlation::Acknowledgement => {
                 return absorbed(Absorbed::Acknowledgement { route: format!("{from}->receipt") });
@@ -269,6 +279,7 @@ impl Pipeline {
                     .filter(|_| self.settings.asker_is_native(&ask.reply));
                 ask.reply.apply_to(&mut env);
                 asker = Some(ask.asker);
+                answered = ask.invocation;
                 (true, wise)
             }
             Correlation::Token(route) => {
@@ -284,10 +295,20 @@ impl Pipeline {
             return Err(RouteError::NoRecipient.into());
         }
         let target = self.settings.target(&env, asker.as_deref())?;
+        let spans = arrival.as_ref().map(|a| a.spans(&mut env, answered.as_deref(), now));
+        let opened = arrival.as_ref().zip(spans.as_ref()).map(|(a, s)| a.invocation(s, &env, &target, now));
         // The ask is remembered before its context is fitted: its answer goes back in the
         // asker's own context (a Civitas ask in `Books` is answered in `Books`).
-        let remembered = self.remember(&target, &mut env, now);
+        let remembered = self.remember(&target, &mut env, now, opened.clone());
         let original_context = self.settings.fit_for(&target, &mut env, wise_context);
+        let hop = arrival.zip(spans).map(|(arrival, spans)| {
+            let turn = match (answered, remembered.is_some().then_some(opened).flatten()) {
+                (Some(closed), _) => Turn::Answer(*closed),
+                (None, Some(opened)) => Turn::Ask(opened),
+                (None, None) => Turn::Other,
+            };
+            Box::new(arrival.hop(spans, &mut env, turn, &target, now))
+        });
         let mut out = self.settings.outgoing(&env, &target, (hops + 1, from.as_str()), correlated, now)?;
         out.unmatched_reply = !correlated && env.direction == Direction::Response;
         (out.ask, out.reply_deadline) =
@@ -295,6 +316,7 @@ impl Pipeline {
         if let Some(ctx) = original_context {
             out.frame = out.frame.with(ORIGINAL_CONTEXT, ctx);
         }
+        out.hop = hop;
         Ok(Processed::Send(out))
     }
 
@@ -373,6 +395,7 @@ impl Pipeline {
         target: &Target,
         env: &mut Envelope,
         now: &mut Now,
+        invocation: Option<Invocation>,
     ) -> Option<(String, Option<Instant>)> {
         if env.direction != Direction::Request {
             return None;
@@ -412,6 +435,7 @@ impl Pipeline {
             reply,
             reply_deadline,
             timed_out: false,
+            invocation: invocation.map(Box::new),
         };
         self.state.table.insert(ask, now.at);
         Some((ask_id, reply_deadline))
@@ -484,6 +508,7 @@ impl Settings {
             ask: None,
             stream: None,
             reply_deadline: None,
+            hop: None,
         })
     }
 
@@ -532,7 +557,10 @@ impl Settings {
         let target = self.target(&env, Some(&ask.asker)).ok()?;
         let wise = env.context.clone();
         self.fit_for(&target, &mut env, wise);
-        self.outgoing(&env, &target, (1, "timeout"), true, now).ok()
+        let hop = ask.invocation.map(|closed| hop::timeout_hop(*closed, &ask.asker, &target, &mut env, now));
+        let mut out = self.outgoing(&env, &target, (1, "timeout"), true, now).ok()?;
+        out.hop = hop.map(Box::new);
+        Some(out)
     }
 }
 
@@ -588,5 +616,6 @@ mod streams;
 pub use streams::StreamKey;
 use streams::{Decoded, StreamFailed};
 
+mod hop;
 mod settings;
 pub use settings::{ConversationSettings, Settings, stream_bounds};

@@ -17,6 +17,9 @@ pub struct Settings {
     pub max_hops: u32,
     /// The largest body published (`delivery.max_body_bytes`).
     pub max_body: usize,
+    /// Whether each message's trace is kept and reported (`[traces]` or the conversations
+    /// page on): off, no id is made and nothing is written into a message's trace fields.
+    pub tracing: bool,
 }
 
 impl Settings {
@@ -28,6 +31,7 @@ impl Settings {
             conversations: ConversationSettings::of(config),
             max_hops: config.delivery.max_hops,
             max_body: config.delivery.max_body_bytes,
+            tracing: config.traces.enabled(),
         }
     }
 }

@@ -1,0 +1,147 @@
+//! The trace of one message through the pipeline (docs/OBSERVABILITY.md), when traces are on
+//! (`[traces]` or the conversations page): the trace it continues or starts, the ids of the
+//! bridge's spans, and the [`Hop`] the engine reports once the message is settled. Pure, as
+//! the pipeline is: the ids come from the `Now` it is handed.
+
+use super::Now;
+use crate::envelope::Envelope;
+use crate::envelope::codecs::Framework;
+use crate::envelope::trace::{Invocation, SpanId, TraceId};
+use crate::routing::Target;
+use crate::telemetry::trace::{Hop, HopKind, Party};
+
+/// What a message brought with it: its trace context (from a `traceparent` header or its
+/// body's fields), who sent it, its id.
+pub(super) struct Arrival {
+    trace: Option<TraceId>,
+    span: Option<SpanId>,
+    from: Party,
+    message_id: Box<str>,
+    source: Box<str>,
+    body_size: usize,
+}
+
+/// The bridge's spans for one message: it processed it, may have opened an `invoke_agent`
+/// span (an ask), and sent something on.
+pub(super) struct Spans {
+    pub trace: TraceId,
+    pub process: SpanId,
+    pub invoke: SpanId,
+    pub send: SpanId,
+}
+
+impl Arrival {
+    pub(super) fn of(env: &Envelope, from: Framework, source: &str, body_size: usize) -> Arrival {
+        Arrival {
+            trace: env.trace_id.as_deref().and_then(TraceId::parse),
+            span: env.span_id.as_deref().and_then(SpanId::parse),
+            from: party(env.sender.as_deref(), from),
+            message_id: env.id.as_deref().unwrap_or_default().into(),
+            source: source.into(),
+            body_size,
+        }
+    }
+
+    /// The trace this message belongs to, written into the envelope: the one it carried
+    /// (continued, never replaced), else its ask's (an answer from a framework that carries
+    /// none back), else a new one; and new ids for the bridge's spans.
+    pub(super) fn spans(&self, env: &mut Envelope, answered: Option<&Invocation>, now: &mut Now) -> Spans {
+        let trace = self.trace.or(answered.map(|i| i.trace)).unwrap_or_else(|| TraceId::new(now));
+        env.trace_id = Some(trace.to_string());
+        Spans { trace, process: SpanId::new(now), invoke: SpanId::new(now), send: SpanId::new(now) }
+    }
+
+    /// The `invoke_agent` span an ask to `target` opens.
+    pub(super) fn invocation(&self, spans: &Spans, env: &Envelope, target: &Target, now: &Now) -> Invocation {
+        Invocation {
+            trace: spans.trace,
+            span: spans.invoke,
+            parent: spans.process,
+            started: now.unix,
+            agent: env.recipient.as_deref().unwrap_or(&target.destination).into(),
+            framework: target.framework.as_str(),
+            conversation: env.context.as_deref().map(Into::into),
+        }
+    }
+
+    /// The hop: the ids written into the envelope that leaves (its span is the send span,
+    /// its parent the `invoke_agent` span of an ask or the process span otherwise; an answer
+    /// keeps the parent its asker expects), and the record the engine reports.
+    pub(super) fn hop(self, spans: Spans, env: &mut Envelope, turn: Turn, target: &Target, now: &Now) -> Hop {
+        env.span_id = Some(spans.send.to_string());
+        let (kind, parent, link, invocation) = match turn {
+            Turn::Ask(opened) => {
+                env.parent_span_id = Some(spans.invoke.to_string());
+                (HopKind::Ask, self.span, None, Some(opened))
+            }
+            Turn::Answer(closed) => (HopKind::Answer, Some(closed.span), self.span, Some(closed)),
+            Turn::Other => {
+                env.parent_span_id = Some(spans.process.to_string());
+                (HopKind::Message, self.span, None, None)
+            }
+        };
+        Hop {
+            trace: spans.trace,
+            kind,
+            parent,
+            link,
+            process: spans.process,
+            send: spans.send,
+            from: self.from,
+            to: Some(party(env.recipient.as_deref(), target.framework)),
+            conversation: env.context.as_deref().map(Into::into),
+            source: self.source,
+            destination: target.destination.as_str().into(),
+            message_id: self.message_id,
+            body_size: self.body_size,
+            processed: now.unix,
+            invocation,
+            error: None,
+        }
+    }
+}
+
+/// What a message is to its conversation's `invoke_agent` spans.
+pub(super) enum Turn {
+    /// An ask, which opened this span.
+    Ask(Invocation),
+    /// The answer to the ask that opened this span.
+    Answer(Invocation),
+    Other,
+}
+
+/// The error answer to an ask whose reply timeout passed: it ends the ask's `invoke_agent`
+/// span with an error.
+pub(super) fn timeout_hop(
+    closed: Invocation,
+    asker: &str,
+    target: &Target,
+    env: &mut Envelope,
+    now: &mut Now,
+) -> Hop {
+    let (process, send) = (SpanId::new(now), SpanId::new(now));
+    env.trace_id = Some(closed.trace.to_string());
+    env.span_id = Some(send.to_string());
+    Hop {
+        trace: closed.trace,
+        kind: HopKind::Timeout,
+        parent: Some(closed.span),
+        link: None,
+        process,
+        send,
+        from: Party { name: closed.agent.clone(), framework: closed.framework },
+        to: Some(party(Some(asker), target.framework)),
+        conversation: closed.conversation.clone(),
+        source: "".into(),
+        destination: target.destination.as_str().into(),
+        message_id: "".into(),
+        body_size: 0,
+        processed: now.unix,
+        invocation: Some(closed),
+        error: Some(("reply_timeout", "no answer within the reply timeout".into())),
+    }
+}
+
+fn party(name: Option<&str>, framework: Framework) -> Party {
+    Party { name: name.unwrap_or("?").into(), framework: framework.as_str() }
+}
