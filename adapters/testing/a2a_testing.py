@@ -134,6 +134,7 @@ class A2ABridge:
         reply_timeout_ms: int | None = None,
         contexts: Sequence[str] = (),
         https: tuple[Path, Path] | None = None,
+        extra: str = "",
     ) -> None:
         self.port = free_port()
         # With HTTPS the certificate names localhost (tests/tls), so the URLs do too.
@@ -143,7 +144,7 @@ class A2ABridge:
         if token is not None:
             token_file = tmp / "a2a-token"
             token_file.write_text(token + "\n")
-        extra = a2a_section(serve, descriptions, token_file, reply_timeout_ms, self.base if https else None)
+        extra = a2a_section(serve, descriptions, token_file, reply_timeout_ms, self.base if https else None) + extra
         # The served agents that are names, not globs, are native agents known by name too.
         known = [s for s in serve if not any(c in s for c in "*?[")]
         toml = config_toml(

@@ -70,6 +70,8 @@ pub struct Called {
     pub id: u64,
     pub answer: Bytes,
     pub failure: Option<A2aFailure>,
+    /// The attempts made (0: none, the call failed before its first).
+    pub attempts: u32,
 }
 
 /// The handle on the stage's task.
@@ -382,11 +384,11 @@ async fn one_call(remotes: &Remotes, metrics: &Metrics, call: Call) -> Called {
     match result {
         Ok((answer, attempts)) => {
             CallEnded { agent: &agent, attempts, reason: None }.emit(&metrics.a2a_calls);
-            Called { id, answer: answer.into(), failure: None }
+            Called { id, answer: answer.into(), failure: None, attempts }
         }
         Err((reason, attempts)) => {
             CallEnded { agent: &agent, attempts, reason: Some(&reason.to_string()) }.emit(&metrics.a2a_calls);
-            failed(id, reason)
+            Called { attempts, ..failed(id, reason) }
         }
     }
 }
@@ -439,7 +441,7 @@ fn again(error: &A2AError) -> bool {
 
 /// The result of a call that got no answer: a failed task that says why.
 fn failed(id: u64, reason: A2aFailure) -> Called {
-    Called { id, answer: failed_answer(&reason.to_string()), failure: Some(reason) }
+    Called { id, answer: failed_answer(&reason.to_string()), failure: Some(reason), attempts: 0 }
 }
 
 /// What the asker is answered when no answer came: a failed task (a `SendMessageResponse`'s

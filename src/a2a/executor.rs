@@ -5,6 +5,7 @@
 
 use super::error::A2aFailure;
 use super::request::{question, request_frame};
+use super::trace::TaskTrace;
 use super::{TaskAnswer, TaskRelay};
 use crate::envelope::Intent;
 use crate::telemetry::a2a::TaskEnded;
@@ -83,13 +84,29 @@ async fn ask(hub: Arc<TaskRelay>, ctx: ExecutorContext, tx: Events) {
     };
     let (_waiting, mut answers) = hub.wait(&ctx.task_id);
     let context = hub.context_for(&ctx.context_id).await;
-    let frame = request_frame(&hub.asking, &agent, &ctx.task_id, &context, text);
+    let mut frame = request_frame(&hub.asking, &agent, &ctx.task_id, &context, text);
+    let traced = hub.traced.then(|| TaskTrace::of(&ctx, &hub.asking, &agent, &context));
+    if let Some(trace) = &traced {
+        frame = frame.with("traceparent", trace.header());
+    }
     if let Err(e) = hub.publish(frame).await {
         let why = format!("the broker did not take the request: {e}");
         end("failed", Some(&why));
         let _ = tx.send(Ok(status(&ctx, TaskState::Failed, Some(&why))));
         return;
     }
+    let metrics = hub.metrics.clone();
+    let task = ctx.task_id.clone();
+    if let Some(trace) = &traced {
+        trace.asked(&metrics, &task);
+    }
+    let end = |end_as: &'static str, reason: Option<&str>| {
+        end(end_as, reason);
+        if let Some(trace) = &traced {
+            let failure = (end_as != "completed").then(|| (end_as, reason.unwrap_or(end_as)));
+            trace.ended(&metrics, &task, failure);
+        }
+    };
     let _ = tx.send(Ok(StreamResponse::Task(submitted(&ctx, &agent))));
     let deadline = tokio::time::Instant::now() + Duration::from_millis(hub.config.reply_timeout_ms);
     loop {

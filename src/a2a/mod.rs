@@ -16,6 +16,7 @@ pub mod request;
 pub mod serve;
 mod store;
 mod stream;
+pub mod trace;
 
 use crate::config::Config;
 use crate::config::a2a::A2aConfig;
@@ -68,6 +69,8 @@ pub struct TaskRelay {
     /// The listener's URL as clients reach it (`a2a.public_url`, else `http://<http.listen>`).
     pub base_url: String,
     pub asking: Asking,
+    /// Whether tasks are traced (`[traces]`: an export or the conversations page).
+    pub traced: bool,
     metrics: Arc<Metrics>,
     waiting: Mutex<HashMap<String, mpsc::UnboundedSender<TaskAnswer>>>,
     publisher: Mutex<Option<Client>>,
@@ -98,6 +101,7 @@ impl TaskRelay {
             config: a2a,
             base_url,
             asking,
+            traced: config.traces.enabled(),
             metrics,
             waiting: Mutex::default(),
             publisher: Mutex::default(),

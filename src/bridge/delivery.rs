@@ -108,6 +108,17 @@ pub struct Work {
     pub outcome: Outcome,
 }
 
+impl Work {
+    /// Notes what happened to its message on the way (traces on): an event of its trace.
+    pub fn note(&mut self, kind: &'static str, detail: impl Into<Box<str>>) {
+        if let Outcome::Delivered { hop: Some(hop), .. } | Outcome::DeadLettered { hop: Some(hop), .. } =
+            &mut self.outcome
+        {
+            hop.note(kind, detail);
+        }
+    }
+}
+
 /// What a settled [`Work`] reports.
 #[derive(Debug, Clone)]
 pub enum Outcome {

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import queue
+import re
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -230,6 +231,11 @@ def test_a_wise_agents_agent_asks_an_a2a_agent_and_gets_its_answer(
     for post in posts:
         configuration = post.body["params"].get("configuration", {})
         assert not configuration.get("returnImmediately"), post.body
+    # Each call carries the conversation's trace (docs/OBSERVABILITY.md): a W3C traceparent
+    # header, a trace of its own per ask (Wise Agents carries none to continue).
+    parents = [p.headers.get("traceparent", "") for p in posts]
+    assert all(re.fullmatch(r"00-[0-9a-f]{32}-[0-9a-f]{16}-01", t) for t in parents), parents
+    assert parents[0].split("-")[1] != parents[1].split("-")[1], parents
     bridge.wait_metric("bridge_a2a_calls_total", lambda v: v == 2, agent=translator, result="answered")
     bridge.wait_metric("bridge_a2a_calls_in_flight", lambda v: v == 0, agent=translator)
     assert not bridge.metric("bridge_a2a_call_retries_total", agent=translator), bridge.a2a_metrics(translator)

@@ -6,10 +6,15 @@ bridge's own /conversations page rendered by a real headless Chromium."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import socket
+import threading
+import time
 import urllib.request
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -41,12 +46,12 @@ class Weather(AgentProcess):
 
 
 def bridge(
-    broker: Broker, names: Names, tmp: Path, agents: list[tuple[str, str, str]]
+    broker: Broker, names: Names, tmp: Path, agents: list[tuple[str, str, str]], extra: str = ""
 ) -> tuple[BridgeProcess, int, str]:
     service = f"sab-test-{uuid.uuid4().hex[:8]}"
     port = free_port()
     traces = f'[traces]\nendpoint = "{jaeger_testing.OTLP_ENDPOINT}"\nservice_name = "{service}"\n'
-    toml = config_toml(broker, names, agents, port, extra=traces)
+    toml = config_toml(broker, names, agents, port, extra=traces + extra)
     return BridgeProcess(toml, tmp), port, service
 
 
@@ -90,7 +95,7 @@ def test_a_wise_agents_ask_of_a_civitas_agent_and_its_answer_are_one_trace(tmp_p
     assert len(trace_id) == 32 and len(span_id) == 16, "Civitas gets both ids, so that it continues the trace"
 
     def whole(trace: dict[str, Any]) -> bool:
-        return len(trace.get("spans", [])) >= 5
+        return len(trace.get("spans", [])) >= 9
 
     try:
         trace = jaeger_testing.wait_trace(trace_id, whole, timeout=60)
@@ -102,6 +107,10 @@ def test_a_wise_agents_ask_of_a_civitas_agent_and_its_answer_are_one_trace(tmp_p
     sent = one(spans, f"send {names.inbox('civitas').replace('{agent}', weather)}")
     answered = one(spans, f"process {names.ingress('civitas')}")
     back = one(spans, f"send {broker.response_prefix}{caller}")
+    receive = one(spans, f"receive {broker.request_prefix}{weather}")
+    settle = one(spans, f"ack {broker.request_prefix}{weather}")
+    assert jaeger_testing.parent_of(trace, receive) == ask and jaeger_testing.parent_of(trace, settle) == ask
+    assert jaeger_testing.tag(settle, "messaging.operation.type") == "settle"
     assert jaeger_testing.parent_of(trace, ask) is None, "a Wise Agents ask carries no context: a new trace"
     assert jaeger_testing.parent_of(trace, invoke) == ask
     assert jaeger_testing.parent_of(trace, sent) == invoke
@@ -203,3 +212,299 @@ def test_the_conversations_page_draws_a_conversation_across_two_frameworks_in_a_
     assert ours[0].participants == [(caller, "wiseagents"), (weather, "civitas")]
     assert ours[0].events == [("ask", caller, weather), ("answer", weather, caller)]
     assert any(e[0] == "dead_letter" for c in cards for e in c.events), "the dead letter is marked"
+
+
+def test_an_a2a_sdk_client_with_its_own_traceparent_has_its_trace_continued(tmp_path: Path) -> None:
+    import httpx
+
+    from a2a_testing import A2ABridge, send_request
+
+    broker = Broker()
+    names = Names(broker)
+    echo = names.agent("Echo")
+    agent = WiseAgent(broker, echo, lambda m: f"echo: {m['_message']}")
+    service = f"sab-test-{uuid.uuid4().hex[:8]}"
+    traces = f'[traces]\nendpoint = "{jaeger_testing.OTLP_ENDPOINT}"\nservice_name = "{service}"\n'
+    bridge = A2ABridge(broker, names, tmp_path, [echo], extra=traces)
+    trace_id, client_span = uuid.uuid4().hex, uuid.uuid4().hex[:16]
+
+    async def scenario() -> None:
+        headers = {"traceparent": TRACEPARENT.format(trace_id, client_span)}
+        async with httpx.AsyncClient(timeout=60, headers=headers) as http:
+            client = await bridge.client(http, echo, streaming=False)
+            answers = [event async for event in client.send_message(send_request("hello"))]
+            assert answers[0].task.artifacts[0].parts[0].text == "echo: hello", answers
+
+    try:
+        asyncio.run(asyncio.wait_for(scenario(), 120))
+        trace = jaeger_testing.wait_trace(trace_id, lambda t: len(t.get("spans", [])) >= 6, timeout=60)
+    finally:
+        agent.close()
+        bridge.stop()
+    spans = jaeger_testing.spans_by_name(trace)
+    process = one(spans, f"process /a2a/{echo}")
+    invoke = one(spans, f"invoke_agent {echo}")
+    assert process["references"][0]["spanID"] == client_span, "the client's context is continued"
+    assert jaeger_testing.parent_of(trace, invoke) == process
+    assert jaeger_testing.parent_of(trace, one(spans, f"send {broker.request_prefix}{echo}")) == invoke
+    assert jaeger_testing.parent_of(trace, one(spans, f"send /a2a/{echo}")) == invoke, "the answer to the client"
+    assert jaeger_testing.tag(invoke, "gen_ai.provider.name") == "wiseagents"
+
+
+def one_trace_of(service: str, spans: int, timeout: float = 60) -> dict[str, Any]:
+    """The one trace ``service`` exported, once it has ``spans`` spans (the exporter sends in
+    batches): waited for, with a bound sized for a busy machine."""
+    deadline = time.monotonic() + timeout
+    found: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        found = jaeger_testing.traces(service)
+        if len(found) == 1 and len(found[0].get("spans", [])) >= spans:
+            return found[0]
+        time.sleep(jaeger_testing.POLL)
+    raise AssertionError(f"{service}: {[jaeger_testing.describe(t) for t in found]}")
+
+
+def assert_ask_and_answer(trace: dict[str, Any], asked: str, framework: str, request_queue: str) -> None:
+    """The trace of an ask of ``asked`` and its answer: the answer's process span is a child of
+    the ask's ``invoke_agent`` span, whatever the framework carried back."""
+    spans = jaeger_testing.spans_by_name(trace)
+    ask = one(spans, f"process {request_queue}")
+    invoke = one(spans, f"invoke_agent {asked}")
+    assert jaeger_testing.parent_of(trace, invoke) == ask
+    assert jaeger_testing.tag(invoke, "gen_ai.provider.name") == framework
+    answers = [s for s in trace["spans"] if s["operationName"].startswith("process ") and s is not ask]
+    assert len(answers) == 1 and jaeger_testing.parent_of(trace, answers[0]) == invoke, jaeger_testing.describe(trace)
+
+
+def test_a_penguiflow_flow_answers_in_the_trace_of_its_ask(tmp_path: Path) -> None:
+    from penguiflow import Node, create
+    from penguiflow.types import FinalAnswer
+    from penguiflow.types import Message as FlowMessage
+
+    from penguiflow_stomp import BridgeBus, BridgeInbox
+    from sab_stomp import AsyncLink
+
+    broker = Broker()
+    names = Names(broker)
+    planner, caller = names.agent("Planner"), names.agent("Caller")
+    proc, _, service = bridge(broker, names, tmp_path, [(planner, "penguiflow", "")])
+    wa = WiseAgent(broker, caller)
+    seen: list[str] = []
+
+    async def plan(msg: FlowMessage, ctx: Any) -> FlowMessage:
+        seen.append(msg.trace_id)
+        return msg.model_copy(update={"payload": FinalAnswer(text=f"Plan: {msg.payload}")})
+
+    async def scenario() -> dict[str, Any]:
+        bus = BridgeBus(AsyncLink(broker.link(), name="penguiflow"), names.ingress("penguiflow"))
+        flow = create(Node(plan, name="plan").to(), message_bus=bus)
+        flow.run()
+        inbox = BridgeInbox(flow, planner, bus, inbox=names.inbox("penguiflow"), tenant="acme")
+        await inbox.start()
+        try:
+            wa.send(planner, "Rome", _context_name="Trips", _route_response_to=caller)
+            return await asyncio.to_thread(wa.next_response, 60)
+        finally:
+            await inbox.stop()
+            await flow.stop()
+
+    try:
+        assert asyncio.run(asyncio.wait_for(scenario(), 120))["_message"] == "Plan: Rome"
+        trace = one_trace_of(service, 9)
+    finally:
+        wa.close()
+        proc.stop()
+    assert set(seen) == {trace["traceID"].rjust(32, "0")}, "the flow's trace_id is the conversation's trace"
+    assert_ask_and_answer(trace, planner, "penguiflow", f"{broker.request_prefix}{planner}")
+
+
+def test_a_vox_agent_answers_in_the_trace_of_its_ask(tmp_path: Path) -> None:
+    from vox.agent import Agent
+    from vox.messaging import MSG_COMMAND_REQUEST, MSG_COMMAND_RESULT, VOXMessage
+    from vox.orchestrator import Orchestrator
+
+    from vox_stomp import VoxBridge
+
+    namespace = "0d5f1a7e-3b7c-4c59-9a8e-6f3f2c1d9b10"  # the tests' protocols.vox.namespace
+    broker = Broker()
+    names = Names(broker)
+    ops, caller = names.agent("Ops"), names.agent("Caller")
+    proc, _, service = bridge(broker, names, tmp_path, [(ops, "vox", "")])
+    wa = WiseAgent(broker, caller)
+
+    async def scenario() -> dict[str, Any]:
+        orchestrator = Orchestrator()
+        agent = orchestrator.register(Agent(ops, uuid.uuid5(uuid.UUID(namespace), ops)))
+
+        @agent.on("inbound_message")
+        async def on_inbound(source: str, message: VOXMessage) -> None:
+            if message.type == MSG_COMMAND_REQUEST:
+                result = VOXMessage(
+                    message_id=uuid.uuid4(),
+                    message_source="ops-console",
+                    emitted_at=datetime.now(UTC).isoformat(),
+                    source=agent.uuid,
+                    target=message.source,
+                    type=MSG_COMMAND_RESULT,
+                    details={"message": f"restarted {message.details['message']}"},
+                    reply_to=message.message_id,
+                )
+                await agent.send(result)
+
+        vox = VoxBridge(
+            orchestrator, [ops], namespace, link=broker.link(), inbox=names.inbox("vox"), ingress=names.ingress("vox")
+        )
+        orchestrator.add_outbound(vox.send)
+        await vox.start()
+        try:
+            wa.send(ops, "nginx", _context_name="Ops", _route_response_to=caller)
+            return await asyncio.to_thread(wa.next_response, 60)
+        finally:
+            await vox.stop()
+
+    try:
+        assert asyncio.run(asyncio.wait_for(scenario(), 120))["_message"] == "restarted nginx"
+        trace = one_trace_of(service, 9)
+    finally:
+        wa.close()
+        proc.stop()
+    assert_ask_and_answer(trace, ops, "vox", f"{broker.request_prefix}{ops}")
+
+
+def test_a_message_held_for_the_registry_says_so_on_its_span_and_on_the_page(tmp_path: Path) -> None:
+    broker = Broker()
+    names = Names(broker)
+    weather, caller = names.agent("Weather"), names.agent("Caller")
+    redis = os.environ.get("SAB_REDIS_PORT", "6379")
+    registry = f'[wiseagents.registry]\nhost = "127.0.0.1"\nport = {redis}\n'
+    proc, port, _ = bridge(broker, names, tmp_path, [(weather, "civitas", "")], extra=registry)
+    wa = WiseAgent(broker, caller)
+    Weather.seen = []
+    try:
+        assert ask_civitas(broker, names, wa, weather, "Rome")["_message"] == "Sunny in Rome"
+        ((trace_id, _, _),) = Weather.seen
+        trace = jaeger_testing.wait_trace(trace_id, lambda t: len(t.get("spans", [])) >= 9, timeout=60)
+        page = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/conversations.json", timeout=10))
+    finally:
+        wa.close()
+        proc.stop()
+    answered = one(jaeger_testing.spans_by_name(trace), f"process {names.ingress('civitas')}")
+    events = [{f["key"]: f["value"] for f in log["fields"]} for log in answered["logs"]]
+    assert [e.get("event") for e in events] == ["hold"], answered["logs"]
+    assert "registry" in events[0]["bridge.detail"]
+    (conversation,) = [c for c in page["conversations"] if c["trace_id"] == trace_id]
+    kinds = [e["kind"] for e in conversation["events"]]
+    assert kinds == ["ask", "hold", "answer"], kinds
+
+
+class Proxy:
+    """A TCP forwarder to the broker that can be cut: every connection through it closed, and
+    none taken any more (a broker address gone, as in a failover)."""
+
+    def __init__(self, port: int) -> None:
+        self.target = port
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.open: list[socket.socket] = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.sock.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.target))
+            with self.lock:
+                self.open += [client, upstream]
+            for a, b in [(client, upstream), (upstream, client)]:
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a: socket.socket, b: socket.socket) -> None:
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (a, b):
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+
+    def cut(self) -> None:
+        self.sock.close()
+        with self.lock:
+            for s in self.open:
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+
+
+def test_an_answer_after_a_failover_joins_the_trace_of_its_ask(tmp_path: Path) -> None:
+    broker = Broker()
+    names = Names(broker)
+    weather, caller = names.agent("Weather"), names.agent("Caller")
+    first, second = Proxy(broker.port), Proxy(broker.port)
+    service = f"sab-test-{uuid.uuid4().hex[:8]}"
+    traces = f'[traces]\nendpoint = "{jaeger_testing.OTLP_ENDPOINT}"\nservice_name = "{service}"\n'
+    port = free_port()
+    toml = config_toml(broker, names, [(weather, "civitas", "")], port, extra=traces)
+    urls = f'urls = ["stomp://127.0.0.1:{first.port}", "stomp://127.0.0.1:{second.port}"]'
+    proc = BridgeProcess(toml.replace(f'url = "stomp://127.0.0.1:{broker.port}"', urls), tmp_path)
+    wa = WiseAgent(broker, caller)
+    Held.seen, Held.release = [], threading.Event()
+
+    async def scenario() -> dict[str, Any]:
+        Held.arrived = asyncio.Event()
+        runtime = Runtime(
+            supervisor=Supervisor("root", children=[Held(weather)]),
+            components=bridge_components(
+                inbox=names.inbox("civitas"), ingress=names.ingress("civitas"), link=broker.link()
+            ),
+        )
+        await runtime.start()
+        try:
+            wa.send(weather, "Paris", _context_name="Weather", _route_response_to=caller)
+            await asyncio.wait_for(Held.arrived.wait(), 60)  # the conversation is under way
+            first.cut()
+            await asyncio.to_thread(wait_failover, port)
+            Held.release.set()
+            return await asyncio.to_thread(wa.next_response, 60)
+        finally:
+            await runtime.stop()
+
+    try:
+        assert asyncio.run(asyncio.wait_for(scenario(), 180))["_message"] == "Sunny in Paris"
+        ((trace_id, _, _),) = Held.seen
+        trace = jaeger_testing.wait_trace(trace_id, lambda t: len(t.get("spans", [])) >= 9, timeout=60)
+    finally:
+        wa.close()
+        proc.stop()
+        second.cut()
+    assert_ask_and_answer(trace, weather, "civitas", f"{broker.request_prefix}{weather}")
+
+
+class Held(AgentProcess):
+    """A Civitas agent that answers once the test releases it (after the failover)."""
+
+    seen: ClassVar[list[tuple[str, str, str | None]]] = []
+    release: ClassVar[threading.Event] = threading.Event()
+    arrived: ClassVar[asyncio.Event]
+
+    async def handle(self, message: Message) -> Message | None:
+        Held.seen.append((message.trace_id, message.span_id, message.parent_span_id))
+        Held.arrived.set()
+        await asyncio.to_thread(Held.release.wait, 120)
+        return self.reply({"message": f"Sunny in {message.payload.get('message')}"})
+
+
+def wait_failover(port: int, timeout: float = 60) -> None:
+    """Until the bridge's /metrics counts a failover to the other address."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+        if "bridge_broker_failovers_total 1" in text and "bridge_ready 1" in text:
+            return
+        time.sleep(0.1)
+    raise AssertionError("no failover within the bound")

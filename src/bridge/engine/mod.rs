@@ -306,7 +306,8 @@ impl Engine {
     /// Hands `frame`, what `work` publishes, to the registry's stage (the context made to
     /// exist, a proxied agent's answer routed by its collaboration); the work waits here for
     /// the result.
-    fn check_in_registry(&mut self, work: Work, frame: crate::stomp::Frame, wise: WiseFrame) {
+    fn check_in_registry(&mut self, mut work: Work, frame: crate::stomp::Frame, wise: WiseFrame) {
+        work.note("hold", "held for the Wise Agents registry (Redis)");
         let m = &work.source.message;
         let source = source_key(&m.destination, &m.frame.body);
         if let Some(work) = self.registry.park(work, |id| Check { id, frame, wise, source }) {
@@ -369,7 +370,10 @@ impl Engine {
     /// An A2A agent's answer to a work's request, through the pipeline as the asker's answer;
     /// a call that got none also dead-letters the request, with why. Work of a connection gone
     /// is released (its redelivery calls again).
-    fn called(&mut self, Called { answer, failure, .. }: Called, mut work: Work) {
+    fn called(&mut self, Called { answer, failure, attempts, .. }: Called, mut work: Work) {
+        if attempts > 1 {
+            work.note("retry", format!("the A2A call took {attempts} attempts"));
+        }
         let Some(request) = work.publish.pop() else { return self.release(work) };
         if work.source.ack_ref().epoch < self.epoch {
             self.forget_ask(&work);

@@ -128,6 +128,8 @@ impl Engine {
             // a run of FAIL refusals (tests/backpressure.rs). Otherwise the broker redelivers.
             let held = work.source.ack_ref().epoch >= self.epoch && !self.links.is_down(Link::Consuming);
             if self.budget.is_some() && !failure.acking && held && !self.stopping {
+                let mut work = work;
+                work.note("retry", format!("published again: {reason}"));
                 again.push(work);
             } else {
                 self.release(work);
@@ -251,5 +253,6 @@ fn dead_letter_hop(
         processed: now.unix,
         invocation: None,
         error: Some((kind, reason.into())),
+        notes: Vec::new(),
     }
 }

@@ -97,6 +97,7 @@ impl Arrival {
             processed: now.unix,
             invocation,
             error: None,
+            notes: Vec::new(),
         }
     }
 }
@@ -139,6 +140,7 @@ pub(super) fn timeout_hop(
         processed: now.unix,
         invocation: Some(closed),
         error: Some(("reply_timeout", "no answer within the reply timeout".into())),
+        notes: Vec::new(),
     }
 }
 

@@ -90,9 +90,23 @@ impl Conversations {
         if let Some(to) = &hop.to {
             conversation.meet(&to.name, to.framework);
         }
-        match conversation.events.len() < EVENTS {
-            true => conversation.events.push(event),
-            false => conversation.untold += 1,
+        let notes = hop.notes.iter().map(|note| Event {
+            at: unix_ms(note.at),
+            kind: note.kind,
+            from: "bridge".into(),
+            to: None,
+            source: "".into(),
+            destination: "".into(),
+            message_id: "".into(),
+            span: hop.process.0,
+            latency_ms: 0.0,
+            detail: Some(cut(&note.detail)),
+        });
+        for event in notes.chain(std::iter::once(event)) {
+            match conversation.events.len() < EVENTS {
+                true => conversation.events.push(event),
+                false => conversation.untold += 1,
+            }
         }
     }
 

@@ -21,6 +21,7 @@ fn hop(trace: u128, kind: HopKind, from: &str, to: &str) -> Hop {
         processed: 0.0,
         invocation: None,
         error: None,
+        notes: Vec::new(),
     }
 }
 

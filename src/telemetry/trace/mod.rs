@@ -135,7 +135,32 @@ pub struct Hop {
     pub invocation: Option<Invocation>,
     /// Why it was not delivered (a dead letter): the kind and the reason.
     pub error: Option<(&'static str, Box<str>)>,
+    /// What happened to it on the way: span events of its process span, notes on the page.
+    pub notes: Vec<Note>,
 }
+
+/// Something that happened to a message on its way (a span event; a note on the bridge's
+/// lifeline on the page).
+#[derive(Debug, Clone)]
+pub struct Note {
+    pub at: SystemTime,
+    /// `hold` (waited for the Wise Agents registry), `retry` (published again after a failed
+    /// batch, or an A2A call tried again).
+    pub kind: &'static str,
+    pub detail: Box<str>,
+}
+
+impl Hop {
+    /// Notes `kind` now, at most [`NOTES`] per hop.
+    pub fn note(&mut self, kind: &'static str, detail: impl Into<Box<str>>) {
+        if self.notes.len() < NOTES {
+            self.notes.push(Note { at: SystemTime::now(), kind, detail: detail.into() });
+        }
+    }
+}
+
+/// Notes kept per hop.
+pub const NOTES: usize = 8;
 
 /// When a hop was received and settled, as wall-clock times.
 #[derive(Debug, Clone, Copy)]

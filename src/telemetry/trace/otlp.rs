@@ -199,7 +199,7 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
 /// A hop's spans: `process <source>` (CONSUMER), `send <destination>` (PRODUCER), and the
 /// `invoke_agent <agent>` (CLIENT) span an answer or a timeout ends.
 fn spans(hop: &Hop, times: Times, system: &'static str) -> Vec<SpanData> {
-    let mut out = Vec::with_capacity(3);
+    let mut out = Vec::with_capacity(5);
     let conversation =
         hop.conversation.as_deref().map(|c| KeyValue::new("messaging.message.conversation_id", c.to_owned()));
     let messaging = |operation: &'static str, destination: &str| {
@@ -220,7 +220,7 @@ fn spans(hop: &Hop, times: Times, system: &'static str) -> Vec<SpanData> {
         attributes.push(KeyValue::new("bridge.hop", hop.kind.as_str()));
         attributes.push(KeyValue::new("bridge.from.agent", hop.from.name.to_string()));
         attributes.push(KeyValue::new("bridge.from.framework", hop.from.framework));
-        let mut span = span(
+        let mut span = span_of(
             hop.trace,
             hop.process,
             process_parent,
@@ -235,16 +235,43 @@ fn spans(hop: &Hop, times: Times, system: &'static str) -> Vec<SpanData> {
             span.attributes.push(KeyValue::new("error.type", *kind));
             span.status = Status::error(reason.to_string());
         }
+        for note in &hop.notes {
+            let detail = vec![KeyValue::new("bridge.detail", note.detail.to_string())];
+            span.events.events.push(opentelemetry::trace::Event::new(note.kind, note.at, detail, 0));
+        }
+        out.push(span);
+        let (receive, settle) = (SpanId(hop.process.0 ^ 0x5eed_0001), SpanId(hop.process.0 ^ 0x5eed_0002));
+        let mut span = span_of(
+            hop.trace,
+            receive,
+            Some(hop.process),
+            format!("receive {}", hop.source),
+            SpanKind::Client,
+        );
+        (span.start_time, span.end_time, span.attributes) =
+            (times.received, times.received, messaging("receive", &hop.source));
+        out.push(span);
+        let mut span =
+            span_of(hop.trace, settle, Some(hop.process), format!("ack {}", hop.source), SpanKind::Client);
+        (span.start_time, span.end_time, span.attributes) =
+            (times.settled, times.settled, messaging("settle", &hop.source));
+        span.attributes[2] = KeyValue::new("messaging.operation.name", "ack");
         out.push(span);
     }
     if hop.kind != HopKind::DeadLetter || !hop.destination.is_empty() {
+        // No process span (an error answer, an A2A task's answer): the invocation's child.
         let parent = match (&hop.kind, &hop.invocation) {
             (HopKind::Ask, Some(opened)) => opened.span,
-            (HopKind::Timeout, Some(closed)) => closed.span,
+            (_, Some(closed)) if hop.source.is_empty() => closed.span,
             _ => hop.process,
         };
-        let mut span =
-            span(hop.trace, hop.send, Some(parent), format!("send {}", hop.destination), SpanKind::Producer);
+        let mut span = span_of(
+            hop.trace,
+            hop.send,
+            Some(parent),
+            format!("send {}", hop.destination),
+            SpanKind::Producer,
+        );
         let mut attributes = messaging("send", &hop.destination);
         if let Some(to) = &hop.to {
             attributes.push(KeyValue::new("bridge.to.agent", to.name.to_string()));
@@ -257,7 +284,8 @@ fn spans(hop: &Hop, times: Times, system: &'static str) -> Vec<SpanData> {
     match (hop.kind, &hop.invocation) {
         (HopKind::Answer, Some(closed)) => out.push(invocation(closed, system_time(hop.processed), None)),
         (HopKind::Timeout, Some(closed)) => {
-            out.push(invocation(closed, system_time(hop.processed), Some("timeout")));
+            let kind = hop.error.as_ref().map_or("timeout", |(kind, _)| *kind);
+            out.push(invocation(closed, system_time(hop.processed), Some(kind)));
         }
         _ => {}
     }
@@ -266,8 +294,13 @@ fn spans(hop: &Hop, times: Times, system: &'static str) -> Vec<SpanData> {
 
 /// The `invoke_agent` span of an ask, ended at `end`.
 fn invocation(ask: &Invocation, end: SystemTime, error: Option<&'static str>) -> SpanData {
-    let mut span =
-        span(ask.trace, ask.span, Some(ask.parent), format!("invoke_agent {}", ask.agent), SpanKind::Client);
+    let mut span = span_of(
+        ask.trace,
+        ask.span,
+        Some(ask.parent),
+        format!("invoke_agent {}", ask.agent),
+        SpanKind::Client,
+    );
     span.start_time = system_time(ask.started).min(end);
     span.end_time = end;
     span.attributes = vec![
@@ -280,7 +313,7 @@ fn invocation(ask: &Invocation, end: SystemTime, error: Option<&'static str>) ->
     }
     if let Some(kind) = error {
         span.attributes.push(KeyValue::new("error.type", kind));
-        span.status = Status::error(format!("no answer from {} within the reply timeout", ask.agent));
+        span.status = Status::error(format!("no answer from {}: {kind}", ask.agent));
     }
     span
 }
@@ -295,7 +328,7 @@ fn context(trace: TraceId, span: SpanId) -> SpanContext {
     )
 }
 
-fn span(trace: TraceId, id: SpanId, parent: Option<SpanId>, name: String, kind: SpanKind) -> SpanData {
+fn span_of(trace: TraceId, id: SpanId, parent: Option<SpanId>, name: String, kind: SpanKind) -> SpanData {
     SpanData {
         span_context: context(trace, id),
         parent_span_id: parent.map_or(OtelSpanId::INVALID, |p| OtelSpanId::from_bytes(p.0.to_be_bytes())),

@@ -30,6 +30,7 @@ impl Bridge {
             .map(|name| AgentConfig::new(name, Framework::Civitas))
             .collect();
         config.delivery.dead_letter = format!("/queue/{}", unique("load.dead"));
+        traces(&mut config.traces);
         let path = dir.join("bridge.toml");
         support::write_config(&path, &config);
         let process = BridgeProcess::start(bin, &path, false).unwrap_or_else(|e| panic!("{e}"));
@@ -123,5 +124,22 @@ impl Reference {
 
     pub fn stop(mut self) {
         support::terminate(&mut self.child);
+    }
+}
+
+/// `LOADGEN_TRACES` (docs/PERFORMANCE.md, the cost of traces): `off` (no page, no export),
+/// `page` (the default: the conversations page alone), or `<OTLP endpoint>@<sampling ratio>`
+/// (`http://127.0.0.1:4318@0.01`: the page and the export).
+fn traces(config: &mut stomp_agent_bridge::config::traces::TracesConfig) {
+    let Ok(mode) = std::env::var("LOADGEN_TRACES") else { return };
+    match mode.split_once('@') {
+        _ if mode == "off" => config.conversations = 0,
+        _ if mode == "page" => {}
+        Some((endpoint, ratio)) => {
+            config.endpoint = endpoint.to_owned();
+            config.sampling_ratio =
+                ratio.parse().unwrap_or_else(|_| panic!("LOADGEN_TRACES: bad ratio {ratio:?}"));
+        }
+        None => panic!("LOADGEN_TRACES: {mode:?} is not off, page or <endpoint>@<ratio>"),
     }
 }
