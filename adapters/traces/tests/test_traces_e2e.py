@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import socket
+import sys
 import threading
 import time
 import urllib.request
@@ -319,6 +320,8 @@ def test_a_penguiflow_flow_answers_in_the_trace_of_its_ask(tmp_path: Path) -> No
 
 
 def test_a_vox_agent_answers_in_the_trace_of_its_ask(tmp_path: Path) -> None:
+    # VOX is not published: as the VOX adapter's tests, these run against its model (vox_model/).
+    sys.path.insert(0, str(Path(__file__).parents[2] / "vox" / "tests" / "vox_model"))
     from vox.agent import Agent
     from vox.messaging import MSG_COMMAND_REQUEST, MSG_COMMAND_RESULT, VOXMessage
     from vox.orchestrator import Orchestrator
@@ -508,3 +511,30 @@ def wait_failover(port: int, timeout: float = 60) -> None:
             return
         time.sleep(0.1)
     raise AssertionError("no failover within the bound")
+
+
+def test_a_collector_that_never_answers_costs_spans_never_a_message(tmp_path: Path) -> None:
+    broker = Broker()
+    names = Names(broker)
+    weather, caller = names.agent("Weather"), names.agent("Caller")
+    # A collector that takes the connection and never answers: each export waits its 10 s bound.
+    silent = socket.create_server(("127.0.0.1", 0))
+    port = free_port()
+    traces = f'[traces]\nendpoint = "http://127.0.0.1:{silent.getsockname()[1]}"\nmax_queue = 8\n'
+    toml = config_toml(broker, names, [(weather, "civitas", "")], port, extra=traces)
+    proc = BridgeProcess(toml, tmp_path)
+    reader = QueueReader(broker, names.inbox("civitas").replace("{agent}", weather))
+    wa = WiseAgent(broker, caller)
+    try:
+        for i in range(100):
+            wa.send(weather, f"city {i}", _context_name="Weather")
+        got = sorted(json.loads(reader.next(60)[0])["payload"]["message"] for _ in range(100))
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    finally:
+        wa.close()
+        reader.close()
+        proc.stop()
+        silent.close()
+    assert got == sorted(f"city {i}" for i in range(100)), "every message went through"
+    dropped = [line for line in metrics.splitlines() if line.startswith('bridge_trace_spans_total{outcome="dropped"}')]
+    assert dropped and int(dropped[0].split()[-1]) > 0, "the spans that did not fit were dropped and counted"
