@@ -14,6 +14,8 @@ use tracing::{debug, info, warn};
 pub mod a2a;
 pub mod a2a_calls;
 pub mod broker;
+#[cfg(test)]
+pub(crate) mod capture;
 pub mod heap;
 pub mod limit;
 pub mod mirror;
@@ -395,13 +397,16 @@ pub struct BatchFailed<'a> {
 
 impl BatchFailed<'_> {
     pub fn emit(&self, metrics: &Metrics) {
-        warn!(
-            outcome = "retried",
-            messages = self.messages,
-            mode = self.mode,
-            reason = self.reason,
-            "batch not confirmed; the broker will redeliver its messages"
-        );
+        if let Some(left_out) = metrics.logs.batch_failures.admit() {
+            warn!(
+                outcome = "retried",
+                messages = self.messages,
+                mode = self.mode,
+                reason = self.reason,
+                left_out,
+                "batch not confirmed; the broker will redeliver its messages"
+            );
+        }
         metrics.batch_failures.fetch_add(1, Ordering::Relaxed);
     }
 }
@@ -414,10 +419,12 @@ pub struct Unsettled<'a> {
 
 impl Unsettled<'_> {
     pub fn emit(&self, metrics: &Metrics) {
-        warn!(
-            message_id = self.message_id,
-            "message left unsettled; resetting the connection to give it back"
-        );
+        if let Some(left_out) = metrics.logs.unsettled.admit() {
+            warn!(
+                message_id = self.message_id,
+                left_out, "message left unsettled; resetting the connection to give it back"
+            );
+        }
         metrics.unsettled.fetch_add(1, Ordering::Relaxed);
     }
 }
@@ -433,12 +440,15 @@ pub struct PublishStalled {
 
 impl PublishStalled {
     pub fn emit(&self, metrics: &Arc<Metrics>) -> Stall {
-        warn!(
-            waited_ms = self.since.elapsed().as_millis() as u64,
-            messages = self.messages,
-            "publishing stalled: the broker has not confirmed a batch within the receipt timeout; \
-             the connection is alive, so the bridge holds its messages and waits (not ready meanwhile)"
-        );
+        if let Some(left_out) = metrics.logs.stalls.admit() {
+            warn!(
+                waited_ms = self.since.elapsed().as_millis() as u64,
+                messages = self.messages,
+                left_out,
+                "publishing stalled: the broker has not confirmed a batch within the receipt timeout; \
+                 the connection is alive, so the bridge holds its messages and waits (not ready meanwhile)"
+            );
+        }
         metrics.stalls_total.fetch_add(1, Ordering::Relaxed);
         let mut stalls = metrics.stalls.lock().unwrap_or_else(|e| e.into_inner());
         stalls.next += 1;
@@ -470,6 +480,62 @@ impl Drop for Stall {
     fn drop(&mut self) {
         let mut stalls = self.metrics.stalls.lock().unwrap_or_else(|e| e.into_inner());
         stalls.open.retain(|(id, _)| *id != self.id);
+    }
+}
+
+/// An error answer (a reply timeout's, a stream given up on) the broker did not take: its
+/// asker gets none.
+pub struct ErrorAnswerUnpublished<'a> {
+    pub route: &'a str,
+    pub destination: &'a str,
+    pub error: &'a str,
+}
+
+impl ErrorAnswerUnpublished<'_> {
+    pub fn emit(&self, metrics: &Metrics) {
+        if let Some(left_out) = metrics.logs.error_answers.admit() {
+            warn!(
+                route = self.route,
+                destination = self.destination,
+                error = self.error,
+                left_out,
+                "cannot publish an error answer"
+            );
+        }
+    }
+}
+
+/// A stream given up on for age: its asker gets an error answer.
+pub struct StreamGivenUp<'a> {
+    pub error: &'a dyn std::fmt::Display,
+}
+
+impl StreamGivenUp<'_> {
+    pub fn emit(&self) {
+        self.emit_to(&limit::STREAMS_GIVEN_UP);
+    }
+
+    fn emit_to(&self, limit: &limit::LogLimit) {
+        if let Some(left_out) = limit.admit() {
+            warn!(error = %self.error, left_out, "a stream was given up on: its asker gets an error answer");
+        }
+    }
+}
+
+/// A stream given up on whose error answer could not be made.
+pub struct StreamUnanswered<'a> {
+    pub error: &'a dyn std::fmt::Display,
+}
+
+impl StreamUnanswered<'_> {
+    pub fn emit(&self) {
+        self.emit_to(&limit::STREAMS_UNANSWERED);
+    }
+
+    fn emit_to(&self, limit: &limit::LogLimit) {
+        if let Some(left_out) = limit.admit() {
+            warn!(error = %self.error, left_out, "no error answer for a stream given up on");
+        }
     }
 }
 

@@ -1,4 +1,5 @@
 use super::*;
+use crate::telemetry::capture::{FLOOD, assert_flood_limited};
 
 #[test]
 fn events_count_what_they_log_and_render_as_prometheus_text() {
@@ -93,4 +94,87 @@ fn a_stall_makes_the_bridge_not_ready_with_the_reason_until_it_ends() {
     drop(later);
     assert_eq!(m.readiness(), Ok(()));
     assert!(m.render().contains("bridge_publish_stalled_seconds 0\n"));
+}
+
+/// `name value`, as `/metrics` renders a counter without labels.
+fn counter(m: &Metrics, name: &str) -> String {
+    let text = m.render();
+    text.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or_default().to_owned()
+}
+
+fn flooded(name: &str) -> String {
+    format!("{name} {}", FLOOD + 1)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_flood_of_dead_letters_logs_a_burst_and_counts_every_one() {
+    let m = Metrics::default();
+    let dead = DeadLettered {
+        route: "civitas->?",
+        source: "/q",
+        message_id: "2",
+        kind: "json",
+        reason: "bad",
+        hop: None,
+        latency: Duration::ZERO,
+    };
+    assert_flood_limited("message dead-lettered", || dead.emit(&m)).await;
+    assert_eq!(m.messages("civitas->?", "dead_lettered"), FLOOD as u64 + 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_flood_of_late_replies_logs_a_burst_and_counts_every_one() {
+    let m = Metrics::default();
+    let late = LateReply { route: "civitas->late", source: "/q", message_id: "1", ask: "a" };
+    assert_flood_limited("after its reply timeout", || late.emit(&m)).await;
+    assert_eq!(counter(&m, "bridge_late_replies_total"), flooded("bridge_late_replies_total"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_flood_of_reply_timeouts_logs_a_burst_and_counts_every_one() {
+    let m = Metrics::default();
+    let timeout = ReplyTimedOut { route: "timeout->wiseagents", destination: "/d", hop: None };
+    assert_flood_limited("no answer within the reply timeout", || timeout.emit(&m)).await;
+    assert_eq!(counter(&m, "bridge_reply_timeouts_total"), flooded("bridge_reply_timeouts_total"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_flood_of_failed_batches_logs_a_burst_and_counts_every_one() {
+    let m = Metrics::default();
+    let failed = BatchFailed { messages: 3, mode: "confirm", reason: "connection lost" };
+    assert_flood_limited("batch not confirmed", || failed.emit(&m)).await;
+    assert_eq!(counter(&m, "bridge_batch_failures_total"), flooded("bridge_batch_failures_total"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_flood_of_unsettled_messages_logs_a_burst_and_counts_every_one() {
+    let m = Metrics::default();
+    assert_flood_limited("message left unsettled", || Unsettled { message_id: "1" }.emit(&m)).await;
+    assert_eq!(counter(&m, "bridge_unsettled_total"), flooded("bridge_unsettled_total"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_flood_of_stalls_logs_a_burst_and_counts_every_one() {
+    let m = Arc::new(Metrics::default());
+    let stall = || drop(PublishStalled { since: Instant::now(), messages: 1 }.emit(&m));
+    assert_flood_limited("publishing stalled", stall).await;
+    assert_eq!(counter(&m, "bridge_publish_stalls_total"), flooded("bridge_publish_stalls_total"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_flood_of_error_answers_not_published_logs_a_burst() {
+    let m = Metrics::default();
+    let lost =
+        ErrorAnswerUnpublished { route: "timeout->civitas", destination: "/d", error: "not connected" };
+    assert_flood_limited("cannot publish an error answer", || lost.emit(&m)).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_flood_of_streams_given_up_on_logs_a_burst() {
+    let limit = limit::LogLimit::new();
+    let given_up = StreamGivenUp { error: &"the stream's sender stopped" };
+    assert_flood_limited("a stream was given up on", || given_up.emit_to(&limit)).await;
+    let unanswered = StreamUnanswered { error: &"no route" };
+    let limit = limit::LogLimit::new();
+    assert_flood_limited("no error answer for a stream", || unanswered.emit_to(&limit)).await;
 }

@@ -17,6 +17,11 @@ pub struct LogLimit {
     window: Mutex<Window>,
 }
 
+/// The pipeline's events: it holds no metrics (a pure function of message, state and now), so
+/// their budgets are the process's.
+pub static STREAMS_GIVEN_UP: LogLimit = LogLimit::new();
+pub static STREAMS_UNANSWERED: LogLimit = LogLimit::new();
+
 #[derive(Debug, Default)]
 struct Window {
     start: Option<Instant>,
@@ -25,6 +30,10 @@ struct Window {
 }
 
 impl LogLimit {
+    pub const fn new() -> Self {
+        LogLimit { window: Mutex::new(Window { start: None, logged: 0, left_out: 0 }) }
+    }
+
     /// Whether a line may be logged now, and if so how many lines were left out before it.
     pub fn admit(&self) -> Option<u64> {
         let mut w = self.window.lock().unwrap_or_else(|e| e.into_inner());
@@ -43,12 +52,16 @@ impl LogLimit {
     }
 }
 
-/// The events whose lines are limited.
+/// The events of [`super::Metrics`] whose lines are limited.
 #[derive(Debug, Default)]
 pub struct LogLimits {
     pub dead_letters: LogLimit,
     pub late_replies: LogLimit,
     pub reply_timeouts: LogLimit,
+    pub batch_failures: LogLimit,
+    pub unsettled: LogLimit,
+    pub stalls: LogLimit,
+    pub error_answers: LogLimit,
 }
 
 #[cfg(test)]

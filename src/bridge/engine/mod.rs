@@ -13,7 +13,7 @@ use crate::config::DeliveryConfig;
 use crate::envelope::Clock;
 use crate::routing::{A2A_AGENT_HEADER, A2A_ANSWERS, A2A_CALL_PREFIX};
 use crate::stomp::{AckRef, Client, Event, Events, Message};
-use crate::telemetry::{Metrics, ReplyTimedOut};
+use crate::telemetry::{ErrorAnswerUnpublished, Metrics, ReplyTimedOut};
 use crate::wise_registry::member::WiseFrame;
 use crate::wise_registry::stage::{Check, Checked, Checks, source_key};
 use futures_util::StreamExt;
@@ -460,7 +460,8 @@ impl Engine {
                 Ok(()) => done(&out, &metrics),
                 Err(e) => {
                     let destination = out.frame.header("destination").unwrap_or_default();
-                    warn!(error = %e, %destination, route = %out.route, "cannot publish an error answer")
+                    let error = e.to_string();
+                    ErrorAnswerUnpublished { route: &out.route, destination, error: &error }.emit(&metrics)
                 }
             }
         });

@@ -110,7 +110,7 @@ impl Pipeline {
             match answer {
                 Ok(Processed::Send(o)) => out.push(o),
                 Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "no error answer for a stream given up on"),
+                Err(e) => crate::telemetry::StreamUnanswered { error: &e }.emit(),
             }
         }
         out
@@ -128,7 +128,7 @@ fn stream_error(key: &StreamKey, abandoned: Abandoned, now: &mut Now) -> Result<
     };
     env.intent = Some(Intent::CannotAnswer);
     env.content = Content::Text(format!("the streamed answer could not be delivered: {error}"));
-    tracing::warn!(%error, "a stream was given up on: its asker gets an error answer");
+    crate::telemetry::StreamGivenUp { error: &error }.emit();
     Ok(env)
 }
 
