@@ -24,13 +24,12 @@ use crate::envelope::Intent;
 use crate::names::glob_matches;
 use crate::stomp::{Client, Frame};
 use crate::telemetry::Metrics;
-use crate::telemetry::a2a::LateAnswer;
+use crate::telemetry::a2a::{DefaultContext, LateAnswer};
 use crate::wise_registry::member::WiseRegistry;
 use error::A2aFailure;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
-use tracing::warn;
 
 /// A Wise Agents answer to an A2A task, as the pipeline hands it over.
 #[derive(Debug, Clone, PartialEq)]
@@ -166,14 +165,12 @@ impl TaskRelay {
         match tokio::time::timeout(REGISTRY_WAIT, registry.make_context(context_id)).await {
             Ok(Ok(())) => context_id.to_owned(),
             Ok(Err(error)) => {
-                warn!(context = context_id, %error, "the A2A context could not be made a Wise Agents context: asking in the default");
+                DefaultContext { context: context_id, reason: &error.to_string() }.emit(&self.metrics.a2a);
                 known.to_owned()
             }
             Err(_) => {
-                warn!(
-                    context = context_id,
-                    "the Wise Agents registry did not answer in time: asking in the default context"
-                );
+                let reason = "the Wise Agents registry did not answer in time";
+                DefaultContext { context: context_id, reason }.emit(&self.metrics.a2a);
                 known.to_owned()
             }
         }

@@ -1,6 +1,7 @@
 //! What the A2A service lets an operator observe: its tasks by how they ended, those still
 //! waiting for their Wise Agents answer, and answers that came for no waiting task.
 
+use super::limit::LogLimit;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use tracing::{info, warn};
@@ -19,6 +20,9 @@ pub struct A2aMetrics {
     late: AtomicU64,
     /// Requests refused for lack of a valid bearer token.
     unauthorized: AtomicU64,
+    /// The lines of [`TaskEnded`] with a reason, and of [`DefaultContext`].
+    ended_lines: LogLimit,
+    default_context_lines: LogLimit,
 }
 
 impl A2aMetrics {
@@ -86,7 +90,10 @@ impl TaskEnded<'_> {
         }
         match self.reason {
             Some(reason) => {
-                warn!(agent = self.agent, task = self.task, end = self.end, reason, "A2A task ended")
+                if let Some(left_out) = metrics.ended_lines.admit() {
+                    let (agent, task, end) = (self.agent, self.task, self.end);
+                    warn!(agent, task, end, reason, left_out, "A2A task ended")
+                }
             }
             None => info!(agent = self.agent, task = self.task, end = self.end, "A2A task ended"),
         }
@@ -104,3 +111,27 @@ impl LateAnswer<'_> {
         info!(task = self.task, "a Wise Agents answer for an A2A task that no longer waits: dropped");
     }
 }
+
+/// A task asks in the default Wise Agents context: its A2A context could not be made one (the
+/// registry refused, or did not answer in time).
+pub struct DefaultContext<'a> {
+    pub context: &'a str,
+    pub reason: &'a str,
+}
+
+impl DefaultContext<'_> {
+    pub fn emit(&self, metrics: &A2aMetrics) {
+        if let Some(left_out) = metrics.default_context_lines.admit() {
+            warn!(
+                context = self.context,
+                reason = self.reason,
+                left_out,
+                "the A2A context could not be made a Wise Agents context: asking in the default"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "a2a_tests.rs"]
+mod tests;

@@ -2,6 +2,7 @@
 //! observe, per agent: the calls under way and waiting for a slot, how calls ended, and the
 //! attempts made again.
 
+use super::limit::LogLimit;
 use std::fmt::Write;
 use std::sync::RwLock;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -27,6 +28,9 @@ type Gauge = (&'static str, &'static str, fn(&AgentCalls) -> i64);
 #[derive(Debug, Default)]
 pub struct A2aCallMetrics {
     agents: RwLock<Vec<(String, AgentCalls)>>,
+    /// The lines of [`CallRetried`] and of [`CallEnded`] without an answer (all agents').
+    retried_lines: LogLimit,
+    failed_lines: LogLimit,
 }
 
 /// A call counted in `bridge_a2a_calls_in_flight` while this lives.
@@ -135,13 +139,16 @@ impl CallRetried<'_> {
         metrics.with(self.agent, |c| {
             c.retries.fetch_add(1, Ordering::Relaxed);
         });
-        warn!(
-            agent = self.agent,
-            attempt = self.attempt,
-            backoff_ms = self.backoff_ms,
-            error = self.error,
-            "an A2A call failed; trying again"
-        );
+        if let Some(left_out) = metrics.retried_lines.admit() {
+            warn!(
+                agent = self.agent,
+                attempt = self.attempt,
+                backoff_ms = self.backoff_ms,
+                error = self.error,
+                left_out,
+                "an A2A call failed; trying again"
+            );
+        }
     }
 }
 
@@ -160,9 +167,16 @@ impl CallEnded<'_> {
         });
         match self.reason {
             Some(reason) => {
-                warn!(agent = self.agent, attempts = self.attempts, reason, "an A2A call got no answer")
+                if let Some(left_out) = metrics.failed_lines.admit() {
+                    let attempts = self.attempts;
+                    warn!(agent = self.agent, attempts, reason, left_out, "an A2A call got no answer")
+                }
             }
             None => info!(agent = self.agent, attempts = self.attempts, "an A2A call answered"),
         }
     }
 }
+
+#[cfg(test)]
+#[path = "a2a_calls_tests.rs"]
+mod tests;
