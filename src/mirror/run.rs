@@ -13,7 +13,9 @@ use crate::config::{Config, codecs};
 use crate::stomp::{Client, Event, Events, Item};
 use crate::telemetry::Metrics;
 use crate::telemetry::broker::BrokerConnected;
-use crate::telemetry::mirror::{self as telemetry, Copied, Dropped, MirrorMetrics, TapState, Undecodable};
+use crate::telemetry::mirror::{
+    self as telemetry, Copied, CopyFailed, Dropped, MirrorMetrics, TapState, Undecodable,
+};
 use bytes::Bytes;
 use std::sync::Arc;
 use std::time::Duration;
@@ -176,8 +178,8 @@ async fn publish(
                 }
             };
             for (output, error) in &copies.failed {
-                warn!(format = output.as_str(), queue = %tapped.queue, %error, "mirror: a copy could not be written");
-                Copied { output: *output, ok: false }.emit(&metrics.mirror);
+                let error = error.to_string();
+                CopyFailed { output: *output, queue: &tapped.queue, error: &error }.emit(&metrics.mirror);
             }
             for (output, frame) in copies.frames {
                 items.push(Item::Frame { frame, receipt: false });

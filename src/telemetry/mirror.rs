@@ -1,6 +1,7 @@
 //! What the mirror lets an operator observe: each event one type whose `emit` counts it and,
 //! when it is rare, logs it, so that logs and metrics never disagree.
 
+use super::limit::LogLimit;
 use crate::config::mirror::Output;
 use crate::envelope::codecs::Framework;
 use std::fmt::Write;
@@ -41,6 +42,9 @@ pub struct MirrorMetrics {
     undecodable: AtomicU64,
     published: [AtomicU64; FORMATS.len()],
     failed: [AtomicU64; FORMATS.len()],
+    /// The lines of [`Dropped`] and [`CopyFailed`].
+    dropped_lines: LogLimit,
+    failed_lines: LogLimit,
 }
 
 fn index(output: Output) -> usize {
@@ -133,7 +137,7 @@ impl Tapped {
     }
 }
 
-/// A tapped message dropped: the buffer was full. Logged on the first and every 1000th.
+/// A tapped message dropped: the buffer was full.
 pub struct Dropped<'a> {
     pub queue: &'a str,
 }
@@ -142,11 +146,12 @@ impl Dropped<'_> {
     pub fn emit(&self, metrics: &MirrorMetrics) {
         metrics.tapped.fetch_add(1, Ordering::Relaxed);
         let n = metrics.dropped.fetch_add(1, Ordering::Relaxed);
-        if n % 1000 == 0 {
+        if let Some(left_out) = metrics.dropped_lines.admit() {
             warn!(
                 outcome = "mirror_dropped",
                 queue = self.queue,
                 dropped = n + 1,
+                left_out,
                 "the mirror is behind: a copy was dropped"
             );
         }
@@ -163,6 +168,28 @@ impl Undecodable<'_> {
     pub fn emit(&self, metrics: &MirrorMetrics) {
         metrics.undecodable.fetch_add(1, Ordering::Relaxed);
         debug!(outcome = "mirror_undecodable", queue = self.queue, reason = self.reason, "not copied");
+    }
+}
+
+/// A copy that could not be written in its format.
+pub struct CopyFailed<'a> {
+    pub output: Output,
+    pub queue: &'a str,
+    pub error: &'a str,
+}
+
+impl CopyFailed<'_> {
+    pub fn emit(&self, metrics: &MirrorMetrics) {
+        metrics.failed[index(self.output)].fetch_add(1, Ordering::Relaxed);
+        if let Some(left_out) = metrics.failed_lines.admit() {
+            warn!(
+                format = self.output.as_str(),
+                queue = self.queue,
+                error = self.error,
+                left_out,
+                "mirror: a copy could not be written"
+            );
+        }
     }
 }
 
