@@ -57,7 +57,8 @@ pub async fn connect(
         match Client::connect(client_config.clone()).await {
             Ok(connected) => {
                 metrics.set_connected(true);
-                BrokerConnected { link, address: &connected.0.address().to_string() }.emit(&metrics.broker);
+                let (address, server) = (connected.0.address().to_string(), connected.0.server());
+                BrokerConnected { link, address: &address, server }.emit(&metrics.broker);
                 return Some(connected);
             }
             Err(e) => {

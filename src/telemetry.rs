@@ -539,26 +539,50 @@ impl StreamUnanswered<'_> {
     }
 }
 
-/// The connection to the broker was lost.
+/// One of the engine's connections to the broker was lost: not ready until it is back. The
+/// one line said of it (the STOMP client says it at `debug`).
 pub struct Disconnected<'a> {
+    /// `consuming` or `publishing`.
+    pub link: &'static str,
+    /// The address it was on.
+    pub broker: &'a str,
     pub reason: &'a str,
 }
 
 impl Disconnected<'_> {
     pub fn emit(&self, metrics: &Metrics) {
-        warn!(reason = self.reason, "broker connection lost; not ready until reconnected");
+        let (connection, broker, reason) = (self.link, self.broker, self.reason);
+        warn!(connection, broker, reason, "broker connection lost; not ready until reconnected");
+        metrics.broker.lost(self.link);
         metrics.set_connected(false);
     }
 }
 
-/// Connected again with every subscription restored.
-pub struct Reconnected;
+/// One of the engine's connections is back on `broker`, every subscription restored; `ready`
+/// when no other is still down. A failover (back on another address) is said at `warn`.
+pub struct Reconnected<'a> {
+    pub link: &'static str,
+    pub broker: &'a str,
+    pub ready: bool,
+}
 
-impl Reconnected {
+impl Reconnected<'_> {
     pub fn emit(&self, metrics: &Metrics) {
-        info!("broker connection restored; ready");
-        metrics.reconnects.fetch_add(1, Ordering::Relaxed);
-        metrics.set_connected(true);
+        let then = if self.ready { "ready" } else { "waiting for the other connection" };
+        let (connection, broker) = (self.link, self.broker);
+        match metrics.broker.connected(self.link, self.broker) {
+            Some(from) => warn!(
+                connection,
+                from = from.as_str(),
+                to = broker,
+                "broker failover: the connection moved to another address; {then}"
+            ),
+            None => info!(connection, broker, "broker connection restored; {then}"),
+        }
+        if self.ready {
+            metrics.reconnects.fetch_add(1, Ordering::Relaxed);
+            metrics.set_connected(true);
+        }
     }
 }
 

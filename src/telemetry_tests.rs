@@ -1,5 +1,5 @@
 use super::*;
-use crate::telemetry::capture::{FLOOD, assert_flood_limited};
+use crate::telemetry::capture::{FLOOD, assert_flood_limited, logged};
 
 #[test]
 fn events_count_what_they_log_and_render_as_prometheus_text() {
@@ -25,7 +25,7 @@ fn events_count_what_they_log_and_render_as_prometheus_text() {
         latency: Duration::ZERO,
     }
     .emit(&m);
-    Reconnected.emit(&m);
+    Reconnected { link: "consuming", broker: "stomp://a:61613", ready: true }.emit(&m);
     let text = m.render();
     assert!(
         text.contains("bridge_messages_total{route=\"wiseagents->civitas\",outcome=\"delivered\"} 1"),
@@ -67,7 +67,7 @@ fn ready_needs_connection_and_subscriptions() {
     assert!(!m.is_ready());
     m.set_subscribed(true);
     assert!(m.is_ready());
-    Disconnected { reason: "x" }.emit(&m);
+    Disconnected { link: "consuming", broker: "stomp://a:61613", reason: "x" }.emit(&m);
     assert!(!m.is_ready());
 }
 
@@ -177,4 +177,44 @@ async fn a_flood_of_streams_given_up_on_logs_a_burst() {
     let unanswered = StreamUnanswered { error: &"no route" };
     let limit = limit::LogLimit::new();
     assert_flood_limited("no error answer for a stream", || unanswered.emit_to(&limit)).await;
+}
+
+/// A connection lost and restored is one line each, with the connection, its address and why;
+/// back on another address it is a failover, said at `warn` and counted.
+#[test]
+fn a_lost_connection_and_its_return_are_one_line_each_with_the_address() {
+    let m = Metrics::default();
+    m.set_subscribed(true);
+    let lost = Disconnected { link: "consuming", broker: "stomp://a:61613", reason: "nothing heard" };
+    let log = logged(|| lost.emit(&m));
+    assert_eq!(log.lines().count(), 1, "{log}");
+    assert!(log.contains("WARN") && log.contains("broker connection lost"), "{log}");
+    assert!(
+        log.contains("stomp://a:61613") && log.contains("nothing heard") && log.contains("consuming"),
+        "{log}"
+    );
+    assert!(!m.is_ready());
+    let back = |broker, ready| Reconnected { link: "consuming", broker, ready }.emit(&m);
+    let log = logged(|| back("stomp://a:61613", false));
+    assert!(log.contains("INFO") && log.contains("restored; waiting for the other connection"), "{log}");
+    assert!(!m.is_ready(), "the other connection is still down");
+    let log = logged(|| back("stomp://a:61613", true));
+    assert!(log.contains("INFO") && log.contains("broker connection restored; ready"), "{log}");
+    assert!(m.is_ready());
+    let log = logged(|| {
+        lost.emit(&m);
+        back("stomp://b:61613", true);
+    });
+    assert_eq!(log.lines().count(), 2, "{log}");
+    let failover = log.lines().nth(1).unwrap_or_default();
+    assert!(failover.contains("WARN") && failover.contains("broker failover"), "{log}");
+    assert!(
+        failover.contains("from=\"stomp://a:61613\"") && failover.contains("to=\"stomp://b:61613\""),
+        "{log}"
+    );
+    assert_eq!(
+        (counter(&m, "bridge_reconnects_total"), m.broker.failovers()),
+        ("bridge_reconnects_total 2".into(), 1)
+    );
+    assert_eq!(m.broker.live(), ["stomp://b:61613"]);
 }

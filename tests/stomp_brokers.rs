@@ -102,8 +102,8 @@ async fn a_silent_broker_is_detected_within_the_heartbeat_bound(broker: Broker) 
 
     proxy.freeze();
     let frozen_at = Instant::now();
-    let lost = wait_for(&mut events, 30, |e| matches!(e, Event::ConnectionLost(_))).await;
-    let Event::ConnectionLost(SessionError::HeartbeatTimeout(bound)) = lost else {
+    let lost = wait_for(&mut events, 30, |e| matches!(e, Event::ConnectionLost { .. })).await;
+    let Event::ConnectionLost { error: SessionError::HeartbeatTimeout(bound), .. } = lost else {
         panic!("expected a heart-beat timeout, got {lost:?}")
     };
     let waited = frozen_at.elapsed();

@@ -116,7 +116,7 @@ impl Queue {
             };
             let message = match event {
                 Event::Message(m) => m,
-                Event::ConnectionLost(e) | Event::ReconnectFailed(e) => {
+                Event::ConnectionLost { error: e, .. } | Event::ReconnectFailed { error: e, .. } => {
                     return Err(DeadLetterError::Lost(e.to_string()));
                 }
                 Event::BrokerError(e) => return Err(DeadLetterError::Lost(e.to_string())),

@@ -12,7 +12,7 @@ use crate::config::mirror::MirrorConfig;
 use crate::config::{Config, codecs};
 use crate::stomp::{Client, Event, Events, Item};
 use crate::telemetry::Metrics;
-use crate::telemetry::broker::BrokerConnected;
+use crate::telemetry::broker::{BrokerConnected, BrokerLost, BrokerMetrics, ReconnectFailed};
 use crate::telemetry::mirror::{
     self as telemetry, Copied, CopyFailed, Dropped, MirrorMetrics, TapState, Undecodable,
 };
@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 /// Open conversations remembered for the `conversation` key.
 const CONVERSATIONS: usize = 100_000;
@@ -38,7 +38,8 @@ pub async fn run(
     let Some((tap_client, events)) = connect(&client, "tap", &metrics, &shutdown).await else {
         return Ok(());
     };
-    let Some((out, _)) = connect(&client, "out", &metrics, &shutdown).await else { return Ok(()) };
+    let Some((out, out_events)) = connect(&client, "out", &metrics, &shutdown).await else { return Ok(()) };
+    tokio::spawn(watch(out_events, metrics.clone()));
     let wa = &config.wiseagents;
     let tap = Tap::new(&mirror, &wa.request_prefix, &wa.response_prefix);
     let mut subscriptions = Vec::new();
@@ -101,19 +102,11 @@ async fn read(
         };
         let message = match event {
             Some(Event::Message(m)) => m,
-            Some(Event::Reconnected { url, .. }) => {
-                BrokerConnected { link: "tap", address: &url.to_string() }.emit(&metrics.broker);
-                info!("mirror: tap reconnected (copies sent meanwhile are not seen)");
-                let _ = signals.try_send(Signal::Again);
-                continue;
-            }
-            Some(Event::ConnectionLost(e) | Event::ReconnectFailed(e)) => {
-                metrics.broker.lost("tap");
-                warn!(error = %e, "mirror: the tap's connection is down; reconnecting");
-                continue;
-            }
-            Some(Event::BrokerError(e)) => {
-                warn!(error = %e, "mirror: the broker sent the tap an ERROR");
+            Some(event) => {
+                if connection_event("tap", event, &metrics.broker) {
+                    info!("mirror: tap reconnected (copies sent meanwhile are not seen)");
+                    let _ = signals.try_send(Signal::Again);
+                }
                 continue;
             }
             None => return,
@@ -136,6 +129,37 @@ async fn read(
         let ack = Item::Ack { msg: message.ack, nack: false, transaction: None };
         let _ = client.enqueue(vec![ack]).await;
     }
+}
+
+/// Says what happens to the publishing connection (nothing is read from it) until its client
+/// stops.
+async fn watch(mut events: Events, metrics: Arc<Metrics>) {
+    while let Some(event) = events.recv().await {
+        connection_event("out", event, &metrics.broker);
+    }
+}
+
+/// A connection event of the mirror's connection `link`, said once (its client says it at
+/// `debug`): whether the connection is back.
+fn connection_event(link: &'static str, event: Event, metrics: &BrokerMetrics) -> bool {
+    match event {
+        Event::Reconnected { url, .. } => {
+            BrokerConnected { link, address: &url.to_string(), server: None }.emit(metrics);
+            return true;
+        }
+        Event::ConnectionLost { error, url } => {
+            let (address, reason) = (url.to_string(), error.to_string());
+            BrokerLost { link, address: &address, reason: &reason }.emit(metrics)
+        }
+        Event::ReconnectFailed { error, url, attempt } => {
+            let (address, error) = (url.to_string(), error.to_string());
+            ReconnectFailed { link, address: &address, attempt, error: &error }.emit()
+        }
+        // The connection ends with it: its BrokerLost says it, as the reason.
+        Event::BrokerError(e) => debug!(connection = link, error = %e, "the broker sent an ERROR"),
+        Event::Message(_) => {}
+    }
+    false
 }
 
 /// Queues a copy for publishing without waiting: when the buffer is full the copy is dropped

@@ -23,11 +23,12 @@ use event_loop::{Connection, EventLoop};
 pub enum Event {
     /// A message on one of the subscriptions.
     Message(Message),
-    /// The connection was lost; the client is reconnecting. Unacknowledged messages will be
-    /// redelivered by the broker.
-    ConnectionLost(SessionError),
-    /// A reconnect attempt failed (bad credentials surface here too); another follows.
-    ReconnectFailed(SessionError),
+    /// The connection to `url` was lost; the client is reconnecting. Unacknowledged messages
+    /// will be redelivered by the broker.
+    ConnectionLost { error: SessionError, url: BrokerUrl },
+    /// Reconnect attempt `attempt` (from 0), to `url`, failed (bad credentials surface here
+    /// too); another follows.
+    ReconnectFailed { error: SessionError, url: BrokerUrl, attempt: u32 },
     /// Connected again, every subscription restored; acks for older messages now fail. `url`
     /// is the address that accepted (another of [`ClientConfig::urls`] after a failover).
     Reconnected { epoch: u64, url: BrokerUrl },

@@ -26,7 +26,7 @@ struct Links {
 impl BrokerMetrics {
     /// The connection `link` is up on `address`: the address it was on before, when that was
     /// another (a failover).
-    fn connected(&self, link: &'static str, address: &str) -> Option<String> {
+    pub(super) fn connected(&self, link: &'static str, address: &str) -> Option<String> {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         s.seen.insert(address.to_owned());
         let before = s.links.insert(link, (address.to_owned(), true)).map(|(a, _)| a);
@@ -77,11 +77,15 @@ impl BrokerMetrics {
     }
 }
 
-/// A connection is up on a broker address: at start, after a reconnect, after a failover.
+/// A connection is up on a broker address: at start, and after a reconnect or a failover of a
+/// connection the bridge's readiness does not follow (the mirror's; the engine's are
+/// [`super::Reconnected`]).
 pub struct BrokerConnected<'a> {
     /// The connection's role: `consuming`, `publishing`, `tap`, `out`.
     pub link: &'static str,
     pub address: &'a str,
+    /// The broker's `server` header (`ActiveMQ/5.17.2`), when it is known.
+    pub server: Option<&'a str>,
 }
 
 impl BrokerConnected<'_> {
@@ -91,9 +95,53 @@ impl BrokerConnected<'_> {
                 connection = self.link,
                 from = from.as_str(),
                 to = self.address,
+                server = self.server,
                 "broker failover: the connection moved to another address"
             ),
-            None => info!(connection = self.link, broker = self.address, "connected to the broker"),
+            None => {
+                info!(
+                    connection = self.link,
+                    broker = self.address,
+                    server = self.server,
+                    "connected to the broker"
+                )
+            }
         }
+    }
+}
+
+/// A connection the bridge's readiness does not follow (the mirror's) is lost: its client
+/// reconnects. The engine's are [`super::Disconnected`].
+pub struct BrokerLost<'a> {
+    pub link: &'static str,
+    pub address: &'a str,
+    pub reason: &'a str,
+}
+
+impl BrokerLost<'_> {
+    pub fn emit(&self, metrics: &BrokerMetrics) {
+        metrics.lost(self.link);
+        warn!(
+            connection = self.link,
+            broker = self.address,
+            reason = self.reason,
+            "broker connection lost; reconnecting"
+        );
+    }
+}
+
+/// An attempt to reconnect `link` to `address` failed (bad credentials say so here too); the
+/// client tries again after its backoff, so these come at most one per backoff.
+pub struct ReconnectFailed<'a> {
+    pub link: &'static str,
+    pub address: &'a str,
+    pub attempt: u32,
+    pub error: &'a str,
+}
+
+impl ReconnectFailed<'_> {
+    pub fn emit(&self) {
+        let (connection, broker, attempt, error) = (self.link, self.address, self.attempt, self.error);
+        warn!(connection, broker, attempt, error, "reconnect attempt failed");
     }
 }

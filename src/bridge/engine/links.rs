@@ -5,9 +5,9 @@
 use super::Engine;
 use crate::bridge::delivery::Work;
 use crate::stomp::Event;
-use crate::telemetry::broker::BrokerConnected;
+use crate::telemetry::broker::ReconnectFailed;
 use crate::telemetry::{Disconnected, Reconnected};
-use tracing::{info, warn};
+use tracing::debug;
 
 /// One of the engine's two connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,22 +70,22 @@ impl Engine {
     fn on_connection_event(&mut self, event: Event, link: Link) {
         let which = if link == Link::Consuming { "consuming" } else { "publishing" };
         match event {
-            Event::ConnectionLost(e) => {
+            Event::ConnectionLost { error, url } => {
                 self.links = self.links.lost(link);
-                self.metrics.broker.lost(which);
-                Disconnected { reason: &format!("{which} connection: {e}") }.emit(&self.metrics)
+                let (broker, reason) = (url.to_string(), error.to_string());
+                Disconnected { link: which, broker: &broker, reason: &reason }.emit(&self.metrics)
             }
             Event::Reconnected { url, .. } => {
                 self.links = self.links.back(link);
-                BrokerConnected { link: which, address: &url.to_string() }.emit(&self.metrics.broker);
-                if self.links == Links::Up {
-                    Reconnected.emit(&self.metrics);
-                } else {
-                    info!(connection = which, "reconnected; waiting for the other connection");
-                }
+                let ready = self.links == Links::Up;
+                Reconnected { link: which, broker: &url.to_string(), ready }.emit(&self.metrics);
             }
-            Event::ReconnectFailed(e) => warn!(connection = which, error = %e, "reconnect attempt failed"),
-            Event::BrokerError(e) => warn!(connection = which, error = %e, "the broker sent an ERROR"),
+            Event::ReconnectFailed { error, url, attempt } => {
+                let (address, error) = (url.to_string(), error.to_string());
+                ReconnectFailed { link: which, address: &address, attempt, error: &error }.emit()
+            }
+            // The connection ends with it: its Disconnected says it, as the reason.
+            Event::BrokerError(e) => debug!(connection = which, error = %e, "the broker sent an ERROR"),
             Event::Message(_) => {}
         }
     }

@@ -125,20 +125,22 @@ impl EventLoop {
     pub(super) async fn run(mut self, mut conn: Connection) {
         self.session.connected(&conn.negotiated);
         let server = conn.negotiated.server.as_deref().unwrap_or("(not said)");
-        info!(broker = %self.url(), server, "STOMP connected");
+        // Said by the consumer (telemetry::broker::BrokerConnected), with the role of the
+        // connection; so are the losses and returns below, from the events.
+        debug!(broker = %self.url(), server, "STOMP connected");
         loop {
             let err = match self.serve(&mut conn).await {
                 End::Shutdown => return,
                 End::Lost(err) => err,
             };
-            warn!(broker = %self.url(), error = %err, "STOMP connection lost; reconnecting");
+            debug!(broker = %self.url(), error = %err, "STOMP connection lost; reconnecting");
             // Closed now, not when the next connection replaces it: the broker rolls back what
             // was open on it and redelivers its unacknowledged messages at once.
             drop(conn);
             self.session.disconnected(&err);
             // Messages already read are still handed over: with `ack:auto` the broker counts
             // them as consumed, so dropping them would lose them. Their acks fail as stale.
-            self.pending.push_back(Event::ConnectionLost(err));
+            self.pending.push_back(Event::ConnectionLost { error: err, url: self.url().clone() });
             conn = match self.reconnect().await {
                 Some(conn) => conn,
                 None => return,
@@ -220,7 +222,7 @@ impl EventLoop {
             Some(Ok(Wire::Frame(frame))) => match self.session.on_frame(frame) {
                 Inbound::Deliver(message) => self.pending.push_back(Event::Message(message)),
                 Inbound::Error(error) => {
-                    warn!(broker = %self.url(), error = %error, "broker sent ERROR");
+                    debug!(broker = %self.url(), error = %error, "broker sent ERROR");
                     self.pending.push_back(Event::BrokerError(error.clone()));
                     return Err(SessionError::Broker(error));
                 }
@@ -389,9 +391,9 @@ impl EventLoop {
             match self.restore(target).await {
                 Ok(conn) => return Some(conn),
                 Err(err) => {
-                    let url = &self.config.urls[target];
-                    warn!(broker = %url, attempt, error = %err, "reconnect failed");
-                    self.pending.push_back(Event::ReconnectFailed(err));
+                    let url = self.config.urls[target].clone();
+                    debug!(broker = %url, attempt, error = %err, "reconnect failed");
+                    self.pending.push_back(Event::ReconnectFailed { error: err, url, attempt });
                 }
             }
         }
@@ -434,7 +436,7 @@ impl EventLoop {
         self.current = target;
         let url = self.url().clone();
         *self.address.lock().unwrap_or_else(|e| e.into_inner()) = url.clone();
-        info!(broker = %url, epoch, failover, "STOMP reconnected; subscriptions restored");
+        debug!(broker = %url, epoch, failover, "STOMP reconnected; subscriptions restored");
         self.pending.push_back(Event::Reconnected { epoch, url });
         Ok(conn)
     }
