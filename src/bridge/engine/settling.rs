@@ -10,7 +10,7 @@ use crate::bridge::pipeline::{Absorbed, dead_letter_frame};
 use crate::bridge::settle::{Failure, Finished, Settlement, next_batch, route_of, work_key};
 use crate::envelope::trace::{SpanContext, SpanId, TraceId};
 use crate::stomp::{AckRef, Client};
-use crate::telemetry::trace::{Hop, HopKind, Party};
+use crate::telemetry::trace::{Hop, HopKind, Party, Times};
 use crate::telemetry::{
     Acknowledgement, BatchFailed, ChunkTaken, DeadLettered, Delivered, LateReply, Metrics, TaskAnswered,
     Unsettled,
@@ -161,9 +161,14 @@ impl Engine {
 
     /// Gives a work's message back to the broker (its connection is gone or going), and the
     /// stream it completed back to the pipeline, to be completed again by its redelivery.
-    pub(super) fn release(&mut self, work: Work) {
+    pub(super) fn release(&mut self, mut work: Work) {
         if let Some(stream) = &work.stream {
             self.pipeline.stream_released(stream);
+        }
+        // Its trace says so: what it published may already be answered, in this trace.
+        if let Outcome::Delivered { hop: Some(hop), .. } = &mut work.outcome {
+            hop.note("retry", "released: the broker delivers it again");
+            self.metrics.traces.record(hop, Times::since(work.source.received.elapsed()));
         }
         work.source.settle(Settled::Released, &mut self.tally);
     }
