@@ -59,6 +59,10 @@ pub async fn connect(
                 metrics.set_connected(true);
                 let (address, server) = (connected.0.address().to_string(), connected.0.server());
                 BrokerConnected { link, address: &address, server }.emit(&metrics.broker);
+                // The spans' `messaging.system`: which broker this is.
+                if let (Some(server), Some(exporter)) = (server, metrics.traces.exporter()) {
+                    exporter.broker_is(server);
+                }
                 return Some(connected);
             }
             Err(e) => {
