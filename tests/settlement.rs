@@ -160,6 +160,7 @@ async fn alive_but_silent(conn: &mut Conn, how_long: Duration) {
 #[tokio::test(start_paused = true)]
 async fn a_commit_held_on_a_live_connection_is_a_reported_stall_not_a_reset() {
     let (listener, metrics, shutdown, bridge) = start_watched().await;
+    metrics.traces.install(&Default::default()).unwrap();
     let mut conn = accept_watched(&listener).await;
     let sub = conn.subscriptions().await;
     conn.deliver(&sub, "ack-1").await;
@@ -186,6 +187,12 @@ async fn a_commit_held_on_a_live_connection_is_a_reported_stall_not_a_reset() {
     assert!(text.contains("bridge_batch_failures_total 0"), "{text}");
     assert!(text.contains("bridge_publish_stalled_seconds 0\n"), "{text}");
     assert!(metrics.is_ready(), "ready again: {:?}", metrics.readiness());
+    // The message's conversation says what held it (a span event with OTLP on).
+    let page = metrics.traces.conversations().unwrap().to_json();
+    let events = &page["conversations"][0]["events"];
+    assert_eq!(events[0]["kind"], "hold", "{page}");
+    assert!(events[0]["detail"].as_str().unwrap().contains("(a publishing stall)"), "{page}");
+    assert_eq!(events[1]["kind"], "ask", "{page}");
     stop(conn, shutdown, bridge).await;
 }
 

@@ -129,6 +129,8 @@ pub struct Finished {
     /// How many of `works`, from the first, were acknowledged (all of them when `result` is
     /// `Ok`; in confirm mode, some before a failure).
     pub acked: usize,
+    /// How long the broker held the batch past the receipt timeout (a publishing stall), ms.
+    pub stalled_ms: u64,
 }
 
 /// Starts batches in order; the broker's answers are awaited by the futures it returns.
@@ -181,9 +183,11 @@ impl Settler {
             receipt_timeout: self.receipt_timeout,
             tx,
             owners,
+            stalled_ms: Arc::default(),
         };
         async move {
             let mut acked = 0;
+            let stalled = batch.stalled_ms.clone();
             let result = match submitted {
                 Ok(submitted) => batch.finish(&works, submitted, turn, done, &mut acked).await,
                 Err(error) => Err(Failure { error, culprit: None, acking: false }),
@@ -191,7 +195,7 @@ impl Settler {
             if result.is_ok() {
                 acked = works.len();
             }
-            Finished { works, result, acked }
+            Finished { works, result, acked, stalled_ms: stalled.load(std::sync::atomic::Ordering::Relaxed) }
         }
     }
 }
@@ -240,6 +244,8 @@ struct Batch {
     receipt_timeout: Duration,
     tx: String,
     owners: Vec<usize>,
+    /// How long a stall held the batch (ms; 0: none), for the traces of its messages.
+    stalled_ms: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Batch {
@@ -389,6 +395,8 @@ impl Batch {
             Err(_) if self.publisher.watched() => {
                 let stall = PublishStalled { since, messages }.emit(&self.metrics);
                 let result = answer.await;
+                let held = since.elapsed().as_millis() as u64;
+                self.stalled_ms.fetch_add(held, std::sync::atomic::Ordering::Relaxed);
                 if result.is_ok() {
                     stall.resumed();
                 }

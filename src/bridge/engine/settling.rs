@@ -82,11 +82,14 @@ impl Engine {
     /// A batch's outcome: settled and reported, published again, or left to the broker to
     /// redeliver (see [`Engine::failed`]).
     pub(super) fn finished(&mut self, done: Finished) {
-        let Finished { works, result, acked } = done;
+        let Finished { works, result, acked, stalled_ms } = done;
         self.in_batches = self.in_batches.saturating_sub(works.len());
         self.metrics.in_flight(-(works.len() as i64));
         let mut works = works.into_iter();
-        for work in works.by_ref().take(acked) {
+        for mut work in works.by_ref().take(acked) {
+            if stalled_ms > 0 {
+                work.note("hold", format!("the broker held its batch {stalled_ms} ms (a publishing stall)"));
+            }
             self.attempts.forget(&work);
             report(&work, &self.metrics);
             if let Some(stream) = &work.stream {
