@@ -366,6 +366,11 @@ async fn one_call(remotes: &Remotes, metrics: &Metrics, call: Call) -> Called {
         Err(e) => return failed(id, A2aFailure::Request { agent, why: e.to_string() }),
     };
     request.message.message_id = message_id;
+    if let Some(value) = &traceparent {
+        // Beside the header, where a framework reads its message and not its HTTP request.
+        let metadata = request.message.metadata.get_or_insert_with(Default::default);
+        metadata.insert(super::trace::METADATA_KEY.to_owned(), value.clone().into());
+    }
     metrics.a2a_calls.waiting(&agent, 1);
     let acquire = remote.slots.clone().acquire_owned();
     let slot = match deadline {

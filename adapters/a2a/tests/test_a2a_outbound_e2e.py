@@ -236,6 +236,8 @@ def test_a_wise_agents_agent_asks_an_a2a_agent_and_gets_its_answer(
     parents = [p.headers.get("traceparent", "") for p in posts]
     assert all(re.fullmatch(r"00-[0-9a-f]{32}-[0-9a-f]{16}-01", t) for t in parents), parents
     assert parents[0].split("-")[1] != parents[1].split("-")[1], parents
+    carried = [p.body["params"]["message"].get("metadata", {}).get("traceparent") for p in posts]
+    assert carried == parents, "and in the message's metadata, under the key traceparent"
     bridge.wait_metric("bridge_a2a_calls_total", lambda v: v == 2, agent=translator, result="answered")
     bridge.wait_metric("bridge_a2a_calls_in_flight", lambda v: v == 0, agent=translator)
     assert not bridge.metric("bridge_a2a_call_retries_total", agent=translator), bridge.a2a_metrics(translator)
