@@ -112,8 +112,13 @@ async fn ask(hub: Arc<TaskRelay>, ctx: ExecutorContext, tx: Events) {
     loop {
         let answer = match tokio::time::timeout_at(deadline, answers.recv()).await {
             Ok(Some(answer)) => answer,
-            // Canceled: the cancel reported the end.
-            Ok(None) => return,
+            // Canceled: the cancel reported the end; the trace ends here.
+            Ok(None) => {
+                if let Some(trace) = &traced {
+                    trace.ended(&metrics, &task, Some(("canceled", "the task was canceled")));
+                }
+                return;
+            }
             Err(_) => {
                 let why = format!("no answer from {agent} within the reply timeout");
                 end("failed", Some(&why));
@@ -122,6 +127,9 @@ async fn ask(hub: Arc<TaskRelay>, ctx: ExecutorContext, tx: Events) {
             }
         };
         if tx.is_closed() {
+            if let Some(trace) = &traced {
+                trace.ended(&metrics, &task, Some(("gone", "the client went away")));
+            }
             return;
         }
         for (event, ended) in events_of(&ctx, answer) {

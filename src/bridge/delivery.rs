@@ -110,11 +110,27 @@ pub struct Work {
 
 impl Work {
     /// Notes what happened to its message on the way (traces on): an event of its trace.
-    pub fn note(&mut self, kind: &'static str, detail: impl Into<Box<str>>) {
-        if let Outcome::Delivered { hop: Some(hop), .. } | Outcome::DeadLettered { hop: Some(hop), .. } =
-            &mut self.outcome
-        {
-            hop.note(kind, detail);
+    pub fn note(&mut self, kind: &'static str, detail: impl FnOnce() -> String) {
+        if let Some(hop) = self.outcome.hop_mut() {
+            hop.note(kind, detail());
+        }
+    }
+}
+
+impl Outcome {
+    /// Its hop (traces on).
+    pub fn hop_mut(&mut self) -> Option<&mut crate::telemetry::trace::Hop> {
+        match self {
+            Outcome::Delivered { hop, .. } | Outcome::DeadLettered { hop, .. } => hop.as_deref_mut(),
+            Outcome::Absorbed(_) => None,
+        }
+    }
+
+    /// Its hop, taken out (it goes on in another outcome).
+    pub fn take_hop(&mut self) -> Option<Box<crate::telemetry::trace::Hop>> {
+        match self {
+            Outcome::Delivered { hop, .. } | Outcome::DeadLettered { hop, .. } => hop.take(),
+            Outcome::Absorbed(_) => None,
         }
     }
 }

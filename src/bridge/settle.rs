@@ -37,6 +37,8 @@ use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -129,6 +131,9 @@ pub struct Finished {
     /// How many of `works`, from the first, were acknowledged (all of them when `result` is
     /// `Ok`; in confirm mode, some before a failure).
     pub acked: usize,
+    /// How many of `works`, from the first, had everything they published confirmed by the
+    /// broker (at least `acked`): published, whether acknowledged or not.
+    pub confirmed: usize,
     /// How long the broker held the batch past the receipt timeout (a publishing stall), ms.
     pub stalled_ms: u64,
 }
@@ -184,10 +189,11 @@ impl Settler {
             tx,
             owners,
             stalled_ms: Arc::default(),
+            confirmed: Arc::default(),
         };
         async move {
             let mut acked = 0;
-            let stalled = batch.stalled_ms.clone();
+            let (stalled, confirmed) = (batch.stalled_ms.clone(), batch.confirmed.clone());
             let result = match submitted {
                 Ok(submitted) => batch.finish(&works, submitted, turn, done, &mut acked).await,
                 Err(error) => Err(Failure { error, culprit: None, acking: false }),
@@ -195,7 +201,8 @@ impl Settler {
             if result.is_ok() {
                 acked = works.len();
             }
-            Finished { works, result, acked, stalled_ms: stalled.load(std::sync::atomic::Ordering::Relaxed) }
+            let (stalled_ms, confirmed) = (stalled.load(Relaxed), confirmed.load(Relaxed).max(acked));
+            Finished { works, result, acked, confirmed, stalled_ms }
         }
     }
 }
@@ -245,7 +252,9 @@ struct Batch {
     tx: String,
     owners: Vec<usize>,
     /// How long a stall held the batch (ms; 0: none), for the traces of its messages.
-    stalled_ms: Arc<std::sync::atomic::AtomicU64>,
+    stalled_ms: Arc<AtomicU64>,
+    /// Confirm mode: the works whose SENDs the broker confirmed so far (from the first).
+    confirmed: Arc<AtomicUsize>,
 }
 
 impl Batch {
@@ -327,6 +336,7 @@ impl Batch {
                 }
             }
             ready.push(work);
+            self.confirmed.store(w + 1, Relaxed);
         }
         self.acknowledge(&mut ready, acked).await
     }
@@ -396,7 +406,7 @@ impl Batch {
                 let stall = PublishStalled { since, messages }.emit(&self.metrics);
                 let result = answer.await;
                 let held = since.elapsed().as_millis() as u64;
-                self.stalled_ms.fetch_add(held, std::sync::atomic::Ordering::Relaxed);
+                self.stalled_ms.fetch_add(held, Relaxed);
                 if result.is_ok() {
                     stall.resumed();
                 }

@@ -20,8 +20,8 @@ pub struct TracesConfig {
     /// read at start, never logged or shown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headers_file: Option<PathBuf>,
-    /// The share of new traces sampled, 0.0 to 1.0; a trace that arrives keeps its own
-    /// decision (parent-based).
+    /// The share of traces exported, 0.0 to 1.0, decided on the trace id (the same decision
+    /// in every hop of a conversation; a context's sampled flag is not read).
     #[serde(default = "default_ratio")]
     pub sampling_ratio: f64,
     /// `service.name` of the spans.
@@ -30,12 +30,12 @@ pub struct TracesConfig {
     /// More resource attributes (`deployment.environment.name = "prod"`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub resource: BTreeMap<String, String>,
-    /// Spans waiting for export at most; more are dropped and counted
-    /// (`bridge_trace_spans_dropped_total`), never waited for.
+    /// Spans waiting for export at most (1 to 1,000,000); more are dropped and counted
+    /// (`bridge_trace_spans_total{outcome="dropped"}`), never waited for.
     #[serde(default = "default_queue")]
     pub max_queue: usize,
-    /// Conversations the `/conversations` page keeps (the oldest forgotten first); 0 turns
-    /// the page off.
+    /// Conversations the `/conversations` page keeps, at most 10,000 (the least recently
+    /// active forgotten first); 0 turns the page off.
     #[serde(default = "default_conversations")]
     pub conversations: usize,
 }
@@ -83,12 +83,24 @@ impl TracesConfig {
                 format!("{} is not between 0.0 and 1.0", self.sampling_ratio),
             ));
         }
-        if self.max_queue == 0 {
-            out.push(("traces.max_queue".into(), "must be at least 1".into()));
+        if !(1..=MAX_QUEUE).contains(&self.max_queue) {
+            out.push((
+                "traces.max_queue".into(),
+                format!("{} is not between 1 and {MAX_QUEUE}", self.max_queue),
+            ));
+        }
+        if self.conversations > MAX_CONVERSATIONS {
+            let why = format!("{} is more than {MAX_CONVERSATIONS}", self.conversations);
+            out.push(("traces.conversations".into(), why));
         }
         out
     }
 }
+
+/// The most spans that may wait for export (each holds its attributes, cut to 256 characters).
+const MAX_QUEUE: usize = 1_000_000;
+/// The most conversations the page keeps (each at most 64 events of a few hundred bytes).
+const MAX_CONVERSATIONS: usize = 10_000;
 
 fn default_protocol() -> String {
     "http/protobuf".into()

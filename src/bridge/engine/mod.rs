@@ -13,6 +13,7 @@ use crate::config::DeliveryConfig;
 use crate::envelope::Clock;
 use crate::routing::{A2A_AGENT_HEADER, A2A_ANSWERS, A2A_CALL_PREFIX};
 use crate::stomp::{AckRef, Client, Event, Events, Message};
+use crate::telemetry::trace::Times;
 use crate::telemetry::{ErrorAnswerUnpublished, Metrics, ReplyTimedOut};
 use crate::wise_registry::member::WiseFrame;
 use crate::wise_registry::stage::{Check, Checked, Checks, source_key};
@@ -294,11 +295,11 @@ impl Engine {
                 Work { source: delivery, stream: None, publish: Vec::new(), outcome }
             }
             Err(MessageError::StreamFailed { error, body, stream }) => {
-                let mut work = self.dead_letter_work(delivery, &error, Some(body));
+                let mut work = self.dead_letter_work(delivery, &error, Some(body), None);
                 work.stream = Some(stream);
                 work
             }
-            Err(error) => self.dead_letter_work(delivery, &error, None),
+            Err(error) => self.dead_letter_work(delivery, &error, None, None),
         };
         self.ready_up(work);
     }
@@ -307,7 +308,7 @@ impl Engine {
     /// exist, a proxied agent's answer routed by its collaboration); the work waits here for
     /// the result.
     fn check_in_registry(&mut self, mut work: Work, frame: crate::stomp::Frame, wise: WiseFrame) {
-        work.note("hold", "held for the Wise Agents registry (Redis)");
+        work.note("hold", || REGISTRY_HOLD.to_owned());
         let m = &work.source.message;
         let source = source_key(&m.destination, &m.frame.body);
         if let Some(work) = self.registry.park(work, |id| Check { id, frame, wise, source }) {
@@ -320,6 +321,9 @@ impl Engine {
     /// registry's reason (its ask taken back). Work of a connection gone is released.
     fn checked(&mut self, Checked { result, .. }: Checked, mut work: Work) {
         self.metrics.registry.set_held(self.registry.len());
+        if let Some(hop) = work.outcome.hop_mut() {
+            hop.waited(REGISTRY_HOLD);
+        }
         if work.source.ack_ref().epoch < self.epoch {
             self.forget_ask(&work);
             return self.release(work);
@@ -334,8 +338,9 @@ impl Engine {
             }
             Err(error) => {
                 self.forget_ask(&work);
-                let Work { source, stream, .. } = work;
-                let mut dead = self.dead_letter_work(source, &MessageError::Registry(error), None);
+                let Work { source, stream, mut outcome, .. } = work;
+                let error = MessageError::Registry(error);
+                let mut dead = self.dead_letter_work(source, &error, None, outcome.take_hop());
                 dead.stream = stream;
                 self.ready_up(dead);
             }
@@ -360,9 +365,10 @@ impl Engine {
         let traceparent = request.header("traceparent").map(str::to_owned);
         work.publish = vec![request];
         let job = |id| Call { id, agent: agent.clone(), request: body, message_id, deadline, traceparent };
-        if let Some(work) = self.calls.park(work, job) {
+        if let Some(mut work) = self.calls.park(work, job) {
             let error = MessageError::A2a(A2aFailure::NoStage { agent });
-            let dead = self.dead_letter_work(work.source, &error, None);
+            let hop = work.outcome.take_hop();
+            let dead = self.dead_letter_work(work.source, &error, None, hop);
             self.ready_up(dead);
         }
     }
@@ -372,12 +378,16 @@ impl Engine {
     /// is released (its redelivery calls again).
     fn called(&mut self, Called { answer, failure, attempts, .. }: Called, mut work: Work) {
         if attempts > 1 {
-            work.note("retry", format!("the A2A call took {attempts} attempts"));
+            work.note("retry", || format!("the A2A call took {attempts} attempts"));
         }
         let Some(request) = work.publish.pop() else { return self.release(work) };
         if work.source.ack_ref().epoch < self.epoch {
             self.forget_ask(&work);
             return self.release(work);
+        }
+        // The call was made: the ask's hop is told now (its answer's outcome replaces it).
+        if let Some(hop) = work.outcome.hop_mut() {
+            self.metrics.traces.record(hop, Times::since(work.source.received.elapsed()));
         }
         let (answered, failure) = match self.answer_of(&request, answer) {
             Ok(processed) => (processed, failure),
@@ -397,7 +407,11 @@ impl Engine {
         };
         let mut work = match failure {
             None => Work { outcome, ..work },
-            Some(reason) => self.dead_letter_work(work.source, &MessageError::A2a(reason), None),
+            Some(reason) => {
+                let mut outcome = outcome;
+                let hop = outcome.take_hop();
+                self.dead_letter_work(work.source, &MessageError::A2a(reason), None, hop)
+            }
         };
         let Some(frame) = publish else { return self.ready_up(work) };
         match self.registry.stage().and_then(|r| r.needs(&frame)) {
@@ -435,7 +449,11 @@ impl Engine {
     /// batches (their chunks were acknowledged as they came).
     fn expire_streams(&mut self) {
         for out in self.pipeline.expire_streams(&mut now(&mut self.ids)) {
-            self.publish_apart(out, |_, _| {});
+            self.publish_apart(out, |out, metrics| {
+                if let Some(hop) = &out.hop {
+                    metrics.traces.record(hop, Times::since(std::time::Duration::ZERO));
+                }
+            });
         }
     }
 
@@ -461,7 +479,12 @@ impl Engine {
                 Err(e) => {
                     let destination = out.frame.header("destination").unwrap_or_default();
                     let error = e.to_string();
-                    ErrorAnswerUnpublished { route: &out.route, destination, error: &error }.emit(&metrics)
+                    ErrorAnswerUnpublished { route: &out.route, destination, error: &error }.emit(&metrics);
+                    // Its trace ends too, with why (its ask's span would stay open otherwise).
+                    if let Some(mut hop) = out.hop {
+                        hop.error = Some(("unpublished", error.into()));
+                        metrics.traces.record(&hop, Times::since(std::time::Duration::ZERO));
+                    }
                 }
             }
         });
@@ -483,6 +506,9 @@ async fn next_reload(reloads: &mut Option<super::reload::Reloads>) -> Option<sup
         None => std::future::pending().await,
     }
 }
+
+/// The note of a message that waits for the Wise Agents registry.
+const REGISTRY_HOLD: &str = "waiting for the Wise Agents registry (Redis)";
 
 /// The outcome of publishing `out`, the frame that makes `ask` (if any); its route is taken.
 fn delivered(out: &mut Outgoing, ask: Option<String>) -> Outcome {

@@ -42,8 +42,8 @@ impl Engine {
         let work = match refused {
             Some((attempts, reason)) if matches!(work.outcome, Outcome::Delivered { .. }) => {
                 let error = MessageError::Refused { attempts, reason };
-                let Work { source, stream, .. } = work;
-                let mut dead = self.dead_letter_work(source, &error, None);
+                let Work { source, stream, mut outcome, .. } = work;
+                let mut dead = self.dead_letter_work(source, &error, None, outcome.take_hop());
                 dead.stream = stream;
                 dead
             }
@@ -58,6 +58,7 @@ impl Engine {
         source: Delivery,
         error: &MessageError,
         body: Option<bytes::Bytes>,
+        known: Option<Box<Hop>>,
     ) -> Work {
         let m = &source.message;
         let body = body.unwrap_or_else(|| m.frame.body.clone());
@@ -70,11 +71,18 @@ impl Engine {
         let label = source_label(&self.pipeline, &m.destination);
         let route = format!("{label}->dead_letter");
         let reason = error.to_string();
-        let hop = self.pipeline.settings.tracing.then(|| {
-            let mut now = super::now(&mut self.ids);
-            let (kind, message_id) = (error.kind(), &m.ack.message_id);
-            Box::new(dead_letter_hop(m, label, (kind, &reason), message_id, &self.dead_letter, &mut now))
-        });
+        let hop = match known {
+            // The trace the pipeline already gave it: a dead letter ends it with the error.
+            Some(mut hop) => {
+                hop.dead_lettered(&self.dead_letter, error.kind(), &reason);
+                Some(hop)
+            }
+            None => self.pipeline.settings.tracing.then(|| {
+                let mut now = super::now(&mut self.ids);
+                let (kind, message_id) = (error.kind(), &m.ack.message_id);
+                Box::new(dead_letter_hop(m, label, (kind, &reason), message_id, &self.dead_letter, &mut now))
+            }),
+        };
         let outcome = Outcome::DeadLettered { route, kind: error.kind(), reason, hop };
         Work { source, stream: None, publish: vec![frame], outcome }
     }
@@ -82,13 +90,15 @@ impl Engine {
     /// A batch's outcome: settled and reported, published again, or left to the broker to
     /// redeliver (see [`Engine::failed`]).
     pub(super) fn finished(&mut self, done: Finished) {
-        let Finished { works, result, acked, stalled_ms } = done;
+        let Finished { works, result, acked, confirmed, stalled_ms } = done;
         self.in_batches = self.in_batches.saturating_sub(works.len());
         self.metrics.in_flight(-(works.len() as i64));
         let mut works = works.into_iter();
         for mut work in works.by_ref().take(acked) {
             if stalled_ms > 0 {
-                work.note("hold", format!("the broker held its batch {stalled_ms} ms (a publishing stall)"));
+                work.note("hold", || {
+                    format!("the broker held its batch {stalled_ms} ms (a publishing stall)")
+                });
             }
             self.attempts.forget(&work);
             report(&work, &self.metrics);
@@ -98,7 +108,7 @@ impl Engine {
             work.source.settle(Settled::Acked, &mut self.tally);
         }
         if let Err(failure) = result {
-            self.failed(works.collect(), acked, &failure);
+            self.failed(works.collect(), (acked, confirmed), &failure);
         }
         self.metrics.set_pending_asks(self.pipeline.pending_asks());
     }
@@ -106,7 +116,7 @@ impl Engine {
     /// The works of a batch that were not acknowledged (`first` is the first one's place in
     /// the batch): published again while their consuming connection holds them, else given
     /// back to the broker.
-    fn failed(&mut self, works: Vec<Work>, first: usize, failure: &Failure) {
+    fn failed(&mut self, works: Vec<Work>, (first, confirmed): (usize, usize), failure: &Failure) {
         let reason = failure.error.to_string();
         BatchFailed { messages: works.len(), mode: self.settler.mode().as_str(), reason: &reason }
             .emit(&self.metrics);
@@ -130,11 +140,19 @@ impl Engine {
             // Artemis strand messages "delivering" to consumers that no longer existed after
             // a run of FAIL refusals (tests/backpressure.rs). Otherwise the broker redelivers.
             let held = work.source.ack_ref().epoch >= self.epoch && !self.links.is_down(Link::Consuming);
+            let mut work = work;
             if self.budget.is_some() && !failure.acking && held && !self.stopping {
-                let mut work = work;
-                work.note("retry", format!("published again: {reason}"));
+                work.note("retry", || format!("published again: {reason}"));
                 again.push(work);
             } else {
+                if first + i < confirmed {
+                    // Published, not acknowledged: what it published may be answered, in its
+                    // trace, while the broker delivers it again.
+                    if let Some(hop) = work.outcome.hop_mut() {
+                        hop.note("retry", "given back to the broker after it was published: delivered again");
+                        self.metrics.traces.record(hop, Times::since(work.source.received.elapsed()));
+                    }
+                }
                 self.release(work);
             }
         }
@@ -164,14 +182,9 @@ impl Engine {
 
     /// Gives a work's message back to the broker (its connection is gone or going), and the
     /// stream it completed back to the pipeline, to be completed again by its redelivery.
-    pub(super) fn release(&mut self, mut work: Work) {
+    pub(super) fn release(&mut self, work: Work) {
         if let Some(stream) = &work.stream {
             self.pipeline.stream_released(stream);
-        }
-        // Its trace says so: what it published may already be answered, in this trace.
-        if let Outcome::Delivered { hop: Some(hop), .. } = &mut work.outcome {
-            hop.note("retry", "released: the broker delivers it again");
-            self.metrics.traces.record(hop, Times::since(work.source.received.elapsed()));
         }
         work.source.settle(Settled::Released, &mut self.tally);
     }

@@ -13,6 +13,8 @@ use crate::telemetry::trace::{Hop, HopKind, Party};
 /// What a message brought with it: its trace context (from a `traceparent` header or its
 /// body's fields), who sent it, its id.
 pub(super) struct Arrival {
+    /// The context it carried: a trace, and the span it was sent in (PenguiFlow carries a
+    /// trace alone).
     trace: Option<TraceId>,
     span: Option<SpanId>,
     from: Party,
@@ -32,9 +34,10 @@ pub(super) struct Spans {
 
 impl Arrival {
     pub(super) fn of(env: &Envelope, from: Framework, source: &str, body_size: usize) -> Arrival {
+        let trace = env.trace_id.as_deref().and_then(TraceId::parse);
         Arrival {
-            trace: env.trace_id.as_deref().and_then(TraceId::parse),
-            span: env.span_id.as_deref().and_then(SpanId::parse),
+            trace,
+            span: env.span_id.as_deref().and_then(SpanId::parse).filter(|_| trace.is_some()),
             from: party(env.sender.as_deref(), from),
             message_id: env.id.as_deref().unwrap_or_default().into(),
             source: source.into(),
@@ -42,11 +45,11 @@ impl Arrival {
         }
     }
 
-    /// The trace this message belongs to, written into the envelope: the one it carried
-    /// (continued, never replaced), else its ask's (an answer from a framework that carries
-    /// none back), else a new one; and new ids for the bridge's spans.
+    /// The trace this message belongs to, written into the envelope: an answer's is its ask's
+    /// (the conversation's; what the answer carried is linked), any other message's the one it
+    /// carried (continued, never replaced), else a new one; and new ids for the bridge's spans.
     pub(super) fn spans(&self, env: &mut Envelope, answered: Option<&Invocation>, now: &mut Now) -> Spans {
-        let trace = self.trace.or(answered.map(|i| i.trace)).unwrap_or_else(|| TraceId::new(now));
+        let trace = answered.map(|i| i.trace).or(self.trace).unwrap_or_else(|| TraceId::new(now));
         env.trace_id = Some(trace.to_string());
         Spans { trace, process: SpanId::new(now), invoke: SpanId::new(now), send: SpanId::new(now) }
     }
@@ -74,7 +77,10 @@ impl Arrival {
                 env.parent_span_id = Some(spans.invoke.to_string());
                 (HopKind::Ask, self.span, None, Some(opened))
             }
-            Turn::Answer(closed) => (HopKind::Answer, Some(closed.span), self.span, Some(closed)),
+            Turn::Answer(closed) => {
+                let link = self.trace.zip(self.span);
+                (HopKind::Answer, Some(closed.span), link, Some(closed))
+            }
             Turn::Other => {
                 env.parent_span_id = Some(spans.process.to_string());
                 (HopKind::Message, self.span, None, None)

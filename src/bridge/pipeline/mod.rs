@@ -617,5 +617,8 @@ pub use streams::StreamKey;
 use streams::{Decoded, StreamFailed};
 
 mod hop;
+#[cfg(test)]
+#[path = "hop_tests.rs"]
+mod hop_tests;
 mod settings;
 pub use settings::{ConversationSettings, Settings, stream_bounds};

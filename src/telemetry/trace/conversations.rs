@@ -7,7 +7,7 @@ use super::{Hop, Times};
 use crate::envelope::trace::TraceId;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 /// Events kept per conversation; later ones are counted, not kept.
@@ -33,30 +33,30 @@ struct Log {
     forgotten: u64,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Conversation {
     trace: TraceId,
-    conversation: Option<Box<str>>,
+    conversation: Option<Arc<str>>,
     started: u64,
     updated: u64,
-    parties: Vec<(Box<str>, &'static str)>,
+    parties: Vec<(Arc<str>, &'static str)>,
     events: Vec<Event>,
     /// Events past [`EVENTS`].
     untold: u32,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Event {
     at: u64,
     kind: &'static str,
-    from: Box<str>,
-    to: Option<Box<str>>,
-    source: Box<str>,
-    destination: Box<str>,
-    message_id: Box<str>,
+    from: Arc<str>,
+    to: Option<Arc<str>>,
+    source: Arc<str>,
+    destination: Arc<str>,
+    message_id: Arc<str>,
     span: u64,
     latency_ms: f64,
-    detail: Option<Box<str>>,
+    detail: Option<Arc<str>>,
 }
 
 impl Conversations {
@@ -110,15 +110,18 @@ impl Conversations {
         }
     }
 
-    /// The page's data (`/conversations.json`), newest first.
+    /// The page's data (`/conversations.json`), newest first: a copy taken under the lock
+    /// (its texts shared, not copied), written out after it, so that a page being read never
+    /// holds the messages being recorded.
     pub fn to_json(&self) -> Value {
-        let log = self.log.lock().unwrap_or_else(|e| e.into_inner());
-        let mut kept: Vec<&Conversation> = log.kept.values().collect();
-        kept.sort_by_key(|c| std::cmp::Reverse(c.updated));
+        let (kept, forgotten) = {
+            let log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+            (log.kept.values().rev().cloned().collect::<Vec<_>>(), log.forgotten)
+        };
         json!({
             "limit": self.limit,
-            "forgotten": log.forgotten,
-            "conversations": kept.iter().map(|c| c.to_json()).collect::<Vec<_>>(),
+            "forgotten": forgotten,
+            "conversations": kept.iter().map(Conversation::to_json).collect::<Vec<_>>(),
         })
     }
 
@@ -133,9 +136,18 @@ impl Conversations {
 }
 
 impl Log {
+    /// The conversation of `trace`, now the most recent (the least recently active one is
+    /// forgotten first).
     fn entry(&mut self, trace: TraceId, at: u64, limit: usize) -> &mut Conversation {
-        let seq = match self.by_trace.get(&trace) {
-            Some(seq) => *seq,
+        let seq = match self.by_trace.get(&trace).copied() {
+            Some(seq) => {
+                let next = self.next;
+                self.next += 1;
+                let conversation = self.kept.remove(&seq).expect("indexed conversation is kept");
+                self.kept.insert(next, conversation);
+                self.by_trace.insert(trace, next);
+                next
+            }
             None => {
                 while self.kept.len() >= limit {
                     let Some((_, old)) = self.kept.pop_first() else { break };
@@ -173,11 +185,11 @@ impl Conversation {
     fn to_json(&self) -> Value {
         json!({
             "trace_id": TraceId(self.trace.0).to_string(),
-            "conversation": self.conversation,
+            "conversation": self.conversation.as_deref(),
             "started_ms": self.started,
             "updated_ms": self.updated,
             "truncated": self.untold > 0,
-            "participants": self.parties.iter().map(|(n, f)| json!({"name": n, "framework": f})).collect::<Vec<_>>(),
+            "participants": self.parties.iter().map(|(n, f)| json!({"name": &**n, "framework": f})).collect::<Vec<_>>(),
             "events": self.events.iter().map(Event::to_json).collect::<Vec<_>>(),
         })
     }
@@ -188,19 +200,19 @@ impl Event {
         json!({
             "at_ms": self.at,
             "kind": self.kind,
-            "from": self.from,
-            "to": self.to,
-            "source": self.source,
-            "destination": self.destination,
-            "message_id": self.message_id,
+            "from": &*self.from,
+            "to": self.to.as_deref(),
+            "source": &*self.source,
+            "destination": &*self.destination,
+            "message_id": &*self.message_id,
             "span_id": format!("{:016x}", self.span),
             "latency_ms": (self.latency_ms * 1000.0).round() / 1000.0,
-            "detail": self.detail,
+            "detail": self.detail.as_deref(),
         })
     }
 }
 
-fn cut(text: &str) -> Box<str> {
+fn cut(text: &str) -> Arc<str> {
     match text.char_indices().nth(TEXT) {
         Some((end, _)) => format!("{}…", &text[..end]).into(),
         None => text.into(),

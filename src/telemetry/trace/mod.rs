@@ -117,8 +117,9 @@ pub struct Hop {
     /// The process span's parent: the span the consumed message carried, or, for an answer,
     /// the ask's `invoke_agent` span.
     pub parent: Option<SpanId>,
-    /// The span an answer carried itself, when it is not the parent: linked.
-    pub link: Option<SpanId>,
+    /// The context an answer carried itself (its agent's span, perhaps in a trace of its
+    /// own): linked, as the messaging conventions link a creation context.
+    pub link: Option<(TraceId, SpanId)>,
     pub process: SpanId,
     pub send: SpanId,
     pub from: Party,
@@ -156,6 +157,26 @@ impl Hop {
         if self.notes.len() < NOTES {
             self.notes.push(Note { at: SystemTime::now(), kind, detail: detail.into() });
         }
+    }
+
+    /// The wait a note `what` began is over: the note says how long it was.
+    pub fn waited(&mut self, what: &str) {
+        if let Some(note) = self.notes.iter_mut().rev().find(|n| &*n.detail == what) {
+            let ms = note.at.elapsed().map_or(0, |d| d.as_millis());
+            note.detail = format!("{what}: {ms} ms").into();
+        }
+    }
+
+    /// The message will not be delivered: its dead letter goes to `destination`. An answer
+    /// still ends its ask's span, with the error; an ask never made opens none.
+    pub fn dead_lettered(&mut self, destination: &str, kind: &'static str, reason: &str) {
+        if self.kind != HopKind::Answer {
+            self.invocation = None;
+        }
+        self.kind = HopKind::DeadLetter;
+        self.to = None;
+        self.destination = destination.into();
+        self.error = Some((kind, reason.into()));
     }
 }
 

@@ -5,9 +5,10 @@
 //! runs on the runtime that moves messages). A full queue drops the span and counts it: a
 //! collector that is down or slow never holds a message.
 //!
-//! Sampling is by trace id (OpenTelemetry's `TraceIdRatioBased` rule, on the id's low 64
-//! bits), so that every hop of a conversation, in this bridge or another with the same ratio,
-//! makes the same decision without remembering it.
+//! Sampling is by trace id: its rightmost 7 bytes, the part W3C Trace Context level 2 and
+//! OpenTelemetry's consistent sampling take as random (a UUIDv4's variant bits are just
+//! before them), so that every hop of a conversation, in this bridge or another with the same
+//! ratio, makes the same decision without remembering it.
 
 use super::{Hop, HopKind, Times, system_time};
 use crate::config::traces::TracesConfig;
@@ -24,6 +25,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
+
+/// 2^56: the rightmost 7 bytes of a trace id are its random part.
+const RANDOM_BITS: u64 = 1 << 56;
+/// Characters kept of an attribute's value taken from a message (a name, a context, a reason).
+const VALUE: usize = 256;
 
 /// Spans sent in one request at most, and how long the first of a batch waits for others.
 const BATCH: usize = 512;
@@ -43,7 +49,7 @@ pub struct ExportCounts {
 #[derive(Debug)]
 pub struct Exporter {
     queue: SyncSender<SpanData>,
-    /// Traces whose low 64 bits are below this are sampled.
+    /// Traces whose rightmost 56 bits are below this are sampled.
     bound: u64,
     /// `messaging.system` (`activemq` or `rabbitmq`), once the broker said which it is.
     system: OnceLock<&'static str>,
@@ -71,7 +77,7 @@ impl Exporter {
             .name("otlp-export".into())
             .spawn(move || export_loop(exporter, resource, spans, &thread_counts))
             .map_err(|e| format!("cannot start the OTLP exporter's thread: {e}"))?;
-        let bound = (config.sampling_ratio * u64::MAX as f64) as u64;
+        let bound = bound(config.sampling_ratio);
         Ok(Some(Exporter { queue, bound, system: OnceLock::new(), counts }))
     }
 
@@ -83,7 +89,7 @@ impl Exporter {
 
     /// Whether this trace's spans are sampled.
     pub fn sampled(&self, trace: TraceId) -> bool {
-        (trace.0 as u64) < self.bound || self.bound == u64::MAX
+        sampled(self.bound, trace)
     }
 
     /// Offers a settled hop's spans; never waits.
@@ -101,6 +107,15 @@ impl Exporter {
             }
         }
     }
+}
+
+/// The sampling bound of a ratio: traces whose random part is below it are sampled.
+fn bound(ratio: f64) -> u64 {
+    (ratio * RANDOM_BITS as f64) as u64
+}
+
+fn sampled(bound: u64, trace: TraceId) -> bool {
+    (trace.0 as u64 & (RANDOM_BITS - 1)) < bound
 }
 
 /// The SDK's OTLP/HTTP exporter on a blocking reqwest client with the bridge's ring-backed
@@ -196,126 +211,146 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
     }
 }
 
-/// A hop's spans: `process <source>` (CONSUMER), `send <destination>` (PRODUCER), and the
-/// `invoke_agent <agent>` (CLIENT) span an answer or a timeout ends.
+/// A hop's spans: `process <source>` (CONSUMER) with, for a message from the broker, its
+/// `receive` and `ack` (CLIENT); `send <destination>` (PRODUCER); and the `invoke_agent
+/// <agent>` (CLIENT) span an answer, a timeout or an answer's dead letter ends.
 fn spans(hop: &Hop, times: Times, system: &'static str) -> Vec<SpanData> {
+    let attributes = Attributes { system, conversation: hop.conversation.as_deref().map(cut) };
     let mut out = Vec::with_capacity(5);
-    let conversation =
-        hop.conversation.as_deref().map(|c| KeyValue::new("messaging.message.conversation_id", c.to_owned()));
-    let messaging = |operation: &'static str, destination: &str| {
-        let mut attributes = vec![
-            KeyValue::new("messaging.system", system),
-            KeyValue::new("messaging.operation.type", operation),
-            KeyValue::new("messaging.operation.name", operation),
-            KeyValue::new("messaging.destination.name", destination.to_owned()),
-        ];
-        attributes.extend(conversation.clone());
-        attributes
-    };
-    let process_parent = hop.parent;
     if !hop.source.is_empty() {
-        let mut attributes = messaging("process", &hop.source);
-        attributes.push(KeyValue::new("messaging.message.id", hop.message_id.to_string()));
-        attributes.push(KeyValue::new("messaging.message.body.size", hop.body_size as i64));
-        attributes.push(KeyValue::new("bridge.hop", hop.kind.as_str()));
-        attributes.push(KeyValue::new("bridge.from.agent", hop.from.name.to_string()));
-        attributes.push(KeyValue::new("bridge.from.framework", hop.from.framework));
-        let mut span = span_of(
-            hop.trace,
-            hop.process,
-            process_parent,
-            format!("process {}", hop.source),
-            SpanKind::Consumer,
-        );
-        (span.start_time, span.end_time, span.attributes) = (times.received, times.settled, attributes);
-        if let Some(link) = hop.link {
-            span.links.links.push(opentelemetry::trace::Link::with_context(context(hop.trace, link)));
+        out.push(process(hop, times, &attributes));
+        if from_broker(&hop.source) {
+            out.extend(receive_and_ack(hop, times, &attributes));
         }
-        if let Some((kind, reason)) = &hop.error {
-            span.attributes.push(KeyValue::new("error.type", *kind));
-            span.status = Status::error(reason.to_string());
-        }
-        for note in &hop.notes {
-            let detail = vec![KeyValue::new("bridge.detail", note.detail.to_string())];
-            span.events.events.push(opentelemetry::trace::Event::new(note.kind, note.at, detail, 0));
-        }
-        out.push(span);
-        let (receive, settle) = (SpanId(hop.process.0 ^ 0x5eed_0001), SpanId(hop.process.0 ^ 0x5eed_0002));
-        let mut span = span_of(
-            hop.trace,
-            receive,
-            Some(hop.process),
-            format!("receive {}", hop.source),
-            SpanKind::Client,
-        );
-        (span.start_time, span.end_time, span.attributes) =
-            (times.received, times.received, messaging("receive", &hop.source));
-        out.push(span);
-        let mut span =
-            span_of(hop.trace, settle, Some(hop.process), format!("ack {}", hop.source), SpanKind::Client);
-        (span.start_time, span.end_time, span.attributes) =
-            (times.settled, times.settled, messaging("settle", &hop.source));
-        span.attributes[2] = KeyValue::new("messaging.operation.name", "ack");
-        out.push(span);
     }
-    if hop.kind != HopKind::DeadLetter || !hop.destination.is_empty() {
-        // No process span (an error answer, an A2A task's answer): the invocation's child.
-        let parent = match (&hop.kind, &hop.invocation) {
-            (HopKind::Ask, Some(opened)) => opened.span,
-            (_, Some(closed)) if hop.source.is_empty() => closed.span,
-            _ => hop.process,
-        };
-        let mut span = span_of(
-            hop.trace,
-            hop.send,
-            Some(parent),
-            format!("send {}", hop.destination),
-            SpanKind::Producer,
-        );
-        let mut attributes = messaging("send", &hop.destination);
-        if let Some(to) = &hop.to {
-            attributes.push(KeyValue::new("bridge.to.agent", to.name.to_string()));
-            attributes.push(KeyValue::new("bridge.to.framework", to.framework));
-        }
-        (span.start_time, span.end_time, span.attributes) =
-            (system_time(hop.processed).min(times.settled), times.settled, attributes);
-        out.push(span);
+    if !hop.destination.is_empty() {
+        out.push(send(hop, times, &attributes));
     }
+    let ended = system_time(hop.processed);
     match (hop.kind, &hop.invocation) {
-        (HopKind::Answer, Some(closed)) => out.push(invocation(closed, system_time(hop.processed), None)),
-        (HopKind::Timeout, Some(closed)) => {
+        (HopKind::Answer, Some(closed)) => out.push(invocation(closed, ended, None)),
+        (HopKind::Timeout | HopKind::DeadLetter, Some(closed)) => {
             let kind = hop.error.as_ref().map_or("timeout", |(kind, _)| *kind);
-            out.push(invocation(closed, system_time(hop.processed), Some(kind)));
+            out.push(invocation(closed, ended, Some(kind)));
         }
         _ => {}
     }
     out
 }
 
-/// The `invoke_agent` span of an ask, ended at `end`.
+/// What every messaging span of a hop says.
+struct Attributes {
+    system: &'static str,
+    conversation: Option<String>,
+}
+
+impl Attributes {
+    fn messaging(&self, operation: &'static str, name: &'static str, destination: &str) -> Vec<KeyValue> {
+        let mut attributes = vec![
+            KeyValue::new("messaging.system", self.system),
+            KeyValue::new("messaging.operation.type", operation),
+            KeyValue::new("messaging.operation.name", name),
+            KeyValue::new("messaging.destination.name", cut(destination)),
+        ];
+        if let Some(conversation) = &self.conversation {
+            attributes.push(KeyValue::new("messaging.message.conversation_id", conversation.clone()));
+        }
+        attributes
+    }
+}
+
+/// Whether a hop's source is a broker's destination (not an A2A route or an A2A answer).
+fn from_broker(source: &str) -> bool {
+    !source.starts_with("/a2a/") && !source.starts_with(crate::routing::A2A_ANSWERS)
+}
+
+fn process(hop: &Hop, times: Times, attributes: &Attributes) -> SpanData {
+    let name = format!("process {}", hop.source);
+    let mut span = span_of(hop.trace, hop.process, hop.parent, name, SpanKind::Consumer);
+    (span.start_time, span.end_time) = (times.received, times.settled);
+    span.attributes = attributes.messaging("process", "process", &hop.source);
+    span.attributes.extend([
+        KeyValue::new("messaging.message.id", cut(&hop.message_id)),
+        KeyValue::new("messaging.message.body.size", hop.body_size as i64),
+        KeyValue::new("bridge.hop", hop.kind.as_str()),
+        KeyValue::new("bridge.from.agent", cut(&hop.from.name)),
+        KeyValue::new("bridge.from.framework", hop.from.framework),
+    ]);
+    if let Some((trace, link)) = hop.link {
+        span.links.links.push(opentelemetry::trace::Link::with_context(context(trace, link)));
+    }
+    if let Some((kind, reason)) = &hop.error {
+        span.attributes.push(KeyValue::new("error.type", *kind));
+        span.status = Status::error(cut(reason));
+    }
+    for note in &hop.notes {
+        let detail = vec![KeyValue::new("bridge.detail", cut(&note.detail))];
+        span.events.events.push(opentelemetry::trace::Event::new(note.kind, note.at, detail, 0));
+    }
+    span
+}
+
+/// The instants the frame arrived and its acknowledgement went out (their ids derived from the
+/// process span's: unique within the trace, nothing to remember).
+fn receive_and_ack(hop: &Hop, times: Times, attributes: &Attributes) -> [SpanData; 2] {
+    let (receive, ack) = (SpanId(hop.process.0 ^ 0x5eed_0001), SpanId(hop.process.0 ^ 0x5eed_0002));
+    let name = format!("receive {}", hop.source);
+    let mut received = span_of(hop.trace, receive, Some(hop.process), name, SpanKind::Client);
+    (received.start_time, received.end_time) = (times.received, times.received);
+    received.attributes = attributes.messaging("receive", "receive", &hop.source);
+    let name = format!("ack {}", hop.source);
+    let mut acked = span_of(hop.trace, ack, Some(hop.process), name, SpanKind::Client);
+    (acked.start_time, acked.end_time) = (times.settled, times.settled);
+    acked.attributes = attributes.messaging("settle", "ack", &hop.source);
+    [received, acked]
+}
+
+fn send(hop: &Hop, times: Times, attributes: &Attributes) -> SpanData {
+    // An ask's send is its invocation's child; with no process span (an error answer, an A2A
+    // task's answer), the invocation it ends is the parent.
+    let parent = match (hop.kind, &hop.invocation) {
+        (HopKind::Ask, Some(opened)) => opened.span,
+        (_, Some(closed)) if hop.source.is_empty() => closed.span,
+        _ => hop.process,
+    };
+    let name = format!("send {}", hop.destination);
+    let mut span = span_of(hop.trace, hop.send, Some(parent), name, SpanKind::Producer);
+    (span.start_time, span.end_time) = (system_time(hop.processed).min(times.settled), times.settled);
+    span.attributes = attributes.messaging("send", "send", &hop.destination);
+    if let Some(to) = &hop.to {
+        span.attributes.push(KeyValue::new("bridge.to.agent", cut(&to.name)));
+        span.attributes.push(KeyValue::new("bridge.to.framework", to.framework));
+    }
+    span
+}
+
+/// The `invoke_agent` span of an ask, ended at `end`; `error`: how it failed.
 fn invocation(ask: &Invocation, end: SystemTime, error: Option<&'static str>) -> SpanData {
-    let mut span = span_of(
-        ask.trace,
-        ask.span,
-        Some(ask.parent),
-        format!("invoke_agent {}", ask.agent),
-        SpanKind::Client,
-    );
+    let name = format!("invoke_agent {}", ask.agent);
+    let mut span = span_of(ask.trace, ask.span, Some(ask.parent), name, SpanKind::Client);
     span.start_time = system_time(ask.started).min(end);
     span.end_time = end;
     span.attributes = vec![
         KeyValue::new("gen_ai.operation.name", "invoke_agent"),
         KeyValue::new("gen_ai.provider.name", ask.framework),
-        KeyValue::new("gen_ai.agent.name", ask.agent.to_string()),
+        KeyValue::new("gen_ai.agent.name", cut(&ask.agent)),
     ];
     if let Some(conversation) = &ask.conversation {
-        span.attributes.push(KeyValue::new("gen_ai.conversation.id", conversation.to_string()));
+        span.attributes.push(KeyValue::new("gen_ai.conversation.id", cut(conversation)));
     }
     if let Some(kind) = error {
         span.attributes.push(KeyValue::new("error.type", kind));
-        span.status = Status::error(format!("no answer from {}: {kind}", ask.agent));
+        span.status = Status::error(format!("no answer from {}: {kind}", cut(&ask.agent)));
     }
     span
+}
+
+/// At most [`VALUE`] characters of a value taken from a message.
+fn cut(text: &str) -> String {
+    match text.char_indices().nth(VALUE) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
 }
 
 fn context(trace: TraceId, span: SpanId) -> SpanContext {
@@ -356,3 +391,7 @@ fn scope() -> InstrumentationScope {
         })
         .clone()
 }
+
+#[cfg(test)]
+#[path = "otlp_tests.rs"]
+mod tests;
