@@ -238,7 +238,7 @@ def test_an_a2a_sdk_client_with_its_own_traceparent_has_its_trace_continued(tmp_
 
     try:
         asyncio.run(asyncio.wait_for(scenario(), 120))
-        trace = jaeger_testing.wait_trace(trace_id, lambda t: len(t.get("spans", [])) >= 6, timeout=60)
+        trace = jaeger_testing.wait_trace(trace_id, lambda t: len(t.get("spans", [])) >= 4, timeout=60)
     finally:
         agent.close()
         bridge.stop()
@@ -250,6 +250,7 @@ def test_an_a2a_sdk_client_with_its_own_traceparent_has_its_trace_continued(tmp_
     assert jaeger_testing.parent_of(trace, one(spans, f"send {broker.request_prefix}{echo}")) == invoke
     assert jaeger_testing.parent_of(trace, one(spans, f"send /a2a/{echo}")) == invoke, "the answer to the client"
     assert jaeger_testing.tag(invoke, "gen_ai.provider.name") == "wiseagents"
+    assert len(trace["spans"]) == 4, "an HTTP request has no broker's receive or ack"
 
 
 def one_trace_of(service: str, spans: int, timeout: float = 60) -> dict[str, Any]:
@@ -274,7 +275,8 @@ def assert_ask_and_answer(trace: dict[str, Any], asked: str, framework: str, req
     assert jaeger_testing.parent_of(trace, invoke) == ask
     assert jaeger_testing.tag(invoke, "gen_ai.provider.name") == framework
     answers = [s for s in trace["spans"] if s["operationName"].startswith("process ") and s is not ask]
-    assert len(answers) == 1 and jaeger_testing.parent_of(trace, answers[0]) == invoke, jaeger_testing.describe(trace)
+    joined = [s for s in answers if jaeger_testing.parent_of(trace, s) == invoke]
+    assert len(joined) == 1, jaeger_testing.describe(trace)
 
 
 def test_a_penguiflow_flow_answers_in_the_trace_of_its_ask(tmp_path: Path) -> None:
