@@ -484,7 +484,7 @@ def test_an_answer_after_a_failover_joins_the_trace_of_its_ask(tmp_path: Path) -
         # The request may come twice: a failover between the broker's confirmation of the ask
         # sent on and its acknowledgement has it redelivered (at least once, as documented), and
         # each delivery is an ask of its own, with its own answer.
-        traces = [
+        found = [
             jaeger_testing.wait_trace(trace_id, lambda t: len(t.get("spans", [])) >= 9, timeout=60)
             for trace_id in sorted({seen[0] for seen in Held.seen})
         ]
@@ -492,7 +492,7 @@ def test_an_answer_after_a_failover_joins_the_trace_of_its_ask(tmp_path: Path) -
         wa.close()
         proc.stop()
         second.cut()
-    for trace in traces:
+    for trace in found:
         assert_ask_and_answer(trace, weather, "civitas", f"{broker.request_prefix}{weather}")
 
 
