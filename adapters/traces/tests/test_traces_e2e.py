@@ -484,8 +484,11 @@ def test_an_answer_after_a_failover_joins_the_trace_of_its_ask(tmp_path: Path) -
         # The request may come twice: a failover between the broker's confirmation of the ask
         # sent on and its acknowledgement has it redelivered (at least once, as documented), and
         # each delivery is an ask of its own, with its own answer.
+        # An ask whose confirmation by the broker was lost with its connection reports no
+        # spans of its own (the bridge cannot tell it was published); its answer still joins
+        # its invoke_agent span (docs/OBSERVABILITY.md).
         found = [
-            jaeger_testing.wait_trace(trace_id, lambda t: len(t.get("spans", [])) >= 9, timeout=60)
+            jaeger_testing.wait_trace(trace_id, lambda t: len(t.get("spans", [])) >= 5, timeout=60)
             for trace_id in sorted({seen[0] for seen in Held.seen})
         ]
     finally:
@@ -493,7 +496,12 @@ def test_an_answer_after_a_failover_joins_the_trace_of_its_ask(tmp_path: Path) -
         proc.stop()
         second.cut()
     for trace in found:
-        assert_ask_and_answer(trace, weather, "civitas", f"{broker.request_prefix}{weather}")
+        spans = jaeger_testing.spans_by_name(trace)
+        invoke = one(spans, f"invoke_agent {weather}")
+        answers = [s for s in trace["spans"] if jaeger_testing.parent_of(trace, s) == invoke]
+        assert [s["operationName"] for s in answers if s["operationName"].startswith("process ")] == [
+            f"process {names.ingress('civitas')}"
+        ], jaeger_testing.describe(trace)
 
 
 class Held(AgentProcess):
