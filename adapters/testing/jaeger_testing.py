@@ -124,6 +124,16 @@ def spans_by_name(trace: Trace) -> dict[str, list[Span]]:
     return named
 
 
+def parent_id(span: Span) -> str | None:
+    """The id of the span's parent (its ``CHILD_OF`` reference), whether Jaeger received that
+    parent or not; ``None`` for a root."""
+    for reference in span.get("references") or []:
+        if reference.get("refType") == "CHILD_OF":
+            found: str = reference["spanID"]
+            return found
+    return None
+
+
 def parent_of(trace: Trace, span: Span) -> Span | None:
     """The span's parent (its ``CHILD_OF`` reference) among the trace's spans: ``None`` for a root,
     and for a parent Jaeger has not received (or that is in another trace)."""
