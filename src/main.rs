@@ -253,7 +253,13 @@ async fn serve(config: Config, path: &Path, set_level: SetLevel) -> ExitCode {
         }
     }
     let attached = stomp_agent_bridge::bridge::Attached { reloads: Some(requests), tasks };
-    match stomp_agent_bridge::bridge::run_with(config, metrics, shutdown.clone(), attached).await {
+    let ran = stomp_agent_bridge::bridge::run_with(config, metrics.clone(), shutdown.clone(), attached).await;
+    if let Some(exporter) = metrics.traces.exporter() {
+        // The spans of the last messages: sent, or given up after a bound.
+        // (The bridge has stopped: nothing else needs this thread.)
+        exporter.flush(std::time::Duration::from_secs(5));
+    }
+    match ran {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!(error = %e, "the bridge stopped");
