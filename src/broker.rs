@@ -5,6 +5,7 @@ use crate::config::Config;
 use crate::stomp::{
     Backoff, BrokerUrl, Client, ClientConfig, ConnectOptions, Events, SessionError, TlsOptions,
 };
+use crate::telemetry::Event;
 use crate::telemetry::Metrics;
 use crate::telemetry::broker::BrokerConnected;
 use std::time::Duration;

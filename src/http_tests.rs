@@ -1,4 +1,5 @@
 use super::*;
+use crate::telemetry::Event as _;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// `request` written to a served endpoint in `pieces`; the whole answer, as sent.

@@ -1,6 +1,7 @@
-//! What an operator can observe. Each event is one type whose `emit` writes the log line and
-//! bumps the metric with the same labels, so logs and metrics never disagree. `/metrics`
-//! renders [`Metrics`] in Prometheus text format.
+//! What an operator can observe. Each event is one type, an [`Event`]: emitting it counts it
+//! in its metrics (and records a message's hop for its trace), then says its log line with
+//! the same labels, within a budget when it can come in floods, so logs, metrics and traces
+//! never disagree. `/metrics` renders [`Metrics`] in Prometheus text format.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -16,6 +17,7 @@ pub mod a2a_calls;
 pub mod broker;
 #[cfg(test)]
 pub(crate) mod capture;
+pub mod event;
 pub mod heap;
 pub mod limit;
 pub mod mirror;
@@ -23,6 +25,8 @@ pub mod registry;
 pub mod reload;
 mod render;
 pub mod trace;
+
+pub use event::Event;
 
 /// The outcomes a message can have, each a counter per route.
 const OUTCOMES: [&str; 7] =
@@ -210,8 +214,22 @@ pub struct Delivered<'a> {
     pub hop: Option<&'a trace::Hop>,
 }
 
-impl Delivered<'_> {
-    pub fn emit(&self, metrics: &Metrics) {
+impl Event for Delivered<'_> {
+    type Metrics = Metrics;
+    type Counted = ();
+
+    fn count(&self, metrics: &Metrics) {
+        if self.unmatched_reply {
+            metrics.unmatched_replies.fetch_add(1, Ordering::Relaxed);
+        }
+        metrics.count_message(self.route, "delivered");
+        metrics.observe_latency(self.latency);
+        if let Some(hop) = self.hop {
+            metrics.traces.record(hop, trace::Times::since(self.latency));
+        }
+    }
+
+    fn log(&self, _: &(), _: u64) {
         debug!(
             outcome = "delivered",
             route = self.route,
@@ -223,14 +241,6 @@ impl Delivered<'_> {
             unmatched_reply = self.unmatched_reply,
             "message delivered"
         );
-        if self.unmatched_reply {
-            metrics.unmatched_replies.fetch_add(1, Ordering::Relaxed);
-        }
-        metrics.count_message(self.route, "delivered");
-        metrics.observe_latency(self.latency);
-        if let Some(hop) = self.hop {
-            metrics.traces.record(hop, trace::Times::since(self.latency));
-        }
     }
 }
 
@@ -243,21 +253,29 @@ pub struct LateReply<'a> {
     pub ask: &'a str,
 }
 
-impl LateReply<'_> {
-    pub fn emit(&self, metrics: &Metrics) {
-        if let Some(left_out) = metrics.logs.late_replies.admit() {
-            warn!(
-                outcome = "late_reply",
-                route = self.route,
-                source = self.source,
-                message_id = self.message_id,
-                ask = self.ask,
-                left_out,
-                "an answer came after its reply timeout: dropped"
-            );
-        }
+impl Event for LateReply<'_> {
+    type Metrics = Metrics;
+    type Counted = ();
+
+    fn count(&self, metrics: &Metrics) {
         metrics.count_message(self.route, "late_reply");
         metrics.late_replies.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn limit<'m>(&self, metrics: &'m Metrics) -> Option<&'m limit::LogLimit> {
+        Some(&metrics.logs.late_replies)
+    }
+
+    fn log(&self, _: &(), left_out: u64) {
+        warn!(
+            outcome = "late_reply",
+            route = self.route,
+            source = self.source,
+            message_id = self.message_id,
+            ask = self.ask,
+            left_out,
+            "an answer came after its reply timeout: dropped"
+        );
     }
 }
 
@@ -269,8 +287,16 @@ pub struct Acknowledgement<'a> {
     pub message_id: &'a str,
 }
 
-impl Acknowledgement<'_> {
-    pub fn emit(&self, metrics: &Metrics) {
+impl Event for Acknowledgement<'_> {
+    type Metrics = Metrics;
+    type Counted = ();
+
+    fn count(&self, metrics: &Metrics) {
+        metrics.count_message(self.route, "receipt");
+        metrics.receipts.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn log(&self, _: &(), _: u64) {
         debug!(
             outcome = "receipt",
             route = self.route,
@@ -278,8 +304,6 @@ impl Acknowledgement<'_> {
             message_id = self.message_id,
             "a receipt consumed (not an answer)"
         );
-        metrics.count_message(self.route, "receipt");
-        metrics.receipts.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -291,8 +315,15 @@ pub struct TaskAnswered<'a> {
     pub task: &'a str,
 }
 
-impl TaskAnswered<'_> {
-    pub fn emit(&self, metrics: &Metrics) {
+impl Event for TaskAnswered<'_> {
+    type Metrics = Metrics;
+    type Counted = ();
+
+    fn count(&self, metrics: &Metrics) {
+        metrics.count_message(self.route, "delivered");
+    }
+
+    fn log(&self, _: &(), _: u64) {
         debug!(
             outcome = "delivered",
             route = self.route,
@@ -301,7 +332,6 @@ impl TaskAnswered<'_> {
             task = self.task,
             "an answer handed to its A2A task"
         );
-        metrics.count_message(self.route, "delivered");
     }
 }
 
@@ -312,8 +342,15 @@ pub struct ChunkTaken<'a> {
     pub message_id: &'a str,
 }
 
-impl ChunkTaken<'_> {
-    pub fn emit(&self, metrics: &Metrics) {
+impl Event for ChunkTaken<'_> {
+    type Metrics = Metrics;
+    type Counted = ();
+
+    fn count(&self, metrics: &Metrics) {
+        metrics.count_message(self.route, "chunk");
+    }
+
+    fn log(&self, _: &(), _: u64) {
         debug!(
             outcome = "chunk",
             route = self.route,
@@ -321,7 +358,6 @@ impl ChunkTaken<'_> {
             message_id = self.message_id,
             "stream chunk taken in"
         );
-        metrics.count_message(self.route, "chunk");
     }
 }
 
@@ -333,22 +369,30 @@ pub struct ReplyTimedOut<'a> {
     pub hop: Option<&'a trace::Hop>,
 }
 
-impl ReplyTimedOut<'_> {
-    pub fn emit(&self, metrics: &Metrics) {
-        if let Some(left_out) = metrics.logs.reply_timeouts.admit() {
-            warn!(
-                outcome = "reply_timeout",
-                route = self.route,
-                destination = self.destination,
-                left_out,
-                "no answer within the reply timeout: error answer sent"
-            );
-        }
+impl Event for ReplyTimedOut<'_> {
+    type Metrics = Metrics;
+    type Counted = ();
+
+    fn count(&self, metrics: &Metrics) {
         metrics.count_message(self.route, "reply_timeout");
         metrics.reply_timeouts.fetch_add(1, Ordering::Relaxed);
         if let Some(hop) = self.hop {
             metrics.traces.record(hop, trace::Times::since(Duration::ZERO));
         }
+    }
+
+    fn limit<'m>(&self, metrics: &'m Metrics) -> Option<&'m limit::LogLimit> {
+        Some(&metrics.logs.reply_timeouts)
+    }
+
+    fn log(&self, _: &(), left_out: u64) {
+        warn!(
+            outcome = "reply_timeout",
+            route = self.route,
+            destination = self.destination,
+            left_out,
+            "no answer within the reply timeout: error answer sent"
+        );
     }
 }
 
@@ -365,25 +409,33 @@ pub struct DeadLettered<'a> {
     pub latency: Duration,
 }
 
-impl DeadLettered<'_> {
-    pub fn emit(&self, metrics: &Metrics) {
-        if let Some(left_out) = metrics.logs.dead_letters.admit() {
-            warn!(
-                outcome = "dead_lettered",
-                route = self.route,
-                source = self.source,
-                message_id = self.message_id,
-                kind = self.kind,
-                reason = self.reason,
-                left_out,
-                "message dead-lettered"
-            );
-        }
+impl Event for DeadLettered<'_> {
+    type Metrics = Metrics;
+    type Counted = ();
+
+    fn count(&self, metrics: &Metrics) {
         metrics.count_message(self.route, "dead_lettered");
         metrics.count_dead_letter(self.kind);
         if let Some(hop) = self.hop {
             metrics.traces.record(hop, trace::Times::since(self.latency));
         }
+    }
+
+    fn limit<'m>(&self, metrics: &'m Metrics) -> Option<&'m limit::LogLimit> {
+        Some(&metrics.logs.dead_letters)
+    }
+
+    fn log(&self, _: &(), left_out: u64) {
+        warn!(
+            outcome = "dead_lettered",
+            route = self.route,
+            source = self.source,
+            message_id = self.message_id,
+            kind = self.kind,
+            reason = self.reason,
+            left_out,
+            "message dead-lettered"
+        );
     }
 }
 
@@ -395,19 +447,27 @@ pub struct BatchFailed<'a> {
     pub reason: &'a str,
 }
 
-impl BatchFailed<'_> {
-    pub fn emit(&self, metrics: &Metrics) {
-        if let Some(left_out) = metrics.logs.batch_failures.admit() {
-            warn!(
-                outcome = "retried",
-                messages = self.messages,
-                mode = self.mode,
-                reason = self.reason,
-                left_out,
-                "batch not confirmed; the broker will redeliver its messages"
-            );
-        }
+impl Event for BatchFailed<'_> {
+    type Metrics = Metrics;
+    type Counted = ();
+
+    fn count(&self, metrics: &Metrics) {
         metrics.batch_failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn limit<'m>(&self, metrics: &'m Metrics) -> Option<&'m limit::LogLimit> {
+        Some(&metrics.logs.batch_failures)
+    }
+
+    fn log(&self, _: &(), left_out: u64) {
+        warn!(
+            outcome = "retried",
+            messages = self.messages,
+            mode = self.mode,
+            reason = self.reason,
+            left_out,
+            "batch not confirmed; the broker will redeliver its messages"
+        );
     }
 }
 
@@ -417,15 +477,21 @@ pub struct Unsettled<'a> {
     pub message_id: &'a str,
 }
 
-impl Unsettled<'_> {
-    pub fn emit(&self, metrics: &Metrics) {
-        if let Some(left_out) = metrics.logs.unsettled.admit() {
-            warn!(
-                message_id = self.message_id,
-                left_out, "message left unsettled; resetting the connection to give it back"
-            );
-        }
+impl Event for Unsettled<'_> {
+    type Metrics = Metrics;
+    type Counted = ();
+
+    fn count(&self, metrics: &Metrics) {
         metrics.unsettled.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn limit<'m>(&self, metrics: &'m Metrics) -> Option<&'m limit::LogLimit> {
+        Some(&metrics.logs.unsettled)
+    }
+
+    fn log(&self, _: &(), left_out: u64) {
+        let message_id = self.message_id;
+        warn!(message_id, left_out, "message left unsettled; resetting the connection to give it back");
     }
 }
 
@@ -438,23 +504,32 @@ pub struct PublishStalled {
     pub messages: usize,
 }
 
-impl PublishStalled {
-    pub fn emit(&self, metrics: &Arc<Metrics>) -> Stall {
-        if let Some(left_out) = metrics.logs.stalls.admit() {
-            warn!(
-                waited_ms = self.since.elapsed().as_millis() as u64,
-                messages = self.messages,
-                left_out,
-                "publishing stalled: the broker has not confirmed a batch within the receipt timeout; \
-                 the connection is alive, so the bridge holds its messages and waits (not ready meanwhile)"
-            );
-        }
+impl Event for PublishStalled {
+    type Metrics = Arc<Metrics>;
+    /// The stall, open until it is dropped.
+    type Counted = Stall;
+
+    fn count(&self, metrics: &Arc<Metrics>) -> Stall {
         metrics.stalls_total.fetch_add(1, Ordering::Relaxed);
         let mut stalls = metrics.stalls.lock().unwrap_or_else(|e| e.into_inner());
         stalls.next += 1;
         let id = stalls.next;
         stalls.open.push((id, self.since));
         Stall { metrics: metrics.clone(), id, since: self.since }
+    }
+
+    fn limit<'m>(&self, metrics: &'m Arc<Metrics>) -> Option<&'m limit::LogLimit> {
+        Some(&metrics.logs.stalls)
+    }
+
+    fn log(&self, _: &Stall, left_out: u64) {
+        warn!(
+            waited_ms = self.since.elapsed().as_millis() as u64,
+            messages = self.messages,
+            left_out,
+            "publishing stalled: the broker has not confirmed a batch within the receipt timeout; \
+             the connection is alive, so the bridge holds its messages and waits (not ready meanwhile)"
+        );
     }
 }
 
@@ -491,17 +566,19 @@ pub struct ErrorAnswerUnpublished<'a> {
     pub error: &'a str,
 }
 
-impl ErrorAnswerUnpublished<'_> {
-    pub fn emit(&self, metrics: &Metrics) {
-        if let Some(left_out) = metrics.logs.error_answers.admit() {
-            warn!(
-                route = self.route,
-                destination = self.destination,
-                error = self.error,
-                left_out,
-                "cannot publish an error answer"
-            );
-        }
+impl Event for ErrorAnswerUnpublished<'_> {
+    type Metrics = Metrics;
+    type Counted = ();
+
+    fn count(&self, _: &Metrics) {}
+
+    fn limit<'m>(&self, metrics: &'m Metrics) -> Option<&'m limit::LogLimit> {
+        Some(&metrics.logs.error_answers)
+    }
+
+    fn log(&self, _: &(), left_out: u64) {
+        let (route, destination, error) = (self.route, self.destination, self.error);
+        warn!(route, destination, error, left_out, "cannot publish an error answer");
     }
 }
 
@@ -510,15 +587,18 @@ pub struct StreamGivenUp<'a> {
     pub error: &'a dyn std::fmt::Display,
 }
 
-impl StreamGivenUp<'_> {
-    pub fn emit(&self) {
-        self.emit_to(&limit::STREAMS_GIVEN_UP);
+impl Event for StreamGivenUp<'_> {
+    type Metrics = ();
+    type Counted = ();
+
+    fn count(&self, _: &()) {}
+
+    fn limit<'m>(&self, _: &'m ()) -> Option<&'m limit::LogLimit> {
+        Some(&limit::STREAMS_GIVEN_UP)
     }
 
-    fn emit_to(&self, limit: &limit::LogLimit) {
-        if let Some(left_out) = limit.admit() {
-            warn!(error = %self.error, left_out, "a stream was given up on: its asker gets an error answer");
-        }
+    fn log(&self, _: &(), left_out: u64) {
+        warn!(error = %self.error, left_out, "a stream was given up on: its asker gets an error answer");
     }
 }
 
@@ -527,15 +607,18 @@ pub struct StreamUnanswered<'a> {
     pub error: &'a dyn std::fmt::Display,
 }
 
-impl StreamUnanswered<'_> {
-    pub fn emit(&self) {
-        self.emit_to(&limit::STREAMS_UNANSWERED);
+impl Event for StreamUnanswered<'_> {
+    type Metrics = ();
+    type Counted = ();
+
+    fn count(&self, _: &()) {}
+
+    fn limit<'m>(&self, _: &'m ()) -> Option<&'m limit::LogLimit> {
+        Some(&limit::STREAMS_UNANSWERED)
     }
 
-    fn emit_to(&self, limit: &limit::LogLimit) {
-        if let Some(left_out) = limit.admit() {
-            warn!(error = %self.error, left_out, "no error answer for a stream given up on");
-        }
+    fn log(&self, _: &(), left_out: u64) {
+        warn!(error = %self.error, left_out, "no error answer for a stream given up on");
     }
 }
 
@@ -549,12 +632,18 @@ pub struct Disconnected<'a> {
     pub reason: &'a str,
 }
 
-impl Disconnected<'_> {
-    pub fn emit(&self, metrics: &Metrics) {
-        let (connection, broker, reason) = (self.link, self.broker, self.reason);
-        warn!(connection, broker, reason, "broker connection lost; not ready until reconnected");
+impl Event for Disconnected<'_> {
+    type Metrics = Metrics;
+    type Counted = ();
+
+    fn count(&self, metrics: &Metrics) {
         metrics.broker.lost(self.link);
         metrics.set_connected(false);
+    }
+
+    fn log(&self, _: &(), _: u64) {
+        let (connection, broker, reason) = (self.link, self.broker, self.reason);
+        warn!(connection, broker, reason, "broker connection lost; not ready until reconnected");
     }
 }
 
@@ -566,11 +655,24 @@ pub struct Reconnected<'a> {
     pub ready: bool,
 }
 
-impl Reconnected<'_> {
-    pub fn emit(&self, metrics: &Metrics) {
+impl Event for Reconnected<'_> {
+    type Metrics = Metrics;
+    /// The address it was on before, when that was another (a failover).
+    type Counted = Option<String>;
+
+    fn count(&self, metrics: &Metrics) -> Option<String> {
+        let from = metrics.broker.connected(self.link, self.broker);
+        if self.ready {
+            metrics.reconnects.fetch_add(1, Ordering::Relaxed);
+            metrics.set_connected(true);
+        }
+        from
+    }
+
+    fn log(&self, from: &Option<String>, _: u64) {
         let then = if self.ready { "ready" } else { "waiting for the other connection" };
         let (connection, broker) = (self.link, self.broker);
-        match metrics.broker.connected(self.link, self.broker) {
+        match from {
             Some(from) => warn!(
                 connection,
                 from = from.as_str(),
@@ -578,10 +680,6 @@ impl Reconnected<'_> {
                 "broker failover: the connection moved to another address; {then}"
             ),
             None => info!(connection, broker, "broker connection restored; {then}"),
-        }
-        if self.ready {
-            metrics.reconnects.fetch_add(1, Ordering::Relaxed);
-            metrics.set_connected(true);
         }
     }
 }

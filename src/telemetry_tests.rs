@@ -173,10 +173,16 @@ async fn a_flood_of_error_answers_not_published_logs_a_burst() {
 async fn a_flood_of_streams_given_up_on_logs_a_burst() {
     let limit = limit::LogLimit::new();
     let given_up = StreamGivenUp { error: &"the stream's sender stopped" };
-    assert_flood_limited("a stream was given up on", || given_up.emit_to(&limit)).await;
+    assert_flood_limited("a stream was given up on", || {
+        event::emit_within(&given_up, &(), Some(&limit));
+    })
+    .await;
     let unanswered = StreamUnanswered { error: &"no route" };
     let limit = limit::LogLimit::new();
-    assert_flood_limited("no error answer for a stream", || unanswered.emit_to(&limit)).await;
+    assert_flood_limited("no error answer for a stream", || {
+        event::emit_within(&unanswered, &(), Some(&limit));
+    })
+    .await;
 }
 
 /// A connection lost and restored is one line each, with the connection, its address and why;
@@ -194,7 +200,9 @@ fn a_lost_connection_and_its_return_are_one_line_each_with_the_address() {
         "{log}"
     );
     assert!(!m.is_ready());
-    let back = |broker, ready| Reconnected { link: "consuming", broker, ready }.emit(&m);
+    let back = |broker, ready| {
+        Reconnected { link: "consuming", broker, ready }.emit(&m);
+    };
     let log = logged(|| back("stomp://a:61613", false));
     assert!(log.contains("INFO") && log.contains("restored; waiting for the other connection"), "{log}");
     assert!(!m.is_ready(), "the other connection is still down");

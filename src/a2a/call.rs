@@ -14,6 +14,7 @@ use super::stream::Folded;
 use crate::config::{AgentConfig, Config};
 use crate::envelope::codecs::Framework;
 use crate::stomp::{Secret, TlsOptions, tls_client_config};
+use crate::telemetry::Event;
 use crate::telemetry::Metrics;
 use crate::telemetry::a2a_calls::{CallEnded, CallRetried};
 use a2a::{

@@ -8,6 +8,7 @@ use super::request::{question, request_frame};
 use super::trace::TaskTrace;
 use super::{TaskAnswer, TaskRelay};
 use crate::envelope::Intent;
+use crate::telemetry::Event;
 use crate::telemetry::a2a::TaskEnded;
 use a2a::{
     A2AError, Artifact, Message, Part, Role, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState,

@@ -23,6 +23,7 @@ use crate::config::a2a::A2aConfig;
 use crate::envelope::Intent;
 use crate::names::glob_matches;
 use crate::stomp::{Client, Frame};
+use crate::telemetry::Event;
 use crate::telemetry::Metrics;
 use crate::telemetry::a2a::{DefaultContext, LateAnswer};
 use crate::wise_registry::member::WiseRegistry;

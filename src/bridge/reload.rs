@@ -7,6 +7,7 @@
 use super::subscriptions::Subscriptions;
 use crate::config::Config;
 use crate::config::diff::diff;
+use crate::telemetry::Event;
 use crate::telemetry::Metrics;
 use crate::telemetry::reload::{ConfigReloaded, ReloadOutcome};
 use std::collections::{HashMap, HashSet};

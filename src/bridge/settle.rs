@@ -32,6 +32,7 @@ use super::dedup::{DUPLICATE_ID, duplicate_id};
 use super::delivery::{Outcome, Work};
 use crate::config::DeliveryMode;
 use crate::stomp::{AwaitedReceipt, Client, Command, Frame, Item, SessionError};
+use crate::telemetry::Event;
 use crate::telemetry::{Metrics, PublishStalled};
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, VecDeque};

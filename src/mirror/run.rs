@@ -11,6 +11,7 @@ use crate::broker::{client_config, connect};
 use crate::config::mirror::MirrorConfig;
 use crate::config::{Config, codecs};
 use crate::stomp::{Client, Event, Events, Item};
+use crate::telemetry::Event as _;
 use crate::telemetry::Metrics;
 use crate::telemetry::broker::{BrokerConnected, BrokerLost, BrokerMetrics, ReconnectFailed};
 use crate::telemetry::mirror::{
@@ -153,7 +154,7 @@ fn connection_event(link: &'static str, event: Event, metrics: &BrokerMetrics) -
         }
         Event::ReconnectFailed { error, url, attempt } => {
             let (address, error) = (url.to_string(), error.to_string());
-            ReconnectFailed { link, address: &address, attempt, error: &error }.emit()
+            ReconnectFailed { link, address: &address, attempt, error: &error }.emit(&())
         }
         // The connection ends with it: its BrokerLost says it, as the reason.
         Event::BrokerError(e) => debug!(connection = link, error = %e, "the broker sent an ERROR"),
@@ -172,7 +173,9 @@ fn offer(
 ) -> bool {
     match tx.try_send((tapped, body)) {
         Ok(()) => telemetry::Tapped.emit(metrics),
-        Err(mpsc::error::TrySendError::Full((t, _))) => Dropped { queue: &t.queue }.emit(metrics),
+        Err(mpsc::error::TrySendError::Full((t, _))) => {
+            Dropped { queue: &t.queue }.emit(metrics);
+        }
         Err(mpsc::error::TrySendError::Closed(_)) => return false,
     }
     true

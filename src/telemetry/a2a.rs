@@ -1,6 +1,7 @@
 //! What the A2A service lets an operator observe: its tasks by how they ended, those still
 //! waiting for their Wise Agents answer, and answers that came for no waiting task.
 
+use super::Event;
 use super::limit::LogLimit;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -83,19 +84,26 @@ pub struct TaskEnded<'a> {
     pub reason: Option<&'a str>,
 }
 
-impl TaskEnded<'_> {
-    pub fn emit(&self, metrics: &A2aMetrics) {
+impl Event for TaskEnded<'_> {
+    type Metrics = A2aMetrics;
+    type Counted = ();
+
+    fn count(&self, metrics: &A2aMetrics) {
         if let Some(i) = ENDS.iter().position(|e| *e == self.end) {
             metrics.ended[i].fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// A task that failed can come in floods; one that completed is said at `info`, each.
+    fn limit<'m>(&self, metrics: &'m A2aMetrics) -> Option<&'m LogLimit> {
+        self.reason.map(|_| &metrics.ended_lines)
+    }
+
+    fn log(&self, _: &(), left_out: u64) {
+        let (agent, task, end) = (self.agent, self.task, self.end);
         match self.reason {
-            Some(reason) => {
-                if let Some(left_out) = metrics.ended_lines.admit() {
-                    let (agent, task, end) = (self.agent, self.task, self.end);
-                    warn!(agent, task, end, reason, left_out, "A2A task ended")
-                }
-            }
-            None => info!(agent = self.agent, task = self.task, end = self.end, "A2A task ended"),
+            Some(reason) => warn!(agent, task, end, reason, left_out, "A2A task ended"),
+            None => info!(agent, task, end, "A2A task ended"),
         }
     }
 }
@@ -105,9 +113,15 @@ pub struct LateAnswer<'a> {
     pub task: &'a str,
 }
 
-impl LateAnswer<'_> {
-    pub fn emit(&self, metrics: &A2aMetrics) {
+impl Event for LateAnswer<'_> {
+    type Metrics = A2aMetrics;
+    type Counted = ();
+
+    fn count(&self, metrics: &A2aMetrics) {
         metrics.late.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn log(&self, _: &(), _: u64) {
         info!(task = self.task, "a Wise Agents answer for an A2A task that no longer waits: dropped");
     }
 }
@@ -119,16 +133,23 @@ pub struct DefaultContext<'a> {
     pub reason: &'a str,
 }
 
-impl DefaultContext<'_> {
-    pub fn emit(&self, metrics: &A2aMetrics) {
-        if let Some(left_out) = metrics.default_context_lines.admit() {
-            warn!(
-                context = self.context,
-                reason = self.reason,
-                left_out,
-                "the A2A context could not be made a Wise Agents context: asking in the default"
-            );
-        }
+impl Event for DefaultContext<'_> {
+    type Metrics = A2aMetrics;
+    type Counted = ();
+
+    fn count(&self, _: &A2aMetrics) {}
+
+    fn limit<'m>(&self, metrics: &'m A2aMetrics) -> Option<&'m LogLimit> {
+        Some(&metrics.default_context_lines)
+    }
+
+    fn log(&self, _: &(), left_out: u64) {
+        warn!(
+            context = self.context,
+            reason = self.reason,
+            left_out,
+            "the A2A context could not be made a Wise Agents context: asking in the default"
+        );
     }
 }
 

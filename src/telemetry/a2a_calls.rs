@@ -2,6 +2,7 @@
 //! observe, per agent: the calls under way and waiting for a slot, how calls ended, and the
 //! attempts made again.
 
+use super::Event;
 use super::limit::LogLimit;
 use std::fmt::Write;
 use std::sync::RwLock;
@@ -134,21 +135,23 @@ pub struct CallRetried<'a> {
     pub error: &'a str,
 }
 
-impl CallRetried<'_> {
-    pub fn emit(&self, metrics: &A2aCallMetrics) {
+impl Event for CallRetried<'_> {
+    type Metrics = A2aCallMetrics;
+    type Counted = ();
+
+    fn count(&self, metrics: &A2aCallMetrics) {
         metrics.with(self.agent, |c| {
             c.retries.fetch_add(1, Ordering::Relaxed);
         });
-        if let Some(left_out) = metrics.retried_lines.admit() {
-            warn!(
-                agent = self.agent,
-                attempt = self.attempt,
-                backoff_ms = self.backoff_ms,
-                error = self.error,
-                left_out,
-                "an A2A call failed; trying again"
-            );
-        }
+    }
+
+    fn limit<'m>(&self, metrics: &'m A2aCallMetrics) -> Option<&'m LogLimit> {
+        Some(&metrics.retried_lines)
+    }
+
+    fn log(&self, _: &(), left_out: u64) {
+        let (agent, attempt, backoff_ms, error) = (self.agent, self.attempt, self.backoff_ms, self.error);
+        warn!(agent, attempt, backoff_ms, error, left_out, "an A2A call failed; trying again");
     }
 }
 
@@ -159,20 +162,27 @@ pub struct CallEnded<'a> {
     pub reason: Option<&'a str>,
 }
 
-impl CallEnded<'_> {
-    pub fn emit(&self, metrics: &A2aCallMetrics) {
+impl Event for CallEnded<'_> {
+    type Metrics = A2aCallMetrics;
+    type Counted = ();
+
+    fn count(&self, metrics: &A2aCallMetrics) {
         let i = usize::from(self.reason.is_some());
         metrics.with(self.agent, |c| {
             c.ended[i].fetch_add(1, Ordering::Relaxed);
         });
+    }
+
+    /// A call that failed can come in floods; one answered is said at `info`, each.
+    fn limit<'m>(&self, metrics: &'m A2aCallMetrics) -> Option<&'m LogLimit> {
+        self.reason.map(|_| &metrics.failed_lines)
+    }
+
+    fn log(&self, _: &(), left_out: u64) {
+        let (agent, attempts) = (self.agent, self.attempts);
         match self.reason {
-            Some(reason) => {
-                if let Some(left_out) = metrics.failed_lines.admit() {
-                    let attempts = self.attempts;
-                    warn!(agent = self.agent, attempts, reason, left_out, "an A2A call got no answer")
-                }
-            }
-            None => info!(agent = self.agent, attempts = self.attempts, "an A2A call answered"),
+            Some(reason) => warn!(agent, attempts, reason, left_out, "an A2A call got no answer"),
+            None => info!(agent, attempts, "an A2A call answered"),
         }
     }
 }

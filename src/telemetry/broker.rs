@@ -1,7 +1,7 @@
 //! Which broker address each connection is on, and the failovers between addresses
 //! (`broker.urls`). Each change is one event that logs and counts.
 
-use super::escape;
+use super::{Event, escape};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 use std::sync::Mutex;
@@ -88,9 +88,17 @@ pub struct BrokerConnected<'a> {
     pub server: Option<&'a str>,
 }
 
-impl BrokerConnected<'_> {
-    pub fn emit(&self, metrics: &BrokerMetrics) {
-        match metrics.connected(self.link, self.address) {
+impl Event for BrokerConnected<'_> {
+    type Metrics = BrokerMetrics;
+    /// The address it was on before, when that was another (a failover).
+    type Counted = Option<String>;
+
+    fn count(&self, metrics: &BrokerMetrics) -> Option<String> {
+        metrics.connected(self.link, self.address)
+    }
+
+    fn log(&self, from: &Option<String>, _: u64) {
+        match from {
             Some(from) => warn!(
                 connection = self.link,
                 from = from.as_str(),
@@ -118,9 +126,15 @@ pub struct BrokerLost<'a> {
     pub reason: &'a str,
 }
 
-impl BrokerLost<'_> {
-    pub fn emit(&self, metrics: &BrokerMetrics) {
+impl Event for BrokerLost<'_> {
+    type Metrics = BrokerMetrics;
+    type Counted = ();
+
+    fn count(&self, metrics: &BrokerMetrics) {
         metrics.lost(self.link);
+    }
+
+    fn log(&self, _: &(), _: u64) {
         warn!(
             connection = self.link,
             broker = self.address,
@@ -139,8 +153,13 @@ pub struct ReconnectFailed<'a> {
     pub error: &'a str,
 }
 
-impl ReconnectFailed<'_> {
-    pub fn emit(&self) {
+impl Event for ReconnectFailed<'_> {
+    type Metrics = ();
+    type Counted = ();
+
+    fn count(&self, _: &()) {}
+
+    fn log(&self, _: &(), _: u64) {
         let (connection, broker, attempt, error) = (self.link, self.address, self.attempt, self.error);
         warn!(connection, broker, attempt, error, "reconnect attempt failed");
     }

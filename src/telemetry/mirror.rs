@@ -1,6 +1,7 @@
 //! What the mirror lets an operator observe: each event one type whose `emit` counts it and,
 //! when it is rare, logs it, so that logs and metrics never disagree.
 
+use super::Event;
 use super::limit::LogLimit;
 use crate::config::mirror::Output;
 use crate::envelope::codecs::Framework;
@@ -131,10 +132,15 @@ impl MirrorMetrics {
 /// A message read from the tap and queued for copying.
 pub struct Tapped;
 
-impl Tapped {
-    pub fn emit(&self, metrics: &MirrorMetrics) {
+impl Event for Tapped {
+    type Metrics = MirrorMetrics;
+    type Counted = ();
+
+    fn count(&self, metrics: &MirrorMetrics) {
         metrics.tapped.fetch_add(1, Ordering::Relaxed);
     }
+
+    fn log(&self, _: &(), _: u64) {}
 }
 
 /// A tapped message dropped: the buffer was full.
@@ -142,19 +148,26 @@ pub struct Dropped<'a> {
     pub queue: &'a str,
 }
 
-impl Dropped<'_> {
-    pub fn emit(&self, metrics: &MirrorMetrics) {
+impl Event for Dropped<'_> {
+    type Metrics = MirrorMetrics;
+    /// Copies dropped so far.
+    type Counted = u64;
+
+    fn count(&self, metrics: &MirrorMetrics) -> u64 {
         metrics.tapped.fetch_add(1, Ordering::Relaxed);
-        let n = metrics.dropped.fetch_add(1, Ordering::Relaxed);
-        if let Some(left_out) = metrics.dropped_lines.admit() {
-            warn!(
-                outcome = "mirror_dropped",
-                queue = self.queue,
-                dropped = n + 1,
-                left_out,
-                "the mirror is behind: a copy was dropped"
-            );
-        }
+        metrics.dropped.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    fn limit<'m>(&self, metrics: &'m MirrorMetrics) -> Option<&'m LogLimit> {
+        Some(&metrics.dropped_lines)
+    }
+
+    fn log(&self, dropped: &u64, left_out: u64) {
+        let (queue, dropped) = (self.queue, *dropped);
+        warn!(
+            outcome = "mirror_dropped",
+            queue, dropped, left_out, "the mirror is behind: a copy was dropped"
+        );
     }
 }
 
@@ -164,9 +177,15 @@ pub struct Undecodable<'a> {
     pub reason: &'a str,
 }
 
-impl Undecodable<'_> {
-    pub fn emit(&self, metrics: &MirrorMetrics) {
+impl Event for Undecodable<'_> {
+    type Metrics = MirrorMetrics;
+    type Counted = ();
+
+    fn count(&self, metrics: &MirrorMetrics) {
         metrics.undecodable.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn log(&self, _: &(), _: u64) {
         debug!(outcome = "mirror_undecodable", queue = self.queue, reason = self.reason, "not copied");
     }
 }
@@ -178,18 +197,21 @@ pub struct CopyFailed<'a> {
     pub error: &'a str,
 }
 
-impl CopyFailed<'_> {
-    pub fn emit(&self, metrics: &MirrorMetrics) {
+impl Event for CopyFailed<'_> {
+    type Metrics = MirrorMetrics;
+    type Counted = ();
+
+    fn count(&self, metrics: &MirrorMetrics) {
         metrics.failed[index(self.output)].fetch_add(1, Ordering::Relaxed);
-        if let Some(left_out) = metrics.failed_lines.admit() {
-            warn!(
-                format = self.output.as_str(),
-                queue = self.queue,
-                error = self.error,
-                left_out,
-                "mirror: a copy could not be written"
-            );
-        }
+    }
+
+    fn limit<'m>(&self, metrics: &'m MirrorMetrics) -> Option<&'m LogLimit> {
+        Some(&metrics.failed_lines)
+    }
+
+    fn log(&self, _: &(), left_out: u64) {
+        let (format, queue, error) = (self.output.as_str(), self.queue, self.error);
+        warn!(format, queue, error, left_out, "mirror: a copy could not be written");
     }
 }
 
@@ -199,11 +221,16 @@ pub struct Copied {
     pub ok: bool,
 }
 
-impl Copied {
-    pub fn emit(&self, metrics: &MirrorMetrics) {
+impl Event for Copied {
+    type Metrics = MirrorMetrics;
+    type Counted = ();
+
+    fn count(&self, metrics: &MirrorMetrics) {
         let counters = if self.ok { &metrics.published } else { &metrics.failed };
         counters[index(self.output)].fetch_add(1, Ordering::Relaxed);
     }
+
+    fn log(&self, _: &(), _: u64) {}
 }
 
 #[cfg(test)]

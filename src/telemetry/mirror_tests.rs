@@ -19,7 +19,10 @@ fn events_count_and_render_by_format() {
 #[tokio::test(start_paused = true)]
 async fn a_flood_of_drops_logs_a_burst_and_counts_every_one() {
     let m = MirrorMetrics::default();
-    assert_flood_limited("a copy was dropped", || Dropped { queue: "/queue/request/A" }.emit(&m)).await;
+    assert_flood_limited("a copy was dropped", || {
+        Dropped { queue: "/queue/request/A" }.emit(&m);
+    })
+    .await;
     assert_eq!(m.dropped(), FLOOD as u64 + 1);
 }
 

@@ -1,6 +1,7 @@
 //! What the Wise Agents registry's stage lets an operator observe: the messages waiting for
 //! Redis, and whether Redis answers. Each change of state is one event that logs and counts.
 
+use super::Event;
 use std::fmt::Write;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -97,15 +98,24 @@ pub struct RegistryUnavailable<'a> {
     pub error: &'a str,
 }
 
-impl RegistryUnavailable<'_> {
-    pub fn emit(&self, metrics: &RegistryMetrics) {
+impl Event for RegistryUnavailable<'_> {
+    type Metrics = RegistryMetrics;
+    /// Messages held, when Redis has just gone away (nothing said while it stays away).
+    type Counted = Option<i64>;
+
+    fn count(&self, metrics: &RegistryMetrics) -> Option<i64> {
         metrics.retries.fetch_add(1, Ordering::Relaxed);
         let mut since = metrics.down_since.lock().unwrap_or_else(|e| e.into_inner());
-        if since.is_none() {
-            *since = Some(Instant::now());
+        let gone = since.is_none().then(|| metrics.held());
+        since.get_or_insert_with(Instant::now);
+        gone
+    }
+
+    fn log(&self, gone: &Option<i64>, _: u64) {
+        if let Some(held) = *gone {
             warn!(
                 error = self.error,
-                held = metrics.held(),
+                held,
                 "the Wise Agents registry (Redis) does not answer: holding the messages that need it \
                  until it does; other traffic flows"
             );
@@ -116,14 +126,21 @@ impl RegistryUnavailable<'_> {
 /// A registry call succeeded: if Redis had been away, it is back.
 pub struct RegistryAnswered;
 
-impl RegistryAnswered {
-    pub fn emit(&self, metrics: &RegistryMetrics) {
+impl Event for RegistryAnswered {
+    type Metrics = RegistryMetrics;
+    /// How long Redis was away and the messages held, when it has just come back.
+    type Counted = Option<(f64, i64)>;
+
+    fn count(&self, metrics: &RegistryMetrics) -> Option<(f64, i64)> {
         let mut since = metrics.down_since.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(down) = since.take() {
+        since.take().map(|down| (down.elapsed().as_secs_f64(), metrics.held()))
+    }
+
+    fn log(&self, back: &Option<(f64, i64)>, _: u64) {
+        if let Some((after_s, held)) = *back {
             info!(
-                after_s = down.elapsed().as_secs_f64(),
-                held = metrics.held(),
-                "the Wise Agents registry (Redis) answers again: delivering the messages held for it"
+                after_s,
+                held, "the Wise Agents registry (Redis) answers again: delivering the messages held for it"
             );
         }
     }

@@ -1,6 +1,7 @@
 //! Configuration reloads (`SIGHUP`): one event per reload, which logs, counts
 //! `bridge_config_reloads_total{outcome}` and keeps the last outcome for `GET /config`.
 
+use super::Event;
 use std::fmt::Write;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -94,8 +95,25 @@ pub struct ConfigReloaded<'a> {
     pub reason: &'a str,
 }
 
-impl ConfigReloaded<'_> {
-    pub fn emit(&self, metrics: &ReloadMetrics) {
+impl Event for ConfigReloaded<'_> {
+    type Metrics = ReloadMetrics;
+    type Counted = ();
+
+    fn count(&self, metrics: &ReloadMetrics) {
+        metrics.counts[self.outcome as usize].fetch_add(1, Ordering::Relaxed);
+        let at_unix_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let last = Last {
+            outcome: self.outcome,
+            file: self.file.to_owned(),
+            reason: self.reason.to_owned(),
+            at_unix_ms,
+        };
+        *metrics.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(last);
+    }
+
+    fn log(&self, _: &(), _: u64) {
         let outcome = self.outcome.as_str();
         match self.outcome {
             ReloadOutcome::Applied => {
@@ -114,17 +132,6 @@ impl ConfigReloaded<'_> {
                 "configuration reload: the file does not validate; still running on the previous configuration"
             ),
         }
-        metrics.counts[self.outcome as usize].fetch_add(1, Ordering::Relaxed);
-        let at_unix_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-        let last = Last {
-            outcome: self.outcome,
-            file: self.file.to_owned(),
-            reason: self.reason.to_owned(),
-            at_unix_ms,
-        };
-        *metrics.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(last);
     }
 }
 

@@ -8,6 +8,7 @@
 use super::member::{WiseFrame, WiseRegistry};
 use super::store::RegistryError;
 use crate::stomp::Frame;
+use crate::telemetry::Event;
 use crate::telemetry::Metrics;
 use crate::telemetry::registry::{RegistryAnswered, RegistryUnavailable};
 use std::sync::Arc;

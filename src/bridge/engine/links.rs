@@ -5,6 +5,7 @@
 use super::Engine;
 use crate::bridge::delivery::Work;
 use crate::stomp::Event;
+use crate::telemetry::Event as _;
 use crate::telemetry::broker::ReconnectFailed;
 use crate::telemetry::{Disconnected, Reconnected};
 use tracing::debug;
@@ -82,7 +83,7 @@ impl Engine {
             }
             Event::ReconnectFailed { error, url, attempt } => {
                 let (address, error) = (url.to_string(), error.to_string());
-                ReconnectFailed { link: which, address: &address, attempt, error: &error }.emit()
+                ReconnectFailed { link: which, address: &address, attempt, error: &error }.emit(&())
             }
             // The connection ends with it: its Disconnected says it, as the reason.
             Event::BrokerError(e) => debug!(connection = which, error = %e, "the broker sent an ERROR"),

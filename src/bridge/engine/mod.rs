@@ -13,6 +13,7 @@ use crate::config::DeliveryConfig;
 use crate::envelope::Clock;
 use crate::routing::{A2A_AGENT_HEADER, A2A_ANSWERS, A2A_CALL_PREFIX};
 use crate::stomp::{AckRef, Client, Event, Events, Message};
+use crate::telemetry::Event as _;
 use crate::telemetry::trace::Times;
 use crate::telemetry::{ErrorAnswerUnpublished, Metrics, ReplyTimedOut};
 use crate::wise_registry::member::WiseFrame;

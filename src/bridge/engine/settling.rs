@@ -10,6 +10,7 @@ use crate::bridge::pipeline::{Absorbed, dead_letter_frame};
 use crate::bridge::settle::{Failure, Finished, Settlement, next_batch, route_of, work_key};
 use crate::envelope::trace::{SpanContext, SpanId, TraceId};
 use crate::stomp::{AckRef, Client};
+use crate::telemetry::Event;
 use crate::telemetry::trace::{Hop, HopKind, Party, Times};
 use crate::telemetry::{
     Acknowledgement, BatchFailed, ChunkTaken, DeadLettered, Delivered, LateReply, Metrics, TaskAnswered,

@@ -10,6 +10,7 @@ use crate::envelope::penguiflow::stream::{Abandoned, ChunkFed};
 use crate::envelope::penguiflow::{self, Payload, PenguiMessage};
 use crate::envelope::{Content, Envelope, EnvelopeError, Intent};
 use crate::routing::Source;
+use crate::telemetry::Event;
 use bytes::Bytes;
 
 /// A stream whose last chunk a message was: the stream's text stays in memory until that
@@ -110,7 +111,7 @@ impl Pipeline {
             match answer {
                 Ok(Processed::Send(o)) => out.push(o),
                 Ok(_) => {}
-                Err(e) => crate::telemetry::StreamUnanswered { error: &e }.emit(),
+                Err(e) => crate::telemetry::StreamUnanswered { error: &e }.emit(&()),
             }
         }
         out
@@ -128,7 +129,7 @@ fn stream_error(key: &StreamKey, abandoned: Abandoned, now: &mut Now) -> Result<
     };
     env.intent = Some(Intent::CannotAnswer);
     env.content = Content::Text(format!("the streamed answer could not be delivered: {error}"));
-    crate::telemetry::StreamGivenUp { error: &error }.emit();
+    crate::telemetry::StreamGivenUp { error: &error }.emit(&());
     Ok(env)
 }
 
