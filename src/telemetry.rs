@@ -622,6 +622,27 @@ impl Event for StreamUnanswered<'_> {
     }
 }
 
+/// The HTTPS listener could not accept a connection (out of descriptors and the like): it
+/// tries again shortly, so this can come ten times a second.
+pub struct AcceptFailed<'a> {
+    pub error: &'a dyn std::fmt::Display,
+}
+
+impl Event for AcceptFailed<'_> {
+    type Metrics = ();
+    type Counted = ();
+
+    fn count(&self, _: &()) {}
+
+    fn limit<'m>(&self, _: &'m ()) -> Option<&'m limit::LogLimit> {
+        Some(&limit::ACCEPTS_FAILED)
+    }
+
+    fn log(&self, _: &(), left_out: u64) {
+        warn!(error = %self.error, left_out, "the HTTP listener cannot accept");
+    }
+}
+
 /// One of the engine's connections to the broker was lost: not ready until it is back. The
 /// one line said of it (the STOMP client says it at `debug`).
 pub struct Disconnected<'a> {

@@ -3,6 +3,7 @@
 //! in number, so that a client that never finishes one holds no other connection back; axum
 //! takes the connections whose handshake is done.
 
+use crate::telemetry::{AcceptFailed, Event as _};
 use axum::serve::Listener;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
@@ -16,7 +17,7 @@ use tokio_rustls::TlsAcceptor;
 pub use tokio_rustls::rustls::ServerConfig;
 use tokio_rustls::rustls::crypto;
 use tokio_rustls::server::TlsStream;
-use tracing::{debug, warn};
+use tracing::debug;
 
 /// How long a client may take over its handshake.
 const HANDSHAKE: Duration = Duration::from_secs(10);
@@ -73,7 +74,7 @@ async fn accept(
                 Ok(accepted) => accepted,
                 Err(error) => {
                     // Out of descriptors and the like: said, and tried again shortly.
-                    warn!(%error, "the HTTP listener cannot accept");
+                    AcceptFailed { error: &error }.emit(&());
                     tokio::time::sleep(Duration::from_millis(100)).await;
                     continue;
                 }

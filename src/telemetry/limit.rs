@@ -21,6 +21,8 @@ pub struct LogLimit {
 /// their budgets are the process's.
 pub static STREAMS_GIVEN_UP: LogLimit = LogLimit::new();
 pub static STREAMS_UNANSWERED: LogLimit = LogLimit::new();
+/// The HTTPS listener's accept loop, which holds no metrics either.
+pub static ACCEPTS_FAILED: LogLimit = LogLimit::new();
 
 #[derive(Debug, Default)]
 struct Window {
