@@ -128,18 +128,24 @@ impl Reference {
 }
 
 /// `LOADGEN_TRACES` (docs/PERFORMANCE.md, the cost of traces): `off` (no page, no export),
-/// `page` (the default: the conversations page alone), or `<OTLP endpoint>@<sampling ratio>`
-/// (`http://127.0.0.1:4318@0.01`: the page and the export).
+/// `page` (the default: the conversations page alone), `page=<N>` (the page keeping N
+/// conversations), or `<OTLP endpoint>@<sampling ratio>` (`http://127.0.0.1:4318@0.01`: the
+/// page and the export).
 fn traces(config: &mut stomp_agent_bridge::config::traces::TracesConfig) {
     let Ok(mode) = std::env::var("LOADGEN_TRACES") else { return };
     match mode.split_once('@') {
         _ if mode == "off" => config.conversations = 0,
         _ if mode == "page" => {}
+        _ if mode.starts_with("page=") => {
+            let n = &mode["page=".len()..];
+            config.conversations =
+                n.parse().unwrap_or_else(|_| panic!("LOADGEN_TRACES: bad page size {n:?}"));
+        }
         Some((endpoint, ratio)) => {
             config.endpoint = endpoint.to_owned();
             config.sampling_ratio =
                 ratio.parse().unwrap_or_else(|_| panic!("LOADGEN_TRACES: bad ratio {ratio:?}"));
         }
-        None => panic!("LOADGEN_TRACES: {mode:?} is not off, page or <endpoint>@<ratio>"),
+        None => panic!("LOADGEN_TRACES: {mode:?} is not off, page, page=<N> or <endpoint>@<ratio>"),
     }
 }
