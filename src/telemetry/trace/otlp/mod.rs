@@ -2,7 +2,8 @@
 //! is written as its spans, protobuf, with the ids the pipeline gave them and the times the
 //! engine measured ([`spans`]), and waits in a bounded queue for the exporter's own thread,
 //! which posts them in batches over a blocking reqwest client (it never runs on the runtime
-//! that moves messages). A full queue drops the spans and counts them: a collector that is
+//! that moves messages). The queue is one buffer the spans are written into, under a short
+//! lock: no allocation and no wake-up of that thread per message. A full queue drops the spans and counts them: a collector that is
 //! down or slow never holds a message.
 //!
 //! Sampling is by trace id: its rightmost 7 bytes, the part W3C Trace Context level 2 and
@@ -17,9 +18,9 @@ use super::{Hop, Times};
 use crate::config::traces::TracesConfig;
 use crate::envelope::trace::TraceId;
 use proto::{Value, Writer};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::SyncSender;
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// 2^56: the rightmost 7 bytes of a trace id are its random part.
@@ -39,33 +40,42 @@ pub struct ExportCounts {
     pub failed: AtomicU64,
 }
 
-/// What the exporter's thread is handed: a hop's spans, or a request to send what it has.
-enum Work {
-    Spans { bytes: Vec<u8>, n: usize },
-    Flush(SyncSender<()>),
+/// The spans waiting for the exporter's thread: written straight into one buffer under a
+/// short lock (no allocation and no wake-up per message; the thread is woken when the first
+/// spans arrive, when a batch is full, and to flush).
+#[derive(Debug, Default)]
+struct Pending {
+    spans: Vec<u8>,
+    /// Each hop's spans in `spans`: their bytes and how many.
+    hops: std::collections::VecDeque<(usize, usize)>,
+    n: usize,
+    flushes: Vec<SyncSender<()>>,
+    closed: bool,
+}
+
+/// What the exporter and its thread share.
+#[derive(Debug, Default)]
+struct Queue {
+    pending: Mutex<Pending>,
+    ready: Condvar,
+}
+
+impl Queue {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// The exporter: where hops' spans are offered.
 #[derive(Debug)]
 pub struct Exporter {
-    queue: SyncSender<Work>,
-    /// Spans waiting for the exporter's thread, at most `max_queue`.
-    queued: Arc<AtomicUsize>,
+    queue: Arc<Queue>,
     max_queue: usize,
     /// Traces whose rightmost 56 bits are below this are sampled.
     bound: u64,
     /// `messaging.system` (`activemq` or `rabbitmq`), once the broker said which it is.
     system: OnceLock<&'static str>,
     pub counts: Arc<ExportCounts>,
-}
-
-impl std::fmt::Debug for Work {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Work::Spans { n, .. } => write!(f, "Spans({n})"),
-            Work::Flush(_) => f.write_str("Flush"),
-        }
-    }
 }
 
 impl Exporter {
@@ -79,19 +89,18 @@ impl Exporter {
             None => Vec::new(),
         };
         let post = Post::new(format!("{}/v1/traces", config.endpoint.trim_end_matches('/')), headers)?;
-        let (queue, work) = std::sync::mpsc::sync_channel(config.max_queue);
+        let queue = Arc::new(Queue::default());
         let counts = Arc::new(ExportCounts::default());
-        let queued = Arc::new(AtomicUsize::new(0));
         let mut resource = vec![("service.name".to_owned(), config.service_name.clone())];
         resource.extend(config.resource.iter().map(|(k, v)| (k.clone(), v.clone())));
-        let batches = Batches { post, resource, work, queued: queued.clone(), counts: counts.clone() };
+        let batches = Batches { post, resource, queue: queue.clone(), counts: counts.clone() };
         std::thread::Builder::new()
             .name("otlp-export".into())
             .spawn(move || batches.run())
             .map_err(|e| format!("cannot start the OTLP exporter's thread: {e}"))?;
         let bound = bound(config.sampling_ratio);
         let max_queue = config.max_queue;
-        Ok(Some(Exporter { queue, queued, max_queue, bound, system: OnceLock::new(), counts }))
+        Ok(Some(Exporter { queue, max_queue, bound, system: OnceLock::new(), counts }))
     }
 
     /// The broker's kind, from its CONNECTED `server` header.
@@ -105,29 +114,30 @@ impl Exporter {
         sampled(self.bound, trace)
     }
 
-    /// Offers a settled hop's spans; never waits.
+    /// Offers a settled hop's spans; never waits (but for the lock a batch is taken under).
     pub fn offer(&self, hop: &Hop, times: Times) {
         if !self.sampled(hop.trace) {
             return;
         }
         let system = self.system.get().copied().unwrap_or("activemq");
-        let mut bytes = Vec::with_capacity(2048);
-        let n = spans::write(hop, times, system, &mut bytes);
+        let mut pending = self.queue.lock();
+        let mark = pending.spans.len();
+        let n = spans::write(hop, times, system, &mut pending.spans);
         if n == 0 {
             return;
         }
-        let dropped = || {
+        if pending.n + n > self.max_queue {
+            pending.spans.truncate(mark);
             self.counts.dropped.fetch_add(n as u64, Ordering::Relaxed);
-        };
-        if self.queued.fetch_add(n, Ordering::Relaxed) + n > self.max_queue {
-            self.queued.fetch_sub(n, Ordering::Relaxed);
-            return dropped();
+            return;
         }
-        if let Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) =
-            self.queue.try_send(Work::Spans { bytes, n })
-        {
-            self.queued.fetch_sub(n, Ordering::Relaxed);
-            dropped();
+        let before = pending.n;
+        pending.n += n;
+        let bytes = pending.spans.len() - mark;
+        pending.hops.push_back((bytes, n));
+        // The thread sleeps until spans arrive, then lingers for more or a full batch.
+        if before == 0 || (before < BATCH && pending.n >= BATCH) {
+            self.queue.ready.notify_one();
         }
     }
 
@@ -135,10 +145,16 @@ impl Exporter {
     /// are lost).
     pub fn flush(&self, bound: Duration) {
         let (done, sent) = std::sync::mpsc::sync_channel(1);
-        // Queued behind the spans, by a thread of its own: the queue may be full.
-        let queue = self.queue.clone();
-        std::thread::spawn(move || queue.send(Work::Flush(done)));
+        self.queue.lock().flushes.push(done);
+        self.queue.ready.notify_one();
         let _ = sent.recv_timeout(bound);
+    }
+}
+
+impl Drop for Exporter {
+    fn drop(&mut self) {
+        self.queue.lock().closed = true;
+        self.queue.ready.notify_one();
     }
 }
 
@@ -213,48 +229,59 @@ impl Post {
     }
 }
 
-/// The exporter's thread: gathers hops' spans into batches and posts each.
+/// The exporter's thread: takes the queued spans in batches and posts each.
 struct Batches {
     post: Post,
     resource: Vec<(String, String)>,
-    work: Receiver<Work>,
-    queued: Arc<AtomicUsize>,
+    queue: Arc<Queue>,
     counts: Arc<ExportCounts>,
 }
 
 impl Batches {
     fn run(self) {
-        let mut open = true;
-        while open {
-            let (mut spans, mut n, mut flushed) = (Vec::new(), 0, Vec::new());
-            let Ok(first) = self.work.recv() else { break };
-            let mut next = Some(first);
-            let until = Instant::now() + LINGER;
-            while let Some(work) = next.take() {
-                match work {
-                    Work::Spans { bytes, n: more } => {
-                        self.queued.fetch_sub(more, Ordering::Relaxed);
-                        spans.extend_from_slice(&bytes);
-                        n += more;
-                    }
-                    Work::Flush(done) => flushed.push(done),
-                }
-                if n >= BATCH || !flushed.is_empty() {
-                    break;
-                }
-                match self.work.recv_timeout(until.saturating_duration_since(Instant::now())) {
-                    Ok(work) => next = Some(work),
-                    Err(RecvTimeoutError::Timeout) => {}
-                    Err(RecvTimeoutError::Disconnected) => open = false,
-                }
-            }
+        loop {
+            let (spans, n, flushed, closed) = self.next();
             if n > 0 {
                 self.export(&spans, n as u64);
             }
             for done in flushed {
                 let _ = done.try_send(());
             }
+            if closed {
+                break;
+            }
         }
+    }
+
+    /// Waits for spans, then for a full batch or [`LINGER`] (a flush or the end sends at
+    /// once), and takes the next batch: its spans, how many, the flushes it answers (those
+    /// asked when no more is queued), and whether the exporter is gone.
+    fn next(&self) -> (Vec<u8>, usize, Vec<SyncSender<()>>, bool) {
+        let urgent = |p: &Pending| !p.flushes.is_empty() || p.closed;
+        let mut pending = self.queue.lock();
+        while pending.n == 0 && !urgent(&pending) {
+            pending = self.queue.ready.wait(pending).unwrap_or_else(|e| e.into_inner());
+        }
+        let until = Instant::now() + LINGER;
+        while pending.n < BATCH && !urgent(&pending) {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            pending = self.queue.ready.wait_timeout(pending, left).unwrap_or_else(|e| e.into_inner()).0;
+        }
+        let (mut bytes, mut n) = (0, 0);
+        while let Some(&(b, k)) = pending.hops.front() {
+            if n > 0 && n + k > BATCH {
+                break;
+            }
+            pending.hops.pop_front();
+            (bytes, n) = (bytes + b, n + k);
+        }
+        pending.n -= n;
+        let spans = pending.spans.drain(..bytes).collect();
+        let flushed = if pending.n == 0 { std::mem::take(&mut pending.flushes) } else { Vec::new() };
+        (spans, n, flushed, pending.closed && pending.n == 0)
     }
 
     fn export(&self, spans: &[u8], n: u64) {

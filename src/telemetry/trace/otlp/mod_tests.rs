@@ -226,3 +226,21 @@ fn a_full_queue_drops_spans_and_a_refused_export_counts_them_failed() {
     assert_eq!(exporter.counts.failed.load(Ordering::Relaxed), 2, "a 503 loses the batch");
     assert_eq!(exporter.counts.exported.load(Ordering::Relaxed), 0);
 }
+
+#[test]
+fn spans_go_in_batches_of_at_most_512_and_a_flush_sends_them_all() {
+    let (endpoint, requests) = collector(200);
+    let exporter = Exporter::start(&TracesConfig { endpoint, ..TracesConfig::default() }).unwrap().unwrap();
+    let times = Times::since(std::time::Duration::ZERO);
+    for n in 0..150 {
+        exporter.offer(&hop(HopKind::Ask, "/queue/request/Weather", 10 + n, 1000 + n, None), times);
+    }
+    exporter.flush(std::time::Duration::from_secs(30));
+    let mut sizes = Vec::new();
+    while sizes.iter().sum::<usize>() < 600 {
+        let (_, body) = requests.recv_timeout(std::time::Duration::from_secs(30)).expect("an export");
+        sizes.push(Message::read(&body).messages(1)[0].message(2).messages(2).len());
+    }
+    assert!(sizes.len() >= 2 && sizes.iter().all(|&n| n <= 512 && n % 4 == 0), "{sizes:?}");
+    assert_eq!(exporter.counts.exported.load(Ordering::Relaxed), 600, "150 asks of four spans each");
+}
