@@ -55,9 +55,15 @@ fn memory_is_bounded_by_conversations_events_and_text() {
     for trace in 1..=10_000u128 {
         log.record(&hop(trace, HopKind::Ask, &"x".repeat(10_000), "B"), at(trace as u64));
     }
+    let text = || log.log.lock().unwrap().slots.iter().map(|c| c.text.len()).sum::<usize>();
+    for _ in 0..EVENTS {
+        log.record(&hop(10_000, HopKind::Message, "A", "B"), at(20_000));
+    }
+    let full = text();
     for _ in 0..1_000 {
         log.record(&hop(10_000, HopKind::Message, "A", "B"), at(20_000));
     }
+    assert_eq!(text(), full, "a full conversation's events are counted, their texts not kept");
     let page = log.to_json();
     assert_eq!(log.len(), 3);
     assert_eq!(page["forgotten"], 9_997);
@@ -66,4 +72,21 @@ fn memory_is_bounded_by_conversations_events_and_text() {
     assert_eq!(newest["truncated"], true);
     let name = newest["participants"][0]["name"].as_str().unwrap();
     assert_eq!(name.chars().count(), TEXT + 1, "cut, with an ellipsis");
+}
+
+#[test]
+fn a_conversation_writes_each_name_and_repeated_destination_once() {
+    let log = Conversations::new(10);
+    for _ in 0..3 {
+        log.record(&hop(7, HopKind::Message, "Asker", "Weather"), at(1_000));
+    }
+    let held = log.log.lock().unwrap().slots[0].text.clone();
+    assert_eq!(held.matches("Weather").count(), 1, "{held}");
+    assert_eq!(held.matches("/queue/request/B").count(), 1, "{held}");
+    assert_eq!(held.matches("/queue/civitas.B").count(), 1, "{held}");
+    let page = log.to_json();
+    let events = page["conversations"][0]["events"].as_array().unwrap().clone();
+    assert_eq!(events.len(), 3);
+    assert!(events.iter().all(|e| e["from"] == "Asker" && e["to"] == "Weather" && e["message_id"] == "m"));
+    assert!(events.iter().all(|e| e["destination"] == "/queue/civitas.B"));
 }
