@@ -367,8 +367,8 @@ pub fn traceparent(envelope: &Envelope) -> Option<String> {
 /// carried none; a header that does not fit is ignored ([`trace::SpanContext::parse`]).
 pub fn apply_traceparent(envelope: &mut Envelope, header: &str) {
     if let Some(cx) = trace::SpanContext::parse(header) {
-        envelope.trace_id.get_or_insert_with(|| cx.trace.to_string());
-        envelope.span_id.get_or_insert_with(|| cx.span.to_string());
+        envelope.trace_id.get_or_insert_with(|| cx.trace.hex());
+        envelope.span_id.get_or_insert_with(|| cx.span.hex());
     }
 }
 

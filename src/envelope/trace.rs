@@ -8,6 +8,7 @@
 
 use super::{Clock, Envelope};
 use std::fmt;
+use std::sync::Arc;
 
 /// A trace id: 16 bytes, never all zeros.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -42,6 +43,34 @@ impl SpanId {
     pub fn new(clock: &mut impl Clock) -> SpanId {
         let id = clock.id4().as_u128();
         SpanId(((id as u64) ^ ((id >> 64) as u64)).max(1))
+    }
+}
+
+impl TraceId {
+    /// Its 32 lower-case hex digits (as `Display` writes them, in one allocation).
+    pub fn hex(self) -> String {
+        hex(self.0, 32)
+    }
+}
+
+impl SpanId {
+    /// Its 16 lower-case hex digits.
+    pub fn hex(self) -> String {
+        hex(u128::from(self.0), 16)
+    }
+}
+
+/// The `digits` lowest hex digits of `n`, lower case, zero-padded.
+fn hex(n: u128, digits: usize) -> String {
+    let mut out = String::with_capacity(digits);
+    push_hex(&mut out, n, digits);
+    out
+}
+
+fn push_hex(out: &mut String, n: u128, digits: usize) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for i in (0..digits).rev() {
+        out.push(DIGITS[((n >> (4 * i)) & 0xf) as usize] as char);
     }
 }
 
@@ -93,7 +122,14 @@ impl SpanContext {
 
     /// The `traceparent` header of this context (version 00, its flags).
     pub fn header(&self) -> String {
-        format!("00-{}-{}-{:02x}", self.trace, self.span, self.flags)
+        let mut header = String::with_capacity(55);
+        header.push_str("00-");
+        push_hex(&mut header, self.trace.0, 32);
+        header.push('-');
+        push_hex(&mut header, u128::from(self.span.0), 16);
+        header.push('-');
+        push_hex(&mut header, u128::from(self.flags), 2);
+        header
     }
 
     /// The envelope's trace id and span id, when both fit.
@@ -116,10 +152,10 @@ pub struct Invocation {
     /// When the ask was sent on (Unix seconds).
     pub started: f64,
     /// The agent asked, and its framework.
-    pub agent: Box<str>,
+    pub agent: Arc<str>,
     pub framework: &'static str,
     /// The conversation (Wise Agents context, Civitas correlation, A2A context id).
-    pub conversation: Option<Box<str>>,
+    pub conversation: Option<Arc<str>>,
 }
 
 #[cfg(test)]

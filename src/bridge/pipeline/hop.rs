@@ -50,7 +50,7 @@ impl Arrival {
     /// carried (continued, never replaced), else a new one; and new ids for the bridge's spans.
     pub(super) fn spans(&self, env: &mut Envelope, answered: Option<&Invocation>, now: &mut Now) -> Spans {
         let trace = answered.map(|i| i.trace).or(self.trace).unwrap_or_else(|| TraceId::new(now));
-        env.trace_id = Some(trace.to_string());
+        env.trace_id = Some(trace.hex());
         Spans { trace, process: SpanId::new(now), invoke: SpanId::new(now), send: SpanId::new(now) }
     }
 
@@ -71,10 +71,17 @@ impl Arrival {
     /// its parent the `invoke_agent` span of an ask or the process span otherwise; an answer
     /// keeps the parent its asker expects), and the record the engine reports.
     pub(super) fn hop(self, spans: Spans, env: &mut Envelope, turn: Turn, target: &Target, now: &Now) -> Hop {
-        env.span_id = Some(spans.send.to_string());
+        env.span_id = Some(spans.send.hex());
+        // An ask's agent and conversation are its invocation's, shared.
+        let (to, conversation) = match &turn {
+            Turn::Ask(opened) if env.recipient.is_some() => {
+                (opened.agent.clone(), opened.conversation.clone())
+            }
+            _ => (name(env.recipient.as_deref()), env.context.as_deref().map(Into::into)),
+        };
         let (kind, parent, link, invocation) = match turn {
             Turn::Ask(opened) => {
-                env.parent_span_id = Some(spans.invoke.to_string());
+                env.parent_span_id = Some(spans.invoke.hex());
                 (HopKind::Ask, self.span, None, Some(opened))
             }
             Turn::Answer(closed) => {
@@ -82,7 +89,7 @@ impl Arrival {
                 (HopKind::Answer, Some(closed.span), link, Some(closed))
             }
             Turn::Other => {
-                env.parent_span_id = Some(spans.process.to_string());
+                env.parent_span_id = Some(spans.process.hex());
                 (HopKind::Message, self.span, None, None)
             }
         };
@@ -94,8 +101,8 @@ impl Arrival {
             process: spans.process,
             send: spans.send,
             from: self.from,
-            to: Some(party(env.recipient.as_deref(), target.framework)),
-            conversation: env.context.as_deref().map(Into::into),
+            to: Some(Party { name: to, framework: target.framework.as_str() }),
+            conversation,
             source: self.source,
             destination: target.destination.as_str().into(),
             message_id: self.message_id,
@@ -127,8 +134,8 @@ pub(super) fn timeout_hop(
     now: &mut Now,
 ) -> Hop {
     let (process, send) = (SpanId::new(now), SpanId::new(now));
-    env.trace_id = Some(closed.trace.to_string());
-    env.span_id = Some(send.to_string());
+    env.trace_id = Some(closed.trace.hex());
+    env.span_id = Some(send.hex());
     Hop {
         trace: closed.trace,
         kind: HopKind::Timeout,
@@ -150,6 +157,11 @@ pub(super) fn timeout_hop(
     }
 }
 
-fn party(name: Option<&str>, framework: Framework) -> Party {
-    Party { name: name.unwrap_or("?").into(), framework: framework.as_str() }
+fn party(name_: Option<&str>, framework: Framework) -> Party {
+    Party { name: name(name_), framework: framework.as_str() }
+}
+
+/// An agent's name, `?` when the message does not say.
+fn name(name: Option<&str>) -> std::sync::Arc<str> {
+    name.unwrap_or("?").into()
 }

@@ -10,7 +10,7 @@ pub mod otlp;
 
 use crate::config::traces::TracesConfig;
 use crate::envelope::trace::{Invocation, SpanId, TraceId};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::SystemTime;
 
 /// Where settled hops go: the page's conversations and the OTLP exporter, each when
@@ -76,7 +76,7 @@ impl Traces {
 /// An agent as a conversation shows it: its name and its framework.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Party {
-    pub name: Box<str>,
+    pub name: Arc<str>,
     pub framework: &'static str,
 }
 
@@ -124,7 +124,7 @@ pub struct Hop {
     pub send: SpanId,
     pub from: Party,
     pub to: Option<Party>,
-    pub conversation: Option<Box<str>>,
+    pub conversation: Option<Arc<str>>,
     /// The destination the message was consumed from, and the one it was published to.
     pub source: Box<str>,
     pub destination: Box<str>,

@@ -69,7 +69,8 @@ impl Writer<'_> {
 
     /// At most `n` characters of `text`, with `…` where it was cut.
     pub fn cut(&mut self, field: u32, text: &str, n: usize) {
-        match text.char_indices().nth(n) {
+        // No longer in bytes than `n`: no longer in characters either.
+        match text.char_indices().nth(n).filter(|_| text.len() > n) {
             Some((end, _)) => self.string(field, &[&text[..end], "…"]),
             None => self.string(field, &[text]),
         }

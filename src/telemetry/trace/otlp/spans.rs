@@ -212,7 +212,7 @@ fn error_status(s: &mut Writer<'_>, message: &[&str]) {
 
 /// At most [`VALUE`] characters of `text`, and `…` if it was cut.
 fn cut(text: &str) -> (&str, &'static str) {
-    match text.char_indices().nth(VALUE) {
+    match text.char_indices().nth(VALUE).filter(|_| text.len() > VALUE) {
         Some((end, _)) => (&text[..end], "…"),
         None => (text, ""),
     }
