@@ -38,12 +38,15 @@ impl Bridge {
     }
 
     /// `perf record` on the bridge until the returned child is interrupted, when `LOADGEN_PERF`
-    /// names an output file (docs/PERFORMANCE.md: how the profiles were taken).
+    /// names an output file, with the call graph `LOADGEN_PERF_CALL_GRAPH` names (docs/PERFORMANCE.md:
+    /// how the profiles were taken).
     pub fn profile(&self) -> Option<Child> {
         let out = std::env::var("LOADGEN_PERF").ok()?;
         let pid = self.process.pid().to_string();
+        // `fp` (frame pointers) by default; `dwarf` walks through the C library too.
+        let graph = std::env::var("LOADGEN_PERF_CALL_GRAPH").unwrap_or_else(|_| "fp".into());
         Process::new("perf")
-            .args(["record", "-F", "997", "-g", "-o", &out, "-p", &pid])
+            .args(["record", "-F", "997", "--call-graph", &graph, "-o", &out, "-p", &pid])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
