@@ -4,7 +4,7 @@
 //! Written by hand rather than built as `opentelemetry-proto`'s prost structs (or the SDK's
 //! `SpanData`, which its exporter turns into those): a hop's spans are written straight from
 //! the hop, with no allocation per attribute, span or name, on the thread that settled the
-//! message (docs/PERFORMANCE.md, "Traces: what they cost", has the figures).
+//! message (docs/OBSERVABILITY.md, "Why the OTLP writer is the bridge's own", has the figures).
 
 /// Wire types.
 const VARINT: u32 = 0;
