@@ -51,7 +51,13 @@ impl ReplyBase {
             .collect();
         let recipient = ask.reply_to.as_deref().unwrap_or(asker);
         let via = reply_via(ask);
-        let tool_id = ask.tool_id.as_deref().filter(|t| ReplyRoute::from_token(t).is_none());
+        // A bridge's token in the ask's tool id is that hop's routing, not the asker's: not
+        // echoed; but a token naming a task (an A2A task's, an MCP call's, asked by the bridge
+        // of a proxied agent) is how its answer finds the task: echoed.
+        let tool_id = ask
+            .tool_id
+            .as_deref()
+            .filter(|t| ReplyRoute::from_token(t).is_none_or(|route| route.task.is_some()));
         let fields: [Option<&str>; FIELDS] = [
             Some(recipient),
             via.as_deref(),
