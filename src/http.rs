@@ -1,11 +1,14 @@
 //! The operator's HTTP endpoint, on axum (hyper): `/metrics` (Prometheus text), `/healthz`
 //! (the process is alive), `/readyz` (connected, subscribed, and the broker confirming what is
 //! published, else 503 with the reason) and `/config` (the last configuration reload, JSON);
-//! HTTPS with `http.cert_file` and `http.key_file` ([`tls`]).
+//! HTTPS with `http.cert_file` and `http.key_file` ([`tls`]). Beside them, the A2A routes
+//! (`[a2a]`) and the MCP route (`[mcp]`).
 
 pub mod tls;
 
 use crate::a2a::TaskRelay;
+use crate::config::mcp::McpConfig;
+use crate::relay::Relay;
 use crate::telemetry::Metrics;
 use axum::Router;
 use axum::extract::State;
@@ -19,25 +22,37 @@ use tracing::{info, warn};
 
 const TEXT: &str = "text/plain; charset=utf-8";
 
+/// What the listener serves besides the operator's routes.
+#[derive(Default)]
+pub struct Services {
+    /// The A2A service (`[a2a]`).
+    pub a2a: Option<Arc<TaskRelay>>,
+    /// The MCP server (`[mcp]`): the relay its calls ask through, and its settings at start.
+    pub mcp: Option<(Arc<Relay>, McpConfig)>,
+}
+
 /// Serves until `shutdown` fires.
-/// `tasks`: the A2A service's (`[a2a]`), whose routes join the operator's.
 /// `tls`: HTTPS with this server configuration ([`tls::server_config`]), else plain HTTP.
 pub async fn serve(
     listener: TcpListener,
     tls: Option<Arc<tls::ServerConfig>>,
     metrics: Arc<Metrics>,
-    tasks: Option<Arc<TaskRelay>>,
+    services: Services,
     shutdown: CancellationToken,
 ) {
     if let Ok(addr) = listener.local_addr() {
-        let a2a = if tasks.is_some() { ", /a2a" } else { "" };
+        let a2a = if services.a2a.is_some() { ", /a2a" } else { "" };
+        let mcp = if services.mcp.is_some() { ", /mcp" } else { "" };
         let scheme = if tls.is_some() { "https" } else { "http" };
-        info!(%addr, scheme, "HTTP endpoint listening (/metrics, /healthz, /readyz, /config{a2a})");
+        info!(%addr, scheme, "HTTP endpoint listening (/metrics, /healthz, /readyz, /config{a2a}{mcp})");
     }
-    let routes = match tasks {
-        Some(tasks) => router(metrics).merge(crate::a2a::serve::routes(tasks)),
-        None => router(metrics),
-    };
+    let mut routes = router(metrics);
+    if let Some(tasks) = services.a2a {
+        routes = routes.merge(crate::a2a::serve::routes(tasks));
+    }
+    if let Some((relay, config)) = services.mcp {
+        routes = routes.merge(crate::mcp::serve::routes(relay, &config, shutdown.child_token()));
+    }
     let stopped = shutdown.cancelled_owned();
     let served = match tls {
         None => axum::serve(listener, routes).with_graceful_shutdown(stopped).await,

@@ -7,7 +7,7 @@ async fn exchange(metrics: Arc<Metrics>, pieces: &[&str]) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let shutdown = CancellationToken::new();
-    let served = tokio::spawn(serve(listener, None, metrics, None, shutdown.clone()));
+    let served = tokio::spawn(serve(listener, None, metrics, Services::default(), shutdown.clone()));
     let mut client = tokio::net::TcpStream::connect(addr).await.unwrap();
     client.set_nodelay(true).unwrap();
     for piece in pieces {
@@ -105,8 +105,13 @@ async fn with_a_certificate_the_endpoint_is_https_and_a_stalled_handshake_holds_
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let shutdown = CancellationToken::new();
-    let served =
-        tokio::spawn(serve(listener, Some(tls), Arc::new(Metrics::default()), None, shutdown.clone()));
+    let served = tokio::spawn(serve(
+        listener,
+        Some(tls),
+        Arc::new(Metrics::default()),
+        Services::default(),
+        shutdown.clone(),
+    ));
     // A client that connects and never says hello.
     let _stalled = tokio::net::TcpStream::connect(addr).await.unwrap();
     let mut client = https_client(addr).await.expect("the handshake");

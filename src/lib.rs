@@ -20,17 +20,21 @@
 //! 7. [`broker`]: the connection every mode shares: client settings, connect with retries.
 //! 8. [`wise_registry`]: the Wise Agents registry in Redis, read and written as Wise Agents
 //!    does.
-//! 9. [`a2a`]: A2A 1.0 both ways: native Wise Agents agents served as A2A agents (the
-//!    official SDK's JSON-RPC server, an executor that asks on the broker, the tasks awaiting
-//!    answers), and the stage that calls the A2A agents proxied (`protocol = "a2a"`).
-//! 10. [`mirror`]: mirror mode: a broker-made copy of the Wise Agents traffic, published
+//! 9. [`relay`]: the requests asked on the broker for callers over HTTP (an A2A task, an MCP
+//!    tool call), each waiting for its answers.
+//! 10. [`a2a`]: A2A 1.0 both ways: native Wise Agents agents served as A2A agents (the
+//!     official SDK's JSON-RPC server, an executor that asks through the relay, a task store),
+//!     and the stage that calls the A2A agents proxied (`protocol = "a2a"`).
+//! 11. [`mcp`]: the society's agents as MCP tools (the official SDK's Streamable HTTP server,
+//!     a handler that asks through the relay).
+//! 12. [`mirror`]: mirror mode: a broker-made copy of the Wise Agents traffic, published
 //!     again in every format.
-//! 11. [`deadletter`]: the dead-letter queue for operators: list, pick and replay.
-//! 12. [`bridge`]: the daemon: consume → decode → route → encode → publish → settle; runs
+//! 13. [`deadletter`]: the dead-letter queue for operators: list, pick and replay.
+//! 14. [`bridge`]: the daemon: consume → decode → route → encode → publish → settle; runs
 //!     the mirror and the registry beside it. Its [`bridge::pipeline`] is a pure function of
 //!     (message, state, now); its engine owns every consumed message and the clock.
-//! 13. [`http`]: the operator's endpoint (`/metrics`, `/healthz`, `/readyz`, `/config`) and
-//!     the A2A routes.
+//! 15. [`http`]: the operator's endpoint (`/metrics`, `/healthz`, `/readyz`, `/config`), the
+//!     A2A routes and the MCP route.
 
 pub mod a2a;
 pub mod bridge;
@@ -39,8 +43,10 @@ pub mod config;
 pub mod deadletter;
 pub mod envelope;
 pub mod http;
+pub mod mcp;
 pub mod mirror;
 pub mod names;
+pub mod relay;
 pub mod routing;
 pub mod stomp;
 pub mod telemetry;

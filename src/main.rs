@@ -220,7 +220,11 @@ async fn serve(config: Config, path: &Path, set_level: SetLevel) -> ExitCode {
         return ExitCode::FAILURE;
     }
     let shutdown = CancellationToken::new();
-    let tasks = stomp_agent_bridge::a2a::TaskRelay::of(&config, metrics.clone());
+    let relay = stomp_agent_bridge::relay::Relay::of(&config, metrics.clone());
+    let services = stomp_agent_bridge::http::Services {
+        a2a: relay.as_ref().and_then(|relay| stomp_agent_bridge::a2a::TaskRelay::of(&config, relay)),
+        mcp: relay.clone().zip(config.mcp.clone()),
+    };
     if !config.http.listen.is_empty() {
         let tls = match (&config.http.cert_file, &config.http.key_file) {
             (Some(cert), Some(key)) => match stomp_agent_bridge::http::tls::server_config(cert, key) {
@@ -234,8 +238,8 @@ async fn serve(config: Config, path: &Path, set_level: SetLevel) -> ExitCode {
         };
         match tokio::net::TcpListener::bind(&config.http.listen).await {
             Ok(listener) => {
-                let (metrics, tasks, shutdown) = (metrics.clone(), tasks.clone(), shutdown.clone());
-                tokio::spawn(stomp_agent_bridge::http::serve(listener, tls, metrics, tasks, shutdown));
+                let (metrics, shutdown) = (metrics.clone(), shutdown.clone());
+                tokio::spawn(stomp_agent_bridge::http::serve(listener, tls, metrics, services, shutdown));
             }
             Err(e) => {
                 tracing::error!(listen = %config.http.listen, error = %e, "cannot open the HTTP endpoint");
@@ -252,7 +256,7 @@ async fn serve(config: Config, path: &Path, set_level: SetLevel) -> ExitCode {
             tracing::warn!(error = %e, "cannot listen for SIGHUP: the configuration cannot be reloaded")
         }
     }
-    let attached = stomp_agent_bridge::bridge::Attached { reloads: Some(requests), tasks };
+    let attached = stomp_agent_bridge::bridge::Attached { reloads: Some(requests), relay };
     let ran = stomp_agent_bridge::bridge::run_with(config, metrics.clone(), shutdown.clone(), attached).await;
     if let Some(exporter) = metrics.traces.exporter() {
         // The spans of the last messages: sent, or given up after a bound.
@@ -288,7 +292,7 @@ fn init_logs(format: &str, level: &str) -> SetLevel {
     use tracing_subscriber::EnvFilter;
     let from_env = EnvFilter::try_from_default_env().ok();
     let overridden = from_env.is_some();
-    let filter = from_env.unwrap_or_else(|| EnvFilter::new(level));
+    let filter = from_env.unwrap_or_else(|| EnvFilter::new(with_sdks_quiet(level)));
     let json = match format {
         "json" => true,
         "text" => false,
@@ -313,8 +317,15 @@ fn init_logs(format: &str, level: &str) -> SetLevel {
         if overridden {
             return Err("RUST_LOG is set, and it overrides log.level".into());
         }
-        set(EnvFilter::try_new(level).map_err(|e| format!("{level:?}: {e}"))?)
+        set(EnvFilter::try_new(with_sdks_quiet(level)).map_err(|e| format!("{level:?}: {e}"))?)
     })
+}
+
+/// `level`, with the MCP SDK's lines at `warn` unless it names the SDK (`rmcp=...`): at `info`
+/// it logs three lines for every request it serves, its own bookkeeping rather than the
+/// bridge's events (each call's end is the bridge's own line).
+fn with_sdks_quiet(level: &str) -> String {
+    if level.contains("rmcp") { level.to_owned() } else { format!("{level},rmcp=warn") }
 }
 
 fn translate(

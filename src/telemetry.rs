@@ -20,6 +20,7 @@ pub(crate) mod capture;
 pub mod event;
 pub mod heap;
 pub mod limit;
+pub mod mcp;
 pub mod mirror;
 pub mod registry;
 pub mod reload;
@@ -75,6 +76,8 @@ pub struct Metrics {
     pub a2a: a2a::A2aMetrics,
     /// The calls to A2A agents.
     pub a2a_calls: a2a_calls::A2aCallMetrics,
+    /// The MCP server's tool calls.
+    pub mcp: mcp::McpMetrics,
     /// Conversations as traces: the page's and the OTLP exporter's.
     pub traces: trace::Traces,
     /// The log lines of events that can come in floods.

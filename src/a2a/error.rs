@@ -2,8 +2,6 @@
 //! a dead letter's `bridge-error` or a task's status message says is one of these. (The SDK's
 //! `A2AError` is the protocol's error object, what an agent or a client is answered.)
 
-use crate::stomp::SessionError;
-
 #[derive(Debug, thiserror::Error)]
 pub enum A2aFailure {
     /// An A2A agent of the configuration whose HTTP client cannot be made (its TLS files).
@@ -38,9 +36,4 @@ pub enum A2aFailure {
     NoText,
     #[error("no message")]
     NoMessage,
-    /// The broker did not take a request the bridge published for a task.
-    #[error("the bridge is not connected to the broker yet")]
-    NotConnected,
-    #[error(transparent)]
-    Broker(#[from] SessionError),
 }

@@ -3,11 +3,12 @@
 //! `ACK` → WORKING, `CANNOT_ANSWER` → FAILED, any other answer → its text as an artifact and
 //! COMPLETED; no answer within `a2a.reply_timeout_ms` → FAILED.
 
+use super::TaskRelay;
 use super::error::A2aFailure;
-use super::request::{question, request_frame};
-use super::trace::TaskTrace;
-use super::{TaskAnswer, TaskRelay};
+use super::request::question;
 use crate::envelope::Intent;
+use crate::relay::trace::TaskTrace;
+use crate::relay::{Caller, TaskAnswer};
 use crate::telemetry::Event;
 use crate::telemetry::a2a::TaskEnded;
 use a2a::{
@@ -41,10 +42,10 @@ impl AgentExecutor for Executor {
     }
 
     fn cancel(&self, ctx: ExecutorContext) -> BoxStream<'static, Result<StreamResponse, A2AError>> {
-        self.hub.cancel(&ctx.task_id);
+        self.hub.relay.cancel(&ctx.task_id);
         let agent = agent_of(&ctx);
         TaskEnded { agent: &agent, task: &ctx.task_id, end: "canceled", reason: None }
-            .emit(&self.hub.metrics.a2a);
+            .emit(&self.hub.relay.metrics.a2a);
         let update = status(&ctx, TaskState::Canceled, None);
         Box::pin(stream::iter([Ok(update)]))
     }
@@ -65,7 +66,7 @@ fn agent_of(ctx: &ExecutorContext) -> String {
 async fn ask(hub: Arc<TaskRelay>, ctx: ExecutorContext, tx: Events) {
     let agent = agent_of(&ctx);
     let end = |end: &'static str, reason: Option<&str>| {
-        TaskEnded { agent: &agent, task: &ctx.task_id, end, reason }.emit(&hub.metrics.a2a)
+        TaskEnded { agent: &agent, task: &ctx.task_id, end, reason }.emit(&hub.relay.metrics.a2a)
     };
     let asked_of = ctx.stored_task.as_ref().and_then(|t| t.metadata.as_ref()).and_then(|m| m.get(AGENT_KEY));
     if asked_of.is_some_and(|a| a.as_str() != Some(agent.as_str())) {
@@ -83,20 +84,22 @@ async fn ask(hub: Arc<TaskRelay>, ctx: ExecutorContext, tx: Events) {
             return;
         }
     };
-    let (_waiting, mut answers) = hub.wait(&ctx.task_id);
-    let context = hub.context_for(&ctx.context_id).await;
-    let mut frame = request_frame(&hub.asking, &agent, &ctx.task_id, &context, text);
-    let traced = hub.traced.then(|| TaskTrace::of(&ctx, &hub.asking, &agent, &context));
+    let (_waiting, mut answers) = hub.relay.wait(&ctx.task_id, Caller::A2a);
+    let context = hub.relay.context_for(&ctx.context_id).await;
+    let mut frame = hub.relay.asking.request_frame(&agent, &ctx.task_id, &context, text);
+    let arrived = super::trace::arrived(&ctx);
+    let traced =
+        hub.relay.traced.then(|| TaskTrace::of(arrived, Caller::A2a, &hub.relay.asking, &agent, &context));
     if let Some(trace) = &traced {
         frame = frame.with("traceparent", trace.header());
     }
-    if let Err(e) = hub.publish(frame).await {
+    if let Err(e) = hub.relay.publish(frame).await {
         let why = format!("the broker did not take the request: {e}");
         end("failed", Some(&why));
         let _ = tx.send(Ok(status(&ctx, TaskState::Failed, Some(&why))));
         return;
     }
-    let metrics = hub.metrics.clone();
+    let metrics = hub.relay.metrics.clone();
     let task = ctx.task_id.clone();
     if let Some(trace) = &traced {
         trace.asked(&metrics, &task);

@@ -1,12 +1,6 @@
-//! An A2A message as the Wise Agents request that asks it, and the token its answer echoes;
-//! pure.
+//! An A2A message as the text of the Wise Agents request that asks it; pure.
 
-use super::Asking;
 use super::error::A2aFailure;
-use crate::envelope::Intent;
-use crate::envelope::correlation::ReplyRoute;
-use crate::envelope::wiseagents::WiseMessage;
-use crate::stomp::{Command, Frame};
 use a2a::{Message, PartContent};
 
 /// The text a Wise Agents agent reads (`_message`): the message's text parts, and its data
@@ -26,30 +20,4 @@ pub fn question(message: &Message) -> Result<String, A2aFailure> {
         return Err(A2aFailure::NoText);
     }
     Ok(lines.join("\n"))
-}
-
-/// The QUERY that asks `agent` the question of `task` in the Wise Agents `context`: from the
-/// bridge's reply agent, its answer routed back to it, and the task's token in `_tool_id`
-/// (which Wise Agents agents echo).
-pub fn request_frame(asking: &Asking, agent: &str, task: &str, context: &str, text: String) -> Frame {
-    let context = context.to_owned();
-    let route = ReplyRoute {
-        task: Some(task.to_owned()),
-        requester: Some(asking.reply_agent.clone()),
-        context: Some(context.clone()),
-        ..ReplyRoute::default()
-    };
-    let message = WiseMessage {
-        message: text,
-        message_type: Some(Intent::Query),
-        sender: Some(asking.reply_agent.clone()),
-        tool_id: Some(route.to_token()),
-        route_response_to: Some(asking.reply_agent.clone()),
-        context_name: Some(context),
-        extra: Vec::new(),
-    };
-    Frame::new(Command::Send)
-        .with("destination", format!("{}{agent}", asking.request_prefix))
-        .with("persistent", "true")
-        .with_body(message.to_yaml().into_bytes())
 }

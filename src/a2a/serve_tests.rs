@@ -9,7 +9,8 @@ fn hub() -> Arc<TaskRelay> {
         toml::from_str("serve = [\"Echo\"]\nmax_body_bytes = 512").unwrap();
     a2a.token = Some(crate::stomp::Secret::new("s3cret"));
     config.a2a = Some(a2a);
-    TaskRelay::of(&config, Arc::new(Metrics::default())).unwrap()
+    let relay = crate::relay::Relay::of(&config, Arc::new(Metrics::default())).unwrap();
+    TaskRelay::of(&config, &relay).unwrap()
 }
 
 /// One request to the routes, served on a local port; the whole answer.
@@ -44,7 +45,7 @@ async fn a_call_without_the_token_is_401_and_counted() {
         assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
         assert!(answer.contains("www-authenticate: Bearer"), "{answer}");
     }
-    assert!(hub.metrics.render().contains("bridge_a2a_unauthorized_total 2"));
+    assert!(hub.relay.metrics.render().contains("bridge_a2a_unauthorized_total 2"));
 }
 
 #[tokio::test]

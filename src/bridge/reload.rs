@@ -99,10 +99,10 @@ impl Reloader {
             Err(_) => return stopping(),
         };
         let mut changes = diff.live.join(", ");
-        if new.log.level != self.running.log.level {
-            if let Err(why) = (self.set_level)(&new.log.level) {
-                changes.push_str(&format!(" (log.level not applied: {why})"));
-            }
+        if new.log.level != self.running.log.level
+            && let Err(why) = (self.set_level)(&new.log.level)
+        {
+            changes.push_str(&format!(" (log.level not applied: {why})"));
         }
         self.running = new;
         (ReloadOutcome::Applied, format!("{changes}; {subscriptions}"))

@@ -7,9 +7,9 @@ use super::pipeline::Pipeline;
 use super::reload::{Reload, Reloads};
 use super::settle::{Settlement, Settler};
 use super::subscriptions::{ADVISORY, Cause, MakeSubscription, Subscriptions};
-use crate::a2a::TaskRelay;
 use crate::broker::{client_config, connect};
 use crate::config::{Config, Discovery};
+use crate::relay::Relay;
 use crate::stomp::{AckMode, Client, ClientConfig, Message, Subscription};
 use crate::telemetry::Metrics;
 use crate::wise_registry::stage::Checks;
@@ -35,9 +35,9 @@ pub async fn run(
 pub struct Attached {
     /// The configuration reloads to follow (`bridge::reload`).
     pub reloads: Option<mpsc::Receiver<Reload>>,
-    /// The A2A service's tasks (`[a2a]`, served on the HTTP listener), whose requests the
-    /// bridge publishes and whose answers it hands over.
-    pub tasks: Option<Arc<TaskRelay>>,
+    /// The requests asked for callers over HTTP (`[a2a]`, `[mcp]`), which the bridge
+    /// publishes and whose answers it hands over.
+    pub relay: Option<Arc<Relay>>,
 }
 
 /// [`run`], with what `attached` brings.
@@ -88,7 +88,7 @@ async fn proxy(
     config: Config,
     metrics: Arc<Metrics>,
     shutdown: CancellationToken,
-    Attached { reloads, tasks }: Attached,
+    Attached { reloads, relay }: Attached,
 ) -> Result<(), BridgeError> {
     let pipeline = Pipeline::of(&config);
     let calls = crate::a2a::call::Calls::spawn(&config, metrics.clone(), shutdown.clone())?;
@@ -145,11 +145,11 @@ async fn proxy(
             // The registry's stage is the engine's: it outlives the shutdown signal until the
             // engine has finished (the answers settled while stopping may need it).
             .with_registry(registry.clone().map(|r| Checks::spawn(r, metrics.clone())));
-    if let Some(tasks) = &tasks {
-        tasks.attach(publisher.clone());
-        tasks.attach_registry(registry.clone());
+    if let Some(relay) = &relay {
+        relay.attach(publisher.clone());
+        relay.attach_registry(registry.clone());
     }
-    engine = engine.with_tasks(tasks).with_calls(calls);
+    engine = engine.with_relay(relay).with_calls(calls);
     if let Some(requests) = reloads {
         let settle_within = Duration::from_millis(config.delivery.shutdown_timeout_ms);
         let (subscriptions, retired) = (held.clone(), Default::default());

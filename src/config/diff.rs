@@ -3,6 +3,7 @@
 //! configurations in, a verdict out (docs/OPERATING.md, "Reloading the configuration").
 
 use super::Config;
+use super::mcp::McpConfig;
 use crate::names::is_glob;
 use std::collections::BTreeSet;
 
@@ -119,6 +120,10 @@ fn refused_keys(old: &Config, new: &Config, d: &mut Diff) {
         let why = "cannot change without a restart (the A2A routes and their tasks are made at start)";
         d.refused.push(Refusal { key: "a2a".into(), why: why.into() });
     }
+    if let Some(key) = mcp_refused(old.mcp.as_ref(), new.mcp.as_ref()) {
+        let why = "cannot change without a restart (the MCP route is made at start; tools and descriptions change live)";
+        d.refused.push(Refusal { key: key.into(), why: why.into() });
+    }
     if old.traces != new.traces {
         let why = "cannot change without a restart (the exporter and the page are made at start)";
         d.refused.push(Refusal { key: "traces".into(), why: why.into() });
@@ -138,8 +143,29 @@ fn live_keys(old: &Config, new: &Config, d: &mut Diff) {
         .chain([("protocols.penguiflow", without_bounds(p) != without_bounds(np))])
         .chain(changed!(old.delivery, new.delivery, "delivery": dead_letter, batch_max, batches_in_flight,
             max_attempts, max_hops, reply_timeout_ms, max_body_bytes))
-        .chain([("log.level", old.log.level != new.log.level)]);
+        .chain([("log.level", old.log.level != new.log.level)])
+        .chain(mcp_live(old.mcp.as_ref(), new.mcp.as_ref()));
     d.live.extend(keys.filter(|(_, changed)| *changed).map(|(k, _)| k.to_owned()));
+}
+
+/// `[mcp]`'s keys that change live (the tools and their descriptions), when it stays set.
+fn mcp_live(old: Option<&McpConfig>, new: Option<&McpConfig>) -> Vec<(&'static str, bool)> {
+    match (old, new) {
+        (Some(o), Some(n)) => changed!(o, n, "mcp": tools, descriptions).to_vec(),
+        _ => Vec::new(),
+    }
+}
+
+/// `[mcp]` added or removed, or a key of it that cannot change live changed: the key refused.
+fn mcp_refused(old: Option<&McpConfig>, new: Option<&McpConfig>) -> Option<&'static str> {
+    let restart = |c: &McpConfig| {
+        (c.token_file.clone(), c.token.clone(), c.reply_timeout_ms, c.max_body_bytes, c.allowed_hosts.clone())
+    };
+    match (old, new) {
+        (None, None) => None,
+        (Some(o), Some(n)) => (restart(o) != restart(n)).then_some("mcp"),
+        _ => Some("mcp"),
+    }
 }
 
 /// PenguiFlow's table without the stream bounds (judged apart: they are refused).

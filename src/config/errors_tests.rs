@@ -82,7 +82,7 @@ fn missing_keys_point_at_their_table_and_a_misspelt_table_gets_a_suggestion() {
 3 | [[agents]]
   | ^^^^^^^^^^
 
-error: delivry: unknown key, expected one of broker, wiseagents, protocols, agents, delivery, http, log, mirror, a2a, traces
+error: delivry: unknown key, expected one of broker, wiseagents, protocols, agents, delivery, http, log, mirror, a2a, mcp, traces
  --> DIR/c.toml:5:2
   |
 5 | [delivry]

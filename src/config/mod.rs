@@ -7,6 +7,7 @@ mod codecs;
 mod decode;
 mod delivery;
 pub mod diff;
+pub mod mcp;
 pub mod mirror;
 pub mod registry;
 mod report;
@@ -48,6 +49,9 @@ pub struct Config {
     /// Native agents served as A2A agents (off unless the table is present): docs/A2A.md.
     #[serde(default)]
     pub a2a: Option<a2a::A2aConfig>,
+    /// The society's agents served as MCP tools (off unless the table is present): docs/MCP.md.
+    #[serde(default)]
+    pub mcp: Option<mcp::McpConfig>,
     /// Traces and the conversations page: docs/OBSERVABILITY.md.
     #[serde(default)]
     pub traces: traces::TracesConfig,
@@ -439,6 +443,7 @@ impl Config {
             log: LogConfig::default(),
             mirror: None,
             a2a: None,
+            mcp: None,
             traces: traces::TracesConfig::default(),
         }
     }
@@ -569,6 +574,11 @@ impl Config {
             && let Err(why) = a2a.read_token_file(path)
         {
             broken.push(("a2a.token_file".to_owned(), why));
+        }
+        if let Some(mcp) = &mut config.mcp
+            && let Err(why) = mcp.read_token_file(path)
+        {
+            broken.push(("mcp.token_file".to_owned(), why));
         }
         for (i, agent) in config.agents.iter_mut().enumerate() {
             if let Some(file) = &agent.token_file {

@@ -271,7 +271,8 @@ fn read_text(text: &str) -> Config {
 }
 
 /// A configuration with every section and table set, and every key away from its default
-/// (but `broker.passcode_file`, which is not set with `passcode`, and `a2a.token_file`).
+/// (but `broker.passcode_file`, which is not set with `passcode`, `a2a.token_file` and
+/// `mcp.token_file`).
 pub(super) fn everything() -> Config {
     let namespace = Uuid::parse_str("0d5f1a7e-3b7c-4c59-9a8e-6f3f2c1d9b10").unwrap();
     Config {
@@ -336,6 +337,7 @@ pub(super) fn everything() -> Config {
         log: LogConfig { format: "json".into(), level: "stomp_agent_bridge=debug".into() },
         mirror: every_mirror_key(),
         a2a: Some(every_a2a_key()),
+        mcp: Some(every_mcp_key()),
         traces: super::traces::TracesConfig {
             endpoint: "http://collector:4318".into(),
             protocol: "http/protobuf".into(),
@@ -361,6 +363,16 @@ fn every_a2a_key() -> a2a::A2aConfig {
         max_tasks: 10,
         task_ttl_ms: 1000,
         max_body_bytes: 4096,
+    }
+}
+
+fn every_mcp_key() -> mcp::McpConfig {
+    mcp::McpConfig {
+        descriptions: [("Weather".to_owned(), "Knows the weather".to_owned())].into(),
+        reply_timeout_ms: 2000,
+        max_body_bytes: 8192,
+        allowed_hosts: vec!["bridge.example".into()],
+        ..mcp::McpConfig::new(vec!["Weather".into(), "Ops*".into()])
     }
 }
 

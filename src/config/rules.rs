@@ -45,6 +45,11 @@ impl Config {
                 bad(&key, why);
             }
         }
+        if let Some(mcp) = &self.mcp {
+            for (key, why) in mcp.problems(&self.http.listen) {
+                bad(&key, why);
+            }
+        }
         for (key, why) in self.traces.problems() {
             bad(&key, why);
         }

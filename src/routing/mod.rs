@@ -61,7 +61,7 @@ pub struct Router {
     /// default).
     reply_agent: String,
     /// Whether answers come to the reply agent: asks from another framework's ingress, or
-    /// from A2A clients (`[a2a]`).
+    /// from A2A clients (`[a2a]`) or MCP clients (`[mcp]`).
     asks_as_reply_agent: bool,
     /// Whether some proxied agents are A2A agents (their answers come from [`A2A_ANSWERS`]).
     calls_a2a: bool,
@@ -113,7 +113,7 @@ impl Router {
             patterns,
             civitas_inbox: template(Framework::Civitas).map(|(inbox, _)| inbox),
             reply_agent: config.wiseagents.reply_agent.clone(),
-            asks_as_reply_agent: !ingress.is_empty() || config.a2a.is_some(),
+            asks_as_reply_agent: !ingress.is_empty() || config.a2a.is_some() || config.mcp.is_some(),
             calls_a2a: config.agents.iter().any(|a| a.protocol == Framework::A2a),
             ingress,
         }

@@ -24,6 +24,7 @@ impl Metrics {
         self.registry.render(&mut out);
         self.a2a.render(&mut out);
         self.a2a_calls.render(&mut out);
+        self.mcp.render(&mut out);
         self.traces.render(&mut out);
         out
     }

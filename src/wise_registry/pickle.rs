@@ -223,7 +223,7 @@ impl Machine<'_> {
     }
 
     fn set_items(&mut self, items: Vec<usize>) -> Result<(), PickleError> {
-        if items.len() % 2 != 0 {
+        if !items.len().is_multiple_of(2) {
             return Err(self.malformed("SETITEMS with an odd number of values"));
         }
         let target = self.top()?;

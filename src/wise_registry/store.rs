@@ -364,10 +364,10 @@ impl Store {
             None => false,
         };
         // `get_current_query()`: the first of `queries`.
-        if let (true, Some(bytes)) = (context.restart, queries) {
-            if let Value::List(items) = decode(ctx, "queries", &bytes)? {
-                context.query = items.into_iter().next().and_then(|v| v.as_str().map(str::to_owned));
-            }
+        if let (true, Some(bytes)) = (context.restart, queries)
+            && let Value::List(items) = decode(ctx, "queries", &bytes)?
+        {
+            context.query = items.into_iter().next().and_then(|v| v.as_str().map(str::to_owned));
         }
         context.route_response_to = route.map(|b| String::from_utf8_lossy(&b).into_owned());
         Ok(context)

@@ -130,6 +130,7 @@ pub fn config(broker: Broker, names: &Names, agents: Vec<AgentConfig>, http_port
         log: LogConfig { format: "json".into(), ..Default::default() },
         mirror: None,
         a2a: None,
+        mcp: None,
         traces: Default::default(),
     }
 }

@@ -254,6 +254,44 @@ def test_an_a2a_sdk_client_with_its_own_traceparent_has_its_trace_continued(tmp_
     assert len(trace["spans"]) == 4, "an HTTP request has no broker's receive or ack"
 
 
+def test_an_mcp_client_with_its_own_traceparent_has_its_trace_continued(tmp_path: Path) -> None:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    from mcp_testing import McpBridge
+
+    broker = Broker()
+    names = Names(broker)
+    echo = names.agent("Echo")
+    agent = WiseAgent(broker, echo, lambda m: f"echo: {m['_message']}")
+    service = f"sab-test-{uuid.uuid4().hex[:8]}"
+    traces = f'[traces]\nendpoint = "{jaeger_testing.OTLP_ENDPOINT}"\nservice_name = "{service}"\n'
+    bridge = McpBridge(broker, names, tmp_path, [echo], native=[echo], extra=traces)
+    trace_id, client_span = uuid.uuid4().hex, uuid.uuid4().hex[:16]
+
+    async def scenario() -> None:
+        http = httpx2.AsyncClient(headers={"traceparent": TRACEPARENT.format(trace_id, client_span)}, timeout=60)
+        async with Client(streamable_http_client(bridge.url, http_client=http)) as client:
+            result = await client.call_tool(echo, {"text": "hello"})
+            assert result.content[0].text == "echo: hello", result  # type: ignore[union-attr]
+
+    try:
+        asyncio.run(asyncio.wait_for(scenario(), 120))
+        trace = jaeger_testing.wait_trace(trace_id, lambda t: len(t.get("spans", [])) >= 4, timeout=60)
+    finally:
+        agent.close()
+        bridge.stop()
+    spans = jaeger_testing.spans_by_name(trace)
+    process = one(spans, f"process /mcp/{echo}")
+    invoke = one(spans, f"invoke_agent {echo}")
+    assert process["references"][0]["spanID"] == client_span, "the client's context is continued"
+    assert jaeger_testing.parent_of(trace, invoke) == process
+    assert jaeger_testing.parent_of(trace, one(spans, f"send {broker.request_prefix}{echo}")) == invoke
+    assert jaeger_testing.parent_of(trace, one(spans, f"send /mcp/{echo}")) == invoke, "the answer to the client"
+    assert len(trace["spans"]) == 4, "an HTTP request has no broker's receive or ack"
+
+
 def one_trace_of(service: str, spans: int, timeout: float = 60) -> dict[str, Any]:
     """The one trace ``service`` exported, once it has ``spans`` spans (the exporter sends in
     batches): waited for, with a bound sized for a busy machine."""

@@ -78,8 +78,8 @@ pub struct Engine {
     reloads: Option<super::reload::Reloads>,
     /// Shutting down: a failed batch is given back to the broker, not published again.
     stopping: bool,
-    /// Where answers to A2A tasks go (`[a2a]`).
-    tasks: Option<Arc<crate::a2a::TaskRelay>>,
+    /// Where answers to requests asked for callers over HTTP go (`[a2a]`, `[mcp]`).
+    relay: Option<Arc<crate::relay::Relay>>,
     /// The stage that calls A2A agents (proxied agents with `protocol = "a2a"`), and the work
     /// whose request an agent is being asked.
     calls: Side<Calls>,
@@ -136,7 +136,7 @@ impl Engine {
             ids: Box::new(crate::envelope::new_uuid7),
             reloads: None,
             stopping: false,
-            tasks: None,
+            relay: None,
             calls: Side::new(None),
         }
     }
@@ -166,9 +166,10 @@ impl Engine {
         self
     }
 
-    /// With the A2A service's tasks, to hand their answers to (by default: none).
-    pub fn with_tasks(mut self, tasks: Option<Arc<crate::a2a::TaskRelay>>) -> Self {
-        self.tasks = tasks;
+    /// With the relay of the requests asked for callers over HTTP, to hand their answers to
+    /// (by default: none).
+    pub fn with_relay(mut self, relay: Option<Arc<crate::relay::Relay>>) -> Self {
+        self.relay = relay;
         self
     }
 
@@ -281,11 +282,11 @@ impl Engine {
                     None => Work { publish: vec![out.frame], ..work },
                 }
             }
-            // Nothing to publish: acknowledged (a chunk's text is kept by the pipeline; an A2A
-            // task's answer is handed to its task, which waits in memory).
+            // Nothing to publish: acknowledged (a chunk's text is kept by the pipeline; the
+            // answer to an A2A task or an MCP call is handed to it, which waits in memory).
             Ok(Processed::Absorbed { why, stream }) => {
-                if let (Absorbed::Task { answer, .. }, Some(tasks)) = (&why, &self.tasks) {
-                    tasks.answer(answer.clone());
+                if let (Absorbed::Task { answer, .. }, Some(relay)) = (&why, &self.relay) {
+                    relay.answer(answer.clone());
                 }
                 Work { source: delivery, stream, publish: Vec::new(), outcome: Outcome::Absorbed(why) }
             }

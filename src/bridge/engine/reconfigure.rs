@@ -26,11 +26,11 @@ impl Engine {
         let Reload { config, done } = reload;
         let Some(reloads) = self.reloads.as_ref() else { return };
         let (settle_within, router) = (reloads.settle_within, Router::new(&config));
-        if reloads.subscriptions.would_end(&router) {
-            if let Err(why) = self.quiesce(settle_within).await {
-                let _ = done.send(Err(why));
-                return;
-            }
+        if reloads.subscriptions.would_end(&router)
+            && let Err(why) = self.quiesce(settle_within).await
+        {
+            let _ = done.send(Err(why));
+            return;
         }
         let Some(reloads) = self.reloads.as_mut() else { return };
         self.pipeline.reconfigure(&config);
@@ -43,6 +43,9 @@ impl Engine {
         // agent's next call.
         if let Some(calls) = self.calls.stage() {
             calls.forget_cards();
+        }
+        if let Some(relay) = &self.relay {
+            relay.follow(&config);
         }
         let added = changed.subscribed;
         let removed: Vec<String> = changed.ended.into_iter().map(|(d, _)| d).collect();

@@ -4,12 +4,12 @@
 //! owns it (no locks), and it reads no clock and makes no ids of its own.
 
 use super::MessageError;
-use crate::a2a::TaskAnswer;
 use crate::envelope::codecs::{Framework, Origin};
 use crate::envelope::correlation::ReplyRoute;
 use crate::envelope::penguiflow::stream::StreamAssembler;
 use crate::envelope::trace::Invocation;
 use crate::envelope::{Clock, Content, Direction, Envelope, Intent, apply_traceparent, traceparent};
+use crate::relay::TaskAnswer;
 use crate::routing::reply_base::ReplyBase;
 use crate::routing::table::{CorrelationTable, Matched, PendingAsk};
 use crate::routing::{RouteError, Router, Source, Target};

@@ -586,3 +586,38 @@ fn an_answer_carrying_an_a2a_tasks_token_is_handed_to_the_task_not_published() {
         other => panic!("not handed to the task: {other:?}"),
     }
 }
+
+#[test]
+fn a_proxied_agent_asked_by_the_bridge_for_an_mcp_call_answers_the_call() {
+    let mut p =
+        pipeline_with(|c| c.mcp = Some(crate::config::mcp::McpConfig::new(vec!["WeatherAgent".into()])));
+    let token = ReplyRoute { task: Some("mcp-1".into()), ..ReplyRoute::default() }.to_token();
+    let ask = msg(
+        "/queue/request/WeatherAgent",
+        wa(&[
+            ("_message", "Paris"),
+            ("_sender", REPLY_AGENT),
+            ("_message_type", "QUERY"),
+            ("_tool_id", &token),
+            ("_route_response_to", REPLY_AGENT),
+            ("_context_name", "default"),
+        ]),
+    );
+    let asked = json_of(&sent(&mut p, &ask));
+    let reply = json!({"schema_version": 1, "id": "r1", "type": "reply", "sender": "WeatherAgent",
+        "recipient": asked["sender"], "correlation_id": asked["correlation_id"], "reply_to": null,
+        "payload": {"message": "Sunny"}, "timestamp": 1.0, "trace_id": "", "span_id": "",
+        "parent_span_id": null, "attempt": 0, "priority": 0});
+    let answered = p.process(&msg(CIV_IN, reply.to_string())).unwrap();
+    let answer = match answered {
+        Processed::Send(out) => {
+            let back = msg(out.frame.header("destination").unwrap(), out.frame.body.to_vec());
+            p.process(&back).unwrap()
+        }
+        other => other,
+    };
+    match answer {
+        Processed::Absorbed { why: Absorbed::Task { answer, .. }, .. } => assert_eq!(answer.task, "mcp-1"),
+        other => panic!("not the call's answer: {other:?}"),
+    }
+}

@@ -60,10 +60,10 @@ fn plain(s: &str) -> Option<(Cow<'_, str>, ScalarStyle, &str)> {
 /// A single-quoted scalar from just after its opening quote: `''` is a quote, line breaks
 /// fold. Ends with its line.
 fn single_quoted(s: &str) -> Option<(Cow<'_, str>, ScalarStyle, &str)> {
-    if let Some(end) = s.find(['\'', '\n']) {
-        if s[end..].starts_with("'\n") {
-            return Some((Cow::Borrowed(&s[..end]), ScalarStyle::SingleQuoted, &s[end + 2..]));
-        }
+    if let Some(end) = s.find(['\'', '\n'])
+        && s[end..].starts_with("'\n")
+    {
+        return Some((Cow::Borrowed(&s[..end]), ScalarStyle::SingleQuoted, &s[end + 2..]));
     }
     let mut out = Folded::default();
     let mut i = 0;

@@ -86,9 +86,9 @@ impl Messaging<'_> {
     }
 }
 
-/// Whether a hop's source is a broker's destination (not an A2A route or an A2A answer).
+/// Whether a hop's source is a broker's destination (not an A2A or MCP route, or an A2A answer).
 fn from_broker(source: &str) -> bool {
-    !source.starts_with("/a2a/") && !source.starts_with(crate::routing::A2A_ANSWERS)
+    !["/a2a/", "/mcp/", crate::routing::A2A_ANSWERS].iter().any(|http| source.starts_with(http))
 }
 
 /// A span's fields every span has; `body` writes the rest.

@@ -1,0 +1,130 @@
+//! The society's agents as MCP tools (docs/MCP.md): the official Rust SDK (`rmcp`) serves the
+//! Streamable HTTP transport, stateless, at `/mcp` on the `[http]` listener; this module is
+//! its handler. `tools/list` lists the agents of `mcp.tools` ([`tools`], pure); `tools/call`
+//! asks the agent on the broker through the [`Relay`], as an A2A task does ([`call`]).
+
+mod call;
+pub mod serve;
+pub mod tools;
+
+use crate::envelope::trace::SpanContext;
+use crate::relay::Relay;
+use crate::telemetry::Event;
+use crate::telemetry::mcp::CallEnded;
+use call::{Asked, Progress};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The MCP server's handler: every agent of `mcp.tools` a tool.
+#[derive(Clone)]
+pub struct Tools {
+    relay: Arc<Relay>,
+}
+
+impl Tools {
+    pub fn new(relay: Arc<Relay>) -> Tools {
+        relay.metrics.mcp.enable();
+        Tools { relay }
+    }
+
+    /// The tools served now (the running configuration's, the registry's agents).
+    pub async fn listed(&self) -> Vec<rmcp::model::Tool> {
+        let config = self.relay.running();
+        let registered = self.relay.registered().await;
+        let mut listed = Vec::new();
+        for name in tools::names(&config, &registered) {
+            listed.push(tools::tool(&name, self.description(&name).await));
+        }
+        listed
+    }
+
+    /// What `agent`'s tool says it does: `mcp.descriptions`, else its entry in the Wise
+    /// Agents registry, else the default.
+    async fn description(&self, agent: &str) -> String {
+        let said = self.relay.running().mcp.as_ref().and_then(|m| m.descriptions.get(agent).cloned());
+        if let Some(said) = said {
+            return said;
+        }
+        match self.relay.registered_description(agent).await {
+            Some(description) => description,
+            None => tools::default_description(agent),
+        }
+    }
+
+    /// Whether `name` is a tool (a name of `mcp.tools`, or one its globs match).
+    fn serves(&self, name: &str) -> bool {
+        tools::is_tool_name(name) && self.relay.running().mcp.as_ref().is_some_and(|m| m.serves(name))
+    }
+
+    fn reply_timeout(&self) -> Duration {
+        let ms = self.relay.running().mcp.as_ref().map_or(120_000, |m| m.reply_timeout_ms);
+        Duration::from_millis(ms)
+    }
+}
+
+/// The span a call continues: its `_meta.traceparent` (SEP-414), else the HTTP request's
+/// `traceparent` header.
+fn arrived(context: &RequestContext<RoleServer>) -> Option<SpanContext> {
+    let header = || {
+        let parts = context.extensions.get::<axum::http::request::Parts>()?;
+        parts.headers.get("traceparent")?.to_str().ok()
+    };
+    context.meta.get_traceparent().or_else(header).and_then(SpanContext::parse)
+}
+
+impl ServerHandler for Tools {
+    fn get_info(&self) -> ServerConfig {
+        let implementation = Implementation::new("stomp-agent-bridge", env!("CARGO_PKG_VERSION"));
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(implementation)
+            .with_instructions("Each tool asks one agent of the Wise Agents society over its broker.")
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.listed().await))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.as_ref();
+        let refused = |why: &str| {
+            CallEnded { tool: name, call: "-", end: "refused", reason: Some(why) }
+                .emit(&self.relay.metrics.mcp)
+        };
+        if !self.serves(name) {
+            let why = format!("unknown tool {name:?} (tools/list lists them)");
+            refused(&why);
+            return Err(ErrorData::invalid_params(why, None));
+        }
+        let question = match tools::question(request.arguments.as_ref()) {
+            Ok(question) => question,
+            Err(why) => {
+                refused(&why);
+                return Ok(tools::failure(why).into());
+            }
+        };
+        let asked = Asked {
+            reply_timeout: self.reply_timeout(),
+            progress: context
+                .meta
+                .get_progress_token()
+                .map(|token| Progress { token, peer: context.peer.clone() }),
+            gone: context.ct.clone(),
+            arrived: arrived(&context),
+        };
+        Ok(call::ask(self.relay.clone(), name, question, asked).await.into())
+    }
+}
