@@ -1,8 +1,8 @@
 //! The A2A routes, on the operator's listener: `GET /a2a` (the served agents and their
 //! cards), `GET /a2a/<Agent>/.well-known/agent-card.json` (a card) and `POST /a2a/<Agent>`
-//! (JSON-RPC, by the SDK's router). A JSON-RPC call is checked here first: the agent is
-//! served (else 404), the bearer token is right when one is set (else 401: nothing is
-//! published), and the body is within `a2a.max_body_bytes` (else 413).
+//! or `/a2a/<Agent>/` (JSON-RPC, by the SDK's router). A JSON-RPC call is checked here first:
+//! the agent is served (else 404), the bearer token is right when one is set (else 401:
+//! nothing is published), and the body is within `a2a.max_body_bytes` (else 413).
 
 use super::executor::{AGENT_HEADER, Executor};
 use super::store::Tasks;
@@ -33,11 +33,14 @@ pub fn routes(hub: Arc<TaskRelay>) -> Router {
         .with_default_input_modes(card::INPUT_MODES.map(String::from).to_vec());
     let jsonrpc =
         a2a_server::jsonrpc::jsonrpc_router(Arc::new(handler)).layer(from_fn_with_state(hub.clone(), guard));
+    // Both with and without a trailing slash: the TCK's client, for one, posts to the card's
+    // URL with a `/` added.
     Router::new()
         .route("/a2a", get(listing))
         .route("/a2a/{agent}/.well-known/agent-card.json", get(agent_card))
         .with_state(hub)
-        .nest("/a2a/{agent}", jsonrpc)
+        .nest("/a2a/{agent}", jsonrpc.clone())
+        .nest("/a2a/{agent}/", jsonrpc)
 }
 
 /// The agent a path names, if it is served.

@@ -74,3 +74,14 @@ async fn the_card_is_readable_without_the_token_and_declares_the_bearer_scheme()
     assert_eq!(card["supportedInterfaces"][0]["protocolVersion"], "1.0");
     assert_eq!(card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"], "Bearer");
 }
+
+#[tokio::test]
+async fn the_endpoint_with_a_trailing_slash_is_the_same_endpoint() {
+    let answer = exchange(hub(), post("/a2a/Echo/", Some("s3cret"), SEND)).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("the broker did not take the request: the bridge is not connected"), "{answer}");
+    let answer = exchange(hub(), post("/a2a/Other/", Some("s3cret"), SEND)).await;
+    assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+    let answer = exchange(hub(), post("/a2a/Echo/", None, SEND)).await;
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+}
