@@ -8,6 +8,7 @@
 //! own consumer: the pipeline recognises a task's token in `_tool_id` and returns the answer as
 //! data ([`TaskAnswer`]); the engine hands it to the hub and acknowledges it.
 
+mod cached;
 pub mod call;
 mod card;
 pub mod error;

@@ -1,18 +1,18 @@
 //! The A2A routes, on the operator's listener: `GET /a2a` (the served agents and their
-//! cards), `GET /a2a/<Agent>/.well-known/agent-card.json` (a card) and `POST /a2a/<Agent>`
+//! cards), `GET /a2a/<Agent>/.well-known/agent-card.json` (a card, cacheable) and `POST /a2a/<Agent>`
 //! or `/a2a/<Agent>/` (JSON-RPC, by the SDK's router). A JSON-RPC call is checked here first:
 //! the agent is served (else 404), the bearer token is right when one is set (else 401:
 //! nothing is published), and the body is within `a2a.max_body_bytes` (else 413).
 
 use super::executor::{AGENT_HEADER, Executor};
 use super::store::Tasks;
-use super::{TaskRelay, card};
+use super::{TaskRelay, cached, card};
 use a2a::AgentCapabilities;
 use a2a_server::DefaultRequestHandler;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{OriginalUri, Path, Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{Next, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -82,12 +82,16 @@ fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
 }
 
-async fn agent_card(State(hub): State<Arc<TaskRelay>>, Path(agent): Path<String>) -> Response {
+async fn agent_card(
+    State(hub): State<Arc<TaskRelay>>,
+    Path(agent): Path<String>,
+    headers: HeaderMap,
+) -> Response {
     if !hub.serves(&agent) {
         return (StatusCode::NOT_FOUND, "no such A2A agent here (GET /a2a lists them)\n").into_response();
     }
     let description = hub.description(&agent).await;
-    axum::Json(card::card(&hub, &agent, &hub.base_url, description)).into_response()
+    cached::answer(&card::card(&hub, &agent, &hub.base_url, description), &headers)
 }
 
 /// The agents named in `a2a.serve` and, with the Wise Agents registry, the agents in it that

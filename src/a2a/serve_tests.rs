@@ -85,3 +85,25 @@ async fn the_endpoint_with_a_trailing_slash_is_the_same_endpoint() {
     let answer = exchange(hub(), post("/a2a/Echo/", None, SEND)).await;
     assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
 }
+
+#[tokio::test]
+async fn the_card_is_cacheable_and_answered_304_when_the_client_holds_it() {
+    let get = |held: &str| {
+        format!(
+            "GET /a2a/Echo/.well-known/agent-card.json HTTP/1.1\r\nhost: x\r\nconnection: close\r\n{held}\r\n"
+        )
+    };
+    let first = exchange(hub(), get("")).await;
+    assert!(first.starts_with("HTTP/1.1 200"), "{first}");
+    assert!(first.contains("cache-control: public, max-age=60\r\n"), "{first}");
+    let tag = first.lines().find_map(|l| l.strip_prefix("etag: ")).unwrap_or_default().to_owned();
+    let body = first.split("\r\n\r\n").nth(1).unwrap_or_default();
+    assert_eq!(tag, cached::etag(body.as_bytes()), "{first}");
+
+    let again = exchange(hub(), get(&format!("if-none-match: {tag}\r\n"))).await;
+    assert!(again.starts_with("HTTP/1.1 304"), "{again}");
+    assert!(again.contains(&format!("etag: {tag}\r\n")), "{again}");
+    assert!(again.ends_with("\r\n\r\n"), "a 304 has no body: {again}");
+    let stale = exchange(hub(), get("if-none-match: \"0000000000000000\"\r\n")).await;
+    assert!(stale.starts_with("HTTP/1.1 200"), "{stale}");
+}
