@@ -14,6 +14,7 @@ mod card;
 pub mod error;
 mod executor;
 pub mod request;
+mod required;
 pub mod serve;
 mod store;
 mod stream;

@@ -1,13 +1,15 @@
 //! The A2A routes, on the operator's listener: `GET /a2a` (the served agents and their
-//! cards), `GET /a2a/<Agent>/.well-known/agent-card.json` (a card, cacheable) and `POST /a2a/<Agent>`
-//! or `/a2a/<Agent>/` (JSON-RPC, by the SDK's router). A JSON-RPC call is checked here first:
-//! the agent is served (else 404), the bearer token is right when one is set (else 401:
-//! nothing is published), and the body is within `a2a.max_body_bytes` (else 413).
+//! cards), `GET /a2a/<Agent>/.well-known/agent-card.json` (a card, cacheable) and
+//! `POST /a2a/<Agent>` or `/a2a/<Agent>/` (JSON-RPC, by the SDK's router). A JSON-RPC call is
+//! checked here first: the agent is served (else 404), the bearer token is right when one is
+//! set (else 401: nothing is published), the body is within `a2a.max_body_bytes` (else 413),
+//! and a message has what A2A 1.0 requires (else JSON-RPC `-32602`).
 
 use super::executor::{AGENT_HEADER, Executor};
+use super::required::{self, Missing};
 use super::store::Tasks;
 use super::{TaskRelay, cached, card};
-use a2a::AgentCapabilities;
+use a2a::{A2AError, AgentCapabilities, JsonRpcResponse};
 use a2a_server::DefaultRequestHandler;
 use axum::Router;
 use axum::body::Body;
@@ -70,11 +72,27 @@ async fn guard(State(hub): State<Arc<TaskRelay>>, request: Request, next: Next) 
         let why = format!("the request is larger than a2a.max_body_bytes ({})\n", hub.config.max_body_bytes);
         return (StatusCode::PAYLOAD_TOO_LARGE, why).into_response();
     };
+    if let Some(refused) = invalid_params(&parts.headers, &body) {
+        return refused;
+    }
     match HeaderValue::from_str(&agent) {
         Ok(value) => parts.headers.insert(AGENT_HEADER, value),
         Err(_) => return StatusCode::NOT_FOUND.into_response(),
     };
     next.run(Request::from_parts(parts, Body::from(body))).await
+}
+
+/// A message that lacks what A2A 1.0 requires, answered as the SDK answers invalid params
+/// (`-32602`, HTTP 200) before it can become a task. Only for an A2A 1.x request: the SDK
+/// answers any other version `-32009` first, and so it still does.
+fn invalid_params(headers: &HeaderMap, body: &[u8]) -> Option<Response> {
+    let version = headers.get("a2a-version").and_then(|v| v.to_str().ok()).unwrap_or("0.3");
+    if version.trim().split('.').next() != Some("1") {
+        return None;
+    }
+    let Missing { id, why } = required::missing(body)?;
+    let error = A2AError::invalid_params(format!("invalid params: {why}")).to_jsonrpc_error();
+    Some(axum::Json(JsonRpcResponse::error(id, error)).into_response())
 }
 
 /// Compares without stopping at the first difference (the token's bytes are not timed).
