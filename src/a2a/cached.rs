@@ -8,8 +8,8 @@ use serde::Serialize;
 use std::hash::{DefaultHasher, Hasher};
 
 /// How long a client or a cache may use a card without asking again. Short, because a card
-/// changes without a restart: its description is read from the Wise Agents registry on each
-/// request, and a reload changes `a2a.descriptions`; a client sees such a change within a
+/// can change while the bridge runs: without an `a2a.descriptions` entry its description is
+/// read from the Wise Agents registry on each request; a client sees such a change within a
 /// minute. Once it is stale, a client that sends the `ETag` back is answered 304.
 pub const CACHE_CONTROL: &str = "public, max-age=60";
 
