@@ -68,6 +68,9 @@ async fn ask(hub: Arc<TaskRelay>, ctx: ExecutorContext, tx: Events) {
     let end = |end: &'static str, reason: Option<&str>| {
         TaskEnded { agent: &agent, task: &ctx.task_id, end, reason }.emit(&hub.relay.metrics.a2a)
     };
+    // A message naming a task never reaches this with a2a-server 0.5.3: a running task's is
+    // refused -32600 and a finished one's -32004 before (docs/A2A.md). Kept so that an SDK that
+    // lets a message continue a task cannot hand one agent's task to another.
     let asked_of = ctx.stored_task.as_ref().and_then(|t| t.metadata.as_ref()).and_then(|m| m.get(AGENT_KEY));
     if asked_of.is_some_and(|a| a.as_str() != Some(agent.as_str())) {
         let why = "the task belongs to another agent";

@@ -6,11 +6,13 @@
 //! Wise Agents agent on the broker through the [`Relay`] ([`request`] reads the question,
 //! pure), and a bounded task store.
 
+mod cached;
 pub mod call;
 mod card;
 pub mod error;
 mod executor;
 pub mod request;
+mod required;
 pub mod serve;
 mod store;
 mod stream;

@@ -1,18 +1,20 @@
 //! The A2A routes, on the operator's listener: `GET /a2a` (the served agents and their
-//! cards), `GET /a2a/<Agent>/.well-known/agent-card.json` (a card) and `POST /a2a/<Agent>`
-//! (JSON-RPC, by the SDK's router). A JSON-RPC call is checked here first: the agent is
-//! served (else 404), the bearer token is right when one is set (else 401: nothing is
-//! published), and the body is within `a2a.max_body_bytes` (else 413).
+//! cards), `GET /a2a/<Agent>/.well-known/agent-card.json` (a card, cacheable) and
+//! `POST /a2a/<Agent>` or `/a2a/<Agent>/` (JSON-RPC, by the SDK's router). A JSON-RPC call is
+//! checked here first: the agent is served (else 404), the bearer token is right when one is
+//! set (else 401: nothing is published), the body is within `a2a.max_body_bytes` (else 413),
+//! and a message has what A2A 1.0 requires (else JSON-RPC `-32602`).
 
 use super::executor::{AGENT_HEADER, Executor};
+use super::required::{self, Missing};
 use super::store::Tasks;
-use super::{TaskRelay, card};
-use a2a::AgentCapabilities;
+use super::{TaskRelay, cached, card};
+use a2a::{A2AError, AgentCapabilities, JsonRpcResponse};
 use a2a_server::DefaultRequestHandler;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{OriginalUri, Path, Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{Next, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -33,11 +35,14 @@ pub fn routes(hub: Arc<TaskRelay>) -> Router {
         .with_default_input_modes(card::INPUT_MODES.map(String::from).to_vec());
     let jsonrpc =
         a2a_server::jsonrpc::jsonrpc_router(Arc::new(handler)).layer(from_fn_with_state(hub.clone(), guard));
+    // Both with and without a trailing slash: the TCK's client, for one, posts to the card's
+    // URL with a `/` added.
     Router::new()
         .route("/a2a", get(listing))
         .route("/a2a/{agent}/.well-known/agent-card.json", get(agent_card))
         .with_state(hub)
-        .nest("/a2a/{agent}", jsonrpc)
+        .nest("/a2a/{agent}", jsonrpc.clone())
+        .nest("/a2a/{agent}/", jsonrpc)
 }
 
 /// The agent a path names, if it is served.
@@ -67,6 +72,9 @@ async fn guard(State(hub): State<Arc<TaskRelay>>, request: Request, next: Next) 
         let why = format!("the request is larger than a2a.max_body_bytes ({})\n", hub.config.max_body_bytes);
         return (StatusCode::PAYLOAD_TOO_LARGE, why).into_response();
     };
+    if let Some(refused) = invalid_params(&parts.headers, &body) {
+        return refused;
+    }
     match HeaderValue::from_str(&agent) {
         Ok(value) => parts.headers.insert(AGENT_HEADER, value),
         Err(_) => return StatusCode::NOT_FOUND.into_response(),
@@ -74,17 +82,34 @@ async fn guard(State(hub): State<Arc<TaskRelay>>, request: Request, next: Next) 
     next.run(Request::from_parts(parts, Body::from(body))).await
 }
 
+/// A message that lacks what A2A 1.0 requires, answered as the SDK answers invalid params
+/// (`-32602`, HTTP 200) before it can become a task. Only for an A2A 1.x request: the SDK
+/// answers any other version `-32009` first, and so it still does.
+fn invalid_params(headers: &HeaderMap, body: &[u8]) -> Option<Response> {
+    let version = headers.get("a2a-version").and_then(|v| v.to_str().ok()).unwrap_or("0.3");
+    if version.trim().split('.').next() != Some("1") {
+        return None;
+    }
+    let Missing { id, why } = required::missing(body)?;
+    let error = A2AError::invalid_params(format!("invalid params: {why}")).to_jsonrpc_error();
+    Some(axum::Json(JsonRpcResponse::error(id, error)).into_response())
+}
+
 /// Compares without stopping at the first difference (the token's bytes are not timed).
 fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
 }
 
-async fn agent_card(State(hub): State<Arc<TaskRelay>>, Path(agent): Path<String>) -> Response {
+async fn agent_card(
+    State(hub): State<Arc<TaskRelay>>,
+    Path(agent): Path<String>,
+    headers: HeaderMap,
+) -> Response {
     if !hub.serves(&agent) {
         return (StatusCode::NOT_FOUND, "no such A2A agent here (GET /a2a lists them)\n").into_response();
     }
     let description = hub.description(&agent).await;
-    axum::Json(card::card(&hub, &agent, &hub.base_url, description)).into_response()
+    cached::answer(&card::card(&hub, &agent, &hub.base_url, description), &headers)
 }
 
 /// The agents named in `a2a.serve` and, with the Wise Agents registry, the agents in it that

@@ -75,3 +75,75 @@ async fn the_card_is_readable_without_the_token_and_declares_the_bearer_scheme()
     assert_eq!(card["supportedInterfaces"][0]["protocolVersion"], "1.0");
     assert_eq!(card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"], "Bearer");
 }
+
+#[tokio::test]
+async fn the_endpoint_with_a_trailing_slash_is_the_same_endpoint() {
+    let answer = exchange(hub(), post("/a2a/Echo/", Some("s3cret"), SEND)).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("the broker did not take the request: the bridge is not connected"), "{answer}");
+    let answer = exchange(hub(), post("/a2a/Other/", Some("s3cret"), SEND)).await;
+    assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+    let answer = exchange(hub(), post("/a2a/Echo/", None, SEND)).await;
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+}
+
+/// The JSON-RPC error of an answer whose body is one JSON object.
+fn rpc_error(answer: &str) -> serde_json::Value {
+    let body: serde_json::Value = serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    body["error"].clone()
+}
+
+#[tokio::test]
+async fn a_message_without_what_a2a_requires_is_invalid_params_and_no_task() {
+    let hub = hub();
+    let bare = r#"{"message":{"parts":[{"text":"hi"}]}}"#;
+    for (method, params) in [("SendMessage", "{}"), ("SendMessage", bare), ("SendStreamingMessage", bare)] {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":"r1","method":"{method}","params":{params}}}"#);
+        let answer = exchange(hub.clone(), post("/a2a/Echo/", Some("s3cret"), &body)).await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        let error = rpc_error(&answer);
+        assert_eq!(error["code"], -32602, "{answer}");
+        let message = error["message"].as_str().unwrap_or_default();
+        assert!(message.starts_with("invalid params: params.message"), "{answer}");
+        if params == bare {
+            assert!(message.contains("messageId") && message.contains("role"), "{answer}");
+        }
+        assert!(answer.contains(r#""id":"r1""#), "{answer}");
+    }
+    // None of them became a task: no task ended, none refused, none failed to publish.
+    let metrics = hub.metrics.render();
+    for end in ["completed", "failed", "canceled", "refused"] {
+        assert!(metrics.contains(&format!("bridge_a2a_tasks_total{{end=\"{end}\"}} 0")), "{metrics}");
+    }
+}
+
+#[tokio::test]
+async fn a_client_of_another_a2a_version_is_still_told_the_version_first() {
+    let request =
+        post("/a2a/Echo", Some("s3cret"), r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{}}"#)
+            .replace("a2a-version: 1.0\r\n", "");
+    let answer = exchange(hub(), request).await;
+    assert_eq!(rpc_error(&answer)["code"], -32009, "{answer}");
+}
+
+#[tokio::test]
+async fn the_card_is_cacheable_and_answered_304_when_the_client_holds_it() {
+    let get = |held: &str| {
+        format!(
+            "GET /a2a/Echo/.well-known/agent-card.json HTTP/1.1\r\nhost: x\r\nconnection: close\r\n{held}\r\n"
+        )
+    };
+    let first = exchange(hub(), get("")).await;
+    assert!(first.starts_with("HTTP/1.1 200"), "{first}");
+    assert!(first.contains("cache-control: public, max-age=60\r\n"), "{first}");
+    let tag = first.lines().find_map(|l| l.strip_prefix("etag: ")).unwrap_or_default().to_owned();
+    let body = first.split("\r\n\r\n").nth(1).unwrap_or_default();
+    assert_eq!(tag, cached::etag(body.as_bytes()), "{first}");
+
+    let again = exchange(hub(), get(&format!("if-none-match: {tag}\r\n"))).await;
+    assert!(again.starts_with("HTTP/1.1 304"), "{again}");
+    assert!(again.contains(&format!("etag: {tag}\r\n")), "{again}");
+    assert!(again.ends_with("\r\n\r\n"), "a 304 has no body: {again}");
+    let stale = exchange(hub(), get("if-none-match: \"0000000000000000\"\r\n")).await;
+    assert!(stale.starts_with("HTTP/1.1 200"), "{stale}");
+}

@@ -32,11 +32,17 @@ from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
     Part,
+    SendMessageRequest,
     SubscribeToTaskRequest,
     Task,
     TaskState,
 )
-from a2a.utils.errors import A2AError
+from a2a.utils.errors import (
+    A2AError,
+    InvalidRequestError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
 from google.protobuf.json_format import MessageToDict
 
 from a2a_testing import (
@@ -87,7 +93,12 @@ def reply(agent: WiseAgent, request: dict[str, Any], text: str, message_type: st
 
 async def send_once(client: Client, text: str, **kwargs: Any) -> Task:
     """A non-streaming SendMessage (the client made with streaming=False): its one answer, a Task."""
-    answers = [event async for event in client.send_message(send_request(text, **kwargs))]
+    return await send_whole(client, send_request(text, **kwargs))
+
+
+async def send_whole(client: Client, request: SendMessageRequest) -> Task:
+    """``request`` sent by a non-streaming client: its one answer, a Task."""
+    answers = [event async for event in client.send_message(request)]
     assert len(answers) == 1 and answers[0].HasField("task"), [describe(a) for a in answers]
     return answers[0].task
 
@@ -493,5 +504,124 @@ def test_token_is_required_on_json_rpc_calls(broker, tmp_path, closing):
             unauthenticated = await bridge.client(http, echo, streaming=False)
             with pytest.raises(A2AError, match="401"):
                 await unauthenticated.get_task(GetTaskRequest(id=task.id))
+
+    run(scenario)
+
+
+# -- conformance: what the A2A TCK found (issue 37, point 5) ------------------------------------
+async def rpc(http: httpx.AsyncClient, url: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """One JSON-RPC call as the TCK makes it (a plain POST, ``A2A-Version: 1.0``): the answer's
+    body, whose HTTP status must be 200 (JSON-RPC errors are in the body)."""
+    body = {"jsonrpc": "2.0", "id": "tck-1", "method": method, "params": params}
+    answer = await http.post(url, json=body, headers={"A2A-Version": "1.0"})
+    assert answer.status_code == 200, (url, answer.status_code, answer.text)
+    got: dict[str, Any] = answer.json()
+    return got
+
+
+def test_a_message_without_what_a2a_requires_is_invalid_params_and_nothing_is_asked(broker, tmp_path, closing):
+    names = Names(broker)
+    echo = names.agent("Echo")
+    bridge, [agent] = start(broker, names, tmp_path, closing, [(echo, lambda m: f"echo: {m['_message']}")])
+    text = {"text": "no role, no id"}
+    lacking: list[tuple[str, dict[str, Any], str]] = [
+        ("SendMessage", {}, "params.message is required"),
+        ("SendMessage", {"message": {"parts": [text]}}, "messageId (a non-empty string), role"),
+        ("SendStreamingMessage", {"message": {"parts": [text]}}, "messageId (a non-empty string), role"),
+        ("SendMessage", {"message": {"messageId": "m1", "role": "ROLE_USER", "parts": []}}, "parts (at least one)"),
+        ("SendMessage", {"message": {"messageId": "m2", "role": "ROLE_UNSPECIFIED", "parts": [text]}}, "role"),
+    ]
+
+    async def scenario() -> None:
+        async with httpx.AsyncClient(timeout=WAIT) as http:
+            for method, params, said in lacking:
+                answer = await rpc(http, bridge.agent_url(echo), method, params)
+                error = answer.get("error") or {}
+                assert error.get("code") == -32602, (method, params, answer)
+                assert said in error.get("message", ""), (method, params, answer)
+                assert answer.get("id") == "tck-1" and "result" not in answer, answer
+            # None of them reached the agent's queue: its first request is this one.
+            client = await bridge.client(http, echo, streaming=False)
+            task = await send_once(client, "a whole message")
+            assert_state(task, COMPLETED)
+            assert_query(await next_request(agent), bridge, "a whole message")
+
+    run(scenario)
+
+
+def test_the_endpoint_takes_a_trailing_slash_and_the_card_is_cacheable(broker, tmp_path, closing):
+    names = Names(broker)
+    echo = names.agent("Echo")
+    bridge, [agent] = start(broker, names, tmp_path, closing, [(echo, lambda m: f"echo: {m['_message']}")])
+
+    async def scenario() -> None:
+        async with httpx.AsyncClient(timeout=WAIT) as http:
+            # The TCK posts to the card's URL with a `/` added.
+            message = MessageToDict(send_request("with a slash").message)
+            answer = await rpc(http, bridge.agent_url(echo) + "/", "SendMessage", {"message": message})
+            task = answer.get("result", {}).get("task", {})
+            assert task.get("status", {}).get("state") == "TASK_STATE_COMPLETED", answer
+            assert [p.get("text") for a in task.get("artifacts", []) for p in a["parts"]] == ["echo: with a slash"]
+            assert_query(await next_request(agent), bridge, "with a slash")
+
+            card = await http.get(bridge.card_url(echo))
+            assert card.status_code == 200, card.text
+            assert card.headers.get("cache-control") == "public, max-age=60", card.headers
+            tag = card.headers.get("etag", "")
+            assert tag.startswith('"') and tag.endswith('"') and len(tag) > 2, card.headers
+            held = await http.get(bridge.card_url(echo), headers={"If-None-Match": tag})
+            assert held.status_code == 304 and held.content == b"", (held.status_code, held.text)
+            assert held.headers.get("etag") == tag, held.headers
+            other = await http.get(bridge.card_url(echo), headers={"If-None-Match": '"not-this-card"'})
+            assert other.status_code == 200 and other.json()["name"] == echo, other.text
+
+    run(scenario)
+
+
+def test_a_message_naming_a_running_task_is_refused_on_every_agent(broker, tmp_path, closing):
+    """docs/A2A.md: the SDK refuses a second execution of a running task (-32600), whichever
+    agent's path the message came on; nothing is asked and the task goes on. A finished task is
+    -32004, an unknown one -32001."""
+    names = Names(broker)
+    slow, other = names.agent("Slow"), names.agent("Other")
+    bridge, [agent, other_agent] = start(broker, names, tmp_path, closing, [(slow, None), (other, None)])
+
+    def naming(task_id: str, text: str) -> SendMessageRequest:
+        request = send_request(text)
+        request.message.task_id = task_id
+        return request
+
+    async def scenario() -> None:
+        async with httpx.AsyncClient(timeout=WAIT) as http:
+            client = await bridge.client(http, slow, streaming=True)
+            stream = EventStream(client.send_message(send_request("the first question")))
+            task_id, request = await opened(stream, agent, bridge, "the first question")
+
+            for asked in (slow, other):
+                plain = await bridge.client(http, asked, streaming=False)
+                with pytest.raises(InvalidRequestError, match="already in progress"):
+                    await send_whole(plain, naming(task_id, f"more, to {asked}"))
+            # The task goes on, untouched, and ends with its one answer.
+            running = await client.get_task(GetTaskRequest(id=task_id))
+            assert running.status.state not in (COMPLETED, FAILED, CANCELED), running
+            assert len(running.history) == 1, running
+            reply(agent, request, "the one answer")
+            await stream.until(is_state(COMPLETED))
+
+            finished = await bridge.client(http, slow, streaming=False)
+            with pytest.raises(UnsupportedOperationError, match="terminal state"):
+                await send_whole(finished, naming(task_id, "and now?"))
+            with pytest.raises(TaskNotFoundError):
+                await send_whole(finished, naming(f"no-such-task-{names.uid}", "anyone?"))
+
+            # None of the refused messages was asked: each agent's next request is the next one
+            # sent to it.
+            for asked, wise in ((slow, agent), (other, other_agent)):
+                plain = await bridge.client(http, asked, streaming=False)
+                sent = asyncio.create_task(send_once(plain, f"next, to {asked}"))
+                next_one = await next_request(wise)
+                assert_query(next_one, bridge, f"next, to {asked}")
+                reply(wise, next_one, "ok")
+                assert_state(await sent, COMPLETED)
 
     run(scenario)
