@@ -6,7 +6,7 @@
 
 pub mod tls;
 
-use crate::a2a::TaskRelay;
+use crate::a2a::A2aService;
 use crate::config::mcp::McpConfig;
 use crate::relay::Relay;
 use crate::telemetry::Metrics;
@@ -26,7 +26,7 @@ const TEXT: &str = "text/plain; charset=utf-8";
 #[derive(Default)]
 pub struct Services {
     /// The A2A service (`[a2a]`).
-    pub a2a: Option<Arc<TaskRelay>>,
+    pub a2a: Option<Arc<A2aService>>,
     /// The MCP server (`[mcp]`): the relay its calls ask through, and its settings at start.
     pub mcp: Option<(Arc<Relay>, McpConfig)>,
 }

@@ -222,7 +222,7 @@ async fn serve(config: Config, path: &Path, set_level: SetLevel) -> ExitCode {
     let shutdown = CancellationToken::new();
     let relay = stomp_agent_bridge::relay::Relay::of(&config, metrics.clone());
     let services = stomp_agent_bridge::http::Services {
-        a2a: relay.as_ref().and_then(|relay| stomp_agent_bridge::a2a::TaskRelay::of(&config, relay)),
+        a2a: relay.as_ref().and_then(|relay| stomp_agent_bridge::a2a::A2aService::of(&config, relay)),
         mcp: relay.clone().zip(config.mcp.clone()),
     };
     if !config.http.listen.is_empty() {

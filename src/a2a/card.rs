@@ -1,7 +1,7 @@
 //! Each served agent's AgentCard (A2A 1.0): one JSON-RPC interface at `/a2a/<Agent>`,
 //! streaming, text in and out, and the bearer scheme when a token is required.
 
-use super::TaskRelay;
+use super::A2aService;
 use a2a::{AgentCapabilities, AgentCard, AgentInterface, AgentSkill, HttpAuthSecurityScheme, SecurityScheme};
 use std::collections::HashMap;
 
@@ -12,7 +12,7 @@ pub const OUTPUT_MODES: [&str; 1] = ["text/plain"];
 const SCHEME: &str = "bearer";
 
 /// `agent`'s card, its interface under `base` (the listener's public URL).
-pub fn card(hub: &TaskRelay, agent: &str, base: &str, description: String) -> AgentCard {
+pub fn card(hub: &A2aService, agent: &str, base: &str, description: String) -> AgentCard {
     let (security_schemes, security_requirements) = match &hub.config.token {
         Some(_) => {
             let scheme = SecurityScheme::HttpAuth(HttpAuthSecurityScheme {

@@ -3,7 +3,7 @@
 //! `ACK` → WORKING, `CANNOT_ANSWER` → FAILED, any other answer → its text as an artifact and
 //! COMPLETED; no answer within `a2a.reply_timeout_ms` → FAILED.
 
-use super::TaskRelay;
+use super::A2aService;
 use super::error::A2aFailure;
 use super::request::question;
 use crate::envelope::Intent;
@@ -29,7 +29,7 @@ pub const AGENT_HEADER: &str = "x-bridge-a2a-agent";
 const AGENT_KEY: &str = "wiseagentsAgent";
 
 pub struct Executor {
-    pub hub: Arc<TaskRelay>,
+    pub hub: Arc<A2aService>,
 }
 
 type Events = mpsc::UnboundedSender<Result<StreamResponse, A2AError>>;
@@ -63,7 +63,7 @@ fn agent_of(ctx: &ExecutorContext) -> String {
 }
 
 /// Asks the Wise Agents agent and reports the task's course on `tx`.
-async fn ask(hub: Arc<TaskRelay>, ctx: ExecutorContext, tx: Events) {
+async fn ask(hub: Arc<A2aService>, ctx: ExecutorContext, tx: Events) {
     let agent = agent_of(&ctx);
     let end = |end: &'static str, reason: Option<&str>| {
         TaskEnded { agent: &agent, task: &ctx.task_id, end, reason }.emit(&hub.relay.metrics.a2a)

@@ -26,21 +26,21 @@ use std::sync::Arc;
 
 /// The A2A service: the agents it serves, where clients reach them, and the relay their
 /// tasks ask through.
-pub struct TaskRelay {
+pub struct A2aService {
     pub config: A2aConfig,
     /// The listener's URL as clients reach it (`a2a.public_url`, else `http://<http.listen>`).
     pub base_url: String,
     pub relay: Arc<Relay>,
 }
 
-impl TaskRelay {
+impl A2aService {
     /// The service of `config`'s `[a2a]`, if it is set, asking through `relay`.
-    pub fn of(config: &Config, relay: &Arc<Relay>) -> Option<Arc<TaskRelay>> {
+    pub fn of(config: &Config, relay: &Arc<Relay>) -> Option<Arc<A2aService>> {
         let a2a = config.a2a.clone()?;
         relay.metrics.a2a.enable();
         let scheme = if config.http.cert_file.is_some() { "https" } else { "http" };
         let base_url = a2a.public_url.clone().unwrap_or_else(|| format!("{scheme}://{}", config.http.listen));
-        Some(Arc::new(TaskRelay { config: a2a, base_url, relay: relay.clone() }))
+        Some(Arc::new(A2aService { config: a2a, base_url, relay: relay.clone() }))
     }
 
     /// Whether `agent` is served (named, or matched by a glob of `a2a.serve`).

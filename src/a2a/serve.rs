@@ -8,7 +8,7 @@
 use super::executor::{AGENT_HEADER, Executor};
 use super::required::{self, Missing};
 use super::store::Tasks;
-use super::{TaskRelay, cached, card};
+use super::{A2aService, cached, card};
 use a2a::{A2AError, AgentCapabilities, JsonRpcResponse};
 use a2a_server::DefaultRequestHandler;
 use axum::Router;
@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The routes of `hub`'s agents.
-pub fn routes(hub: Arc<TaskRelay>) -> Router {
+pub fn routes(hub: Arc<A2aService>) -> Router {
     let c = &hub.config;
     let tasks = Tasks::new(c.max_tasks, Duration::from_millis(c.task_ttl_ms));
     let handler = DefaultRequestHandler::new(Executor { hub: hub.clone() }, tasks)
@@ -46,12 +46,12 @@ pub fn routes(hub: Arc<TaskRelay>) -> Router {
 }
 
 /// The agent a path names, if it is served.
-fn served<'a>(hub: &TaskRelay, path: &'a str) -> Option<&'a str> {
+fn served<'a>(hub: &A2aService, path: &'a str) -> Option<&'a str> {
     let agent = path.strip_prefix("/a2a/")?.split('/').next()?;
     hub.serves(agent).then_some(agent)
 }
 
-async fn guard(State(hub): State<Arc<TaskRelay>>, request: Request, next: Next) -> Response {
+async fn guard(State(hub): State<Arc<A2aService>>, request: Request, next: Next) -> Response {
     let (mut parts, body) = request.into_parts();
     // Inside the nest the path is `/`: the agent is in the path as the client sent it.
     let path = parts.extensions.get::<OriginalUri>().map_or(parts.uri.path(), |o| o.0.path());
@@ -61,7 +61,7 @@ async fn guard(State(hub): State<Arc<TaskRelay>>, request: Request, next: Next) 
     if let Some(token) = &hub.config.token {
         let given = parts.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
         let bearer = given.and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")));
-        if !bearer.is_some_and(|b| same(b.trim().as_bytes(), token.expose().as_bytes())) {
+        if !bearer.is_some_and(|b| token.matches(b.trim())) {
             hub.relay.metrics.a2a.unauthorized();
             let challenge = [(header::WWW_AUTHENTICATE, "Bearer")];
             return (StatusCode::UNAUTHORIZED, challenge, "a bearer token is required (a2a.token_file)\n")
@@ -95,13 +95,8 @@ fn invalid_params(headers: &HeaderMap, body: &[u8]) -> Option<Response> {
     Some(axum::Json(JsonRpcResponse::error(id, error)).into_response())
 }
 
-/// Compares without stopping at the first difference (the token's bytes are not timed).
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
-}
-
 async fn agent_card(
-    State(hub): State<Arc<TaskRelay>>,
+    State(hub): State<Arc<A2aService>>,
     Path(agent): Path<String>,
     headers: HeaderMap,
 ) -> Response {
@@ -115,7 +110,7 @@ async fn agent_card(
 /// The agents named in `a2a.serve` and, with the Wise Agents registry, the agents in it that
 /// its globs match (`serve = ["*"]`: every agent in the registry); where their cards are.
 /// Without the registry a glob is served as asked for, not listed.
-async fn listing(State(hub): State<Arc<TaskRelay>>) -> Response {
+async fn listing(State(hub): State<Arc<A2aService>>) -> Response {
     let base = hub.base_url.trim_end_matches('/');
     let mut named: Vec<String> =
         hub.config.serve.iter().filter(|s| !crate::names::is_glob(s)).cloned().collect();

@@ -3,18 +3,18 @@ use crate::config::Config;
 use crate::telemetry::Metrics;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-fn hub() -> Arc<TaskRelay> {
+fn hub() -> Arc<A2aService> {
     let mut config = Config::new(crate::config::BrokerConfig::new("stomp://127.0.0.1:61613"));
     let mut a2a: crate::config::a2a::A2aConfig =
         toml::from_str("serve = [\"Echo\"]\nmax_body_bytes = 512").unwrap();
     a2a.token = Some(crate::stomp::Secret::new("s3cret"));
     config.a2a = Some(a2a);
     let relay = crate::relay::Relay::of(&config, Arc::new(Metrics::default())).unwrap();
-    TaskRelay::of(&config, &relay).unwrap()
+    A2aService::of(&config, &relay).unwrap()
 }
 
 /// One request to the routes, served on a local port; the whole answer.
-async fn exchange(hub: Arc<TaskRelay>, request: String) -> String {
+async fn exchange(hub: Arc<A2aService>, request: String) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let served = tokio::spawn(async move { axum::serve(listener, routes(hub)).await });
@@ -111,7 +111,7 @@ async fn a_message_without_what_a2a_requires_is_invalid_params_and_no_task() {
         assert!(answer.contains(r#""id":"r1""#), "{answer}");
     }
     // None of them became a task: no task ended, none refused, none failed to publish.
-    let metrics = hub.metrics.render();
+    let metrics = hub.relay.metrics.render();
     for end in ["completed", "failed", "canceled", "refused"] {
         assert!(metrics.contains(&format!("bridge_a2a_tasks_total{{end=\"{end}\"}} 0")), "{metrics}");
     }
