@@ -9,7 +9,7 @@ use crate::envelope::correlation::ReplyRoute;
 use crate::envelope::penguiflow::stream::StreamAssembler;
 use crate::envelope::trace::Invocation;
 use crate::envelope::{Clock, Content, Direction, Envelope, Intent, apply_traceparent, traceparent};
-use crate::relay::TaskAnswer;
+use crate::relay::{Caller, TaskAnswer};
 use crate::routing::reply_base::ReplyBase;
 use crate::routing::table::{CorrelationTable, Matched, PendingAsk};
 use crate::routing::{RouteError, Router, Source, Target};
@@ -263,13 +263,14 @@ impl Pipeline {
                 return absorbed(Absorbed::LateReply { route: format!("{from}->late"), ask: ask.id });
             }
             Correlation::Task(task) => {
+                let caller = if task.starts_with(Caller::MCP_PREFIX) { "mcp" } else { "a2a" };
                 let answer = TaskAnswer {
                     task,
                     intent: env.intent,
                     text: env.content.to_text(),
                     sender: env.sender.take(),
                 };
-                return absorbed(Absorbed::Task { route: format!("{from}->a2a"), answer });
+                return absorbed(Absorbed::Task { route: format!("{from}->{caller}"), answer });
             }
             Correlation::Ask(ask) => {
                 let wise = ask

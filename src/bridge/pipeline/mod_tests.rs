@@ -617,7 +617,9 @@ fn a_proxied_agent_asked_by_the_bridge_for_an_mcp_call_answers_the_call() {
         other => other,
     };
     match answer {
-        Processed::Absorbed { why: Absorbed::Task { answer, .. }, .. } => assert_eq!(answer.task, "mcp-1"),
+        Processed::Absorbed { why: Absorbed::Task { answer, route }, .. } => {
+            assert_eq!((answer.task.as_str(), route.as_str()), ("mcp-1", "wiseagents->mcp"))
+        }
         other => panic!("not the call's answer: {other:?}"),
     }
 }
