@@ -70,8 +70,11 @@ services() {
   # The browser the conversations page is tested in: Debian's headless chromium.
   scripts/browser.sh >/dev/null
   scripts/python-env.sh
+  # The second MCP client (adapters/mcp/tests/test_mcp_inspector.py): the MCP Inspector's CLI
+  # from the npm registry, in the virtualenv's directory.
+  scripts/mcp-inspector.sh >/dev/null
 }
-# The tests that need Jaeger or Chromium fail without them here, rather than skip.
+# The tests that need Jaeger, Chromium or the MCP Inspector fail without them here, rather than skip.
 export SAB_SUITE=1
 beside services services
 scripts/check-msrv.sh
