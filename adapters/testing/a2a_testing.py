@@ -447,17 +447,25 @@ class HttpGate:
     thread-safe) and can stand in for a faulty or guarded server: it answers ``fail_status``
     (500) to the first ``fail_first`` POSTs; with ``token``, 401 (``WWW-Authenticate: Bearer``)
     to a POST without ``Authorization: Bearer <token>``; with ``garbage``, 200 with a body that
-    is not JSON-RPC to every POST it lets through. GETs (the card) always pass."""
+    is not JSON-RPC to every POST it lets through; with ``cut_streams``, the first that many
+    ``SendStreamingMessage`` streams are cut (the connection dropped) after their first event,
+    as a network that fails mid-stream. GETs (the card) always pass."""
 
     GARBAGE = b"<html><body>Service moved</body></html>"
 
     def __init__(
-        self, fail_first: int = 0, fail_status: int = 500, token: str | None = None, garbage: bool = False
+        self,
+        fail_first: int = 0,
+        fail_status: int = 500,
+        token: str | None = None,
+        garbage: bool = False,
+        cut_streams: int = 0,
     ) -> None:
         self.fail_first = fail_first
         self.fail_status = fail_status
         self.token = token
         self.garbage = garbage
+        self.cut_streams = cut_streams
         self.app: ASGIApp | None = None
         self._lock = threading.Lock()
         self._posts: list[Post] = []
@@ -514,7 +522,33 @@ class HttpGate:
                     return {"type": "http.request", "body": raw, "more_body": False}
                 return await receive()
 
-            await self.app(scope, replay, send)
+            await self.app(scope, replay, self._cut(send) if self._cuts(body) else send)
+
+    def _cuts(self, body: Any) -> bool:
+        """Whether the stream this POST opens is one to cut (counted as it is decided)."""
+        if not isinstance(body, dict) or body.get("method") != "SendStreamingMessage":
+            return False
+        with self._lock:
+            if self.cut_streams <= 0:
+                return False
+            self.cut_streams -= 1
+            return True
+
+    @staticmethod
+    def _cut(send: Send) -> Send:
+        """``send`` that lets the response's start and first body chunk through, then drops the
+        connection (the server sees an error and closes it mid-stream)."""
+        chunks = 0
+
+        async def cutting(message: ASGIMessage) -> None:
+            nonlocal chunks
+            if message["type"] == "http.response.body":
+                chunks += 1
+                if chunks > 1:
+                    raise ConnectionResetError("HttpGate cut the stream")
+            await send(message)
+
+        return cutting
 
     @staticmethod
     async def _answer(

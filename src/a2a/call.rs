@@ -10,29 +10,23 @@
 //! result is a failed task that says why, and the engine dead-letters the request.
 
 use super::error::A2aFailure;
-use super::stream::Folded;
+use super::remote::Remote;
 use crate::config::{AgentConfig, Config};
 use crate::envelope::codecs::Framework;
-use crate::stomp::{Secret, TlsOptions, tls_client_config};
 use crate::telemetry::Event;
 use crate::telemetry::Metrics;
 use crate::telemetry::a2a_calls::{CallEnded, CallRetried};
 use a2a::{
-    A2AError, AgentCard, Message, Part, Role, SendMessageRequest, SendMessageResponse, Task, TaskState,
+    A2AError, Message, Part, Role, SendMessageRequest, SendMessageResponse, Task, TaskId, TaskState,
     TaskStatus,
 };
-use a2a_client::A2AClient;
-use a2a_client::agent_card::AgentCardResolver;
-use a2a_client::auth::AuthInterceptor;
-use a2a_client::jsonrpc::JsonRpcTransport;
-use a2a_client::middleware::CallInterceptor;
 use bytes::Bytes;
-use futures_util::{FutureExt, StreamExt};
+use futures_util::FutureExt;
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
-use tokio::sync::{Mutex, Semaphore, mpsc};
+use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -80,30 +74,6 @@ pub struct Calls {
     requests: mpsc::UnboundedSender<Call>,
     results: mpsc::UnboundedReceiver<Called>,
     remotes: Remotes,
-}
-
-/// One A2A agent: how it is reached.
-struct Remote {
-    name: String,
-    url: String,
-    http: reqwest::Client,
-    token: Option<Secret>,
-    /// What its card says, once read.
-    card: Mutex<Option<Card>>,
-    slots: Arc<Semaphore>,
-    max_attempts: u32,
-}
-
-/// What the bridge takes from an agent's card.
-#[derive(Debug, Clone)]
-struct Card {
-    /// The URL of its JSON-RPC interface.
-    endpoint: String,
-    /// Its description and skills, for the Wise Agents registry.
-    description: String,
-    /// Whether it streams (`capabilities.streaming`): then it is called with
-    /// `SendStreamingMessage`.
-    streaming: bool,
 }
 
 type Remotes = Arc<HashMap<String, Arc<Remote>>>;
@@ -187,134 +157,6 @@ async fn read_cards(remotes: &Remotes) -> HashMap<String, String> {
             }
         });
     futures_util::future::join_all(reads).await.into_iter().flatten().collect()
-}
-
-impl Remote {
-    fn of(agent: &AgentConfig) -> Result<Remote, A2aFailure> {
-        let url = agent.url.clone().unwrap_or_default();
-        let tls = TlsOptions { ca_file: agent.ca_file.clone(), ..TlsOptions::default() };
-        let unusable = |why: String| A2aFailure::Agent { agent: agent.name.clone(), why };
-        let tls = tls_client_config(&tls).map_err(|e| unusable(e.to_string()))?;
-        let http = reqwest::Client::builder()
-            .use_preconfigured_tls(tls)
-            .build()
-            .map_err(|e| unusable(format!("cannot make its HTTP client: {e}")))?;
-        Ok(Remote {
-            name: agent.name.clone(),
-            url,
-            http,
-            token: agent.token.clone(),
-            card: Mutex::new(None),
-            slots: Arc::new(Semaphore::new(agent.max_calls.unwrap_or(DEFAULT_MAX_CALLS).max(1))),
-            max_attempts: agent.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS).max(1),
-        })
-    }
-
-    /// The card at `<url>/.well-known/agent-card.json`.
-    async fn card(&self) -> Result<AgentCard, A2AError> {
-        AgentCardResolver::new(Some(self.http.clone())).resolve(&self.url).await
-    }
-
-    /// What the card says, read once (again after a failure).
-    async fn known(&self) -> Result<Card, A2AError> {
-        let mut known = self.card.lock().await;
-        if let Some(card) = known.as_ref() {
-            return Ok(card.clone());
-        }
-        let card = self.card().await?;
-        let refused = |why: String| A2AError::new(a2a::error_code::UNSUPPORTED_OPERATION, why);
-        let endpoint = jsonrpc_url(&card)
-            .ok_or_else(|| refused("the agent's card names no JSON-RPC interface".into()))?;
-        // The token was given for the agent's URL: never sent to another origin, nor in clear.
-        if self.token.is_some() && origin(&endpoint) != origin(&self.url) {
-            let why = format!(
-                "the card names {endpoint}, not at {}: the token is not sent there",
-                origin(&self.url)
-            );
-            return Err(refused(why));
-        }
-        let streaming = card.capabilities.streaming.unwrap_or(false);
-        let card = Card { endpoint, description: description(&card), streaming };
-        *known = Some(card.clone());
-        Ok(card)
-    }
-
-    /// One attempt, bearer token if configured: `SendStreamingMessage` when the card says the
-    /// agent streams (its events folded into the final task), else `SendMessage`.
-    async fn send(
-        &self,
-        request: &SendMessageRequest,
-        traceparent: Option<&str>,
-    ) -> Result<SendMessageResponse, A2AError> {
-        let card = self.known().await?;
-        let mut client = A2AClient::new(JsonRpcTransport::new(self.http.clone(), card.endpoint));
-        let mut interceptors: Vec<Arc<dyn CallInterceptor>> = Vec::new();
-        if let Some(token) = &self.token {
-            interceptors.push(Arc::new(AuthInterceptor::bearer(token.expose())));
-        }
-        if let Some(value) = traceparent {
-            interceptors.push(Arc::new(Traceparent(value.to_owned())));
-        }
-        if !interceptors.is_empty() {
-            client = client.with_interceptors(interceptors);
-        }
-        if !card.streaming {
-            return client.send_message(request).await;
-        }
-        let mut events = client.send_streaming_message(request).await?;
-        let mut folded = Folded::default();
-        while let Some(event) = events.next().await {
-            if let Some(answer) = folded.take(event?) {
-                return Ok(answer);
-            }
-        }
-        Err(A2AError::internal("the stream ended before the task finished"))
-    }
-}
-
-/// The W3C `traceparent` HTTP header on every request of a call: the agent (or its HTTP
-/// instrumentation) continues the conversation's trace.
-struct Traceparent(String);
-
-#[async_trait::async_trait]
-impl CallInterceptor for Traceparent {
-    async fn before(
-        &self,
-        _method: &str,
-        params: &mut a2a_client::transport::ServiceParams,
-    ) -> Result<(), A2AError> {
-        params.insert("traceparent".to_owned(), vec![self.0.clone()]);
-        Ok(())
-    }
-}
-
-/// What a coordinator reads of the agent in the Wise Agents registry: the card's description
-/// and its skills.
-fn description(card: &AgentCard) -> String {
-    let skills: Vec<String> = card
-        .skills
-        .iter()
-        .map(|s| match s.description.is_empty() {
-            true => s.name.clone(),
-            false => format!("{} ({})", s.name, s.description),
-        })
-        .collect();
-    match skills.is_empty() {
-        true => card.description.clone(),
-        false => format!("{} Skills: {}.", card.description.trim_end(), skills.join("; ")),
-    }
-}
-
-/// `scheme://host:port` of a URL, lower-cased.
-fn origin(url: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    format!("{scheme}://{authority}").to_ascii_lowercase()
-}
-
-/// The URL of the card's JSON-RPC interface (A2A 1.0 `supportedInterfaces`).
-fn jsonrpc_url(card: &AgentCard) -> Option<String> {
-    card.supported_interfaces.iter().find(|i| i.protocol_binding == "JSONRPC").map(|i| i.url.clone())
 }
 
 async fn run(
@@ -402,15 +244,16 @@ async fn one_call(remotes: &Remotes, metrics: &Metrics, call: Call) -> Called {
 /// Attempts until one answers, one fails for good, `max_attempts` are made or the
 /// `deadline` passes: the answer's JSON, or why none came; with the attempts.
 async fn attempts(
-    remote: &Remote,
+    remote: &Arc<Remote>,
     metrics: &Metrics,
     (request, traceparent): (&SendMessageRequest, Option<&str>),
     deadline: Option<Instant>,
 ) -> Result<(Vec<u8>, u32), (A2aFailure, u32)> {
+    let opened = StdMutex::new(None);
     let mut backoff = FIRST_BACKOFF;
     for attempt in 1..=remote.max_attempts {
         let bound = deadline.map_or(UNBOUNDED_ATTEMPT, |d| d.saturating_duration_since(Instant::now()));
-        let error = match tokio::time::timeout(bound, remote.send(request, traceparent)).await {
+        let error = match tokio::time::timeout(bound, remote.send(request, traceparent, &opened)).await {
             Ok(Ok(answer)) => match serde_json::to_vec(&answer) {
                 Ok(json) => return Ok((json, attempt)),
                 Err(e) => format!("its answer cannot be written as JSON: {e}"),
@@ -425,6 +268,9 @@ async fn attempts(
         };
         let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
         if attempt == remote.max_attempts || left.is_some_and(|l| l <= backoff) {
+            if let Some(task) = opened.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                give_up(remote, task, traceparent);
+            }
             let why = A2aFailure::NoAnswer { agent: remote.name.clone(), attempts: attempt, last: error };
             return Err((why, attempt));
         }
@@ -436,6 +282,13 @@ async fn attempts(
     let none =
         A2aFailure::NoAnswer { agent: remote.name.clone(), attempts: 0, last: "no attempt made".into() };
     Err((none, 0))
+}
+
+/// The call gave up on the task its stream opened (the asker's reply timeout passed, or the
+/// attempts ran out): the agent is asked to cancel it, beside the call, whose answer goes on.
+fn give_up(remote: &Arc<Remote>, task: TaskId, traceparent: Option<&str>) {
+    let (remote, traceparent) = (remote.clone(), traceparent.map(str::to_owned));
+    tokio::spawn(async move { remote.cancel(task, traceparent.as_deref()).await });
 }
 
 /// Whether another attempt may succeed: the SDK reports an unreachable agent, an HTTP error

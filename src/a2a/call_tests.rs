@@ -135,13 +135,6 @@ async fn the_registry_describes_an_agent_by_its_cards_description_and_skills() {
     assert!(away.descriptions().await.is_empty(), "no card, no description: the default stands");
 }
 
-#[test]
-fn the_origin_of_a_url_is_its_scheme_host_and_port() {
-    assert_eq!(origin("https://Agent.example:8443/a2a/T?x=1"), "https://agent.example:8443");
-    assert_ne!(origin("http://agent.example/a2a"), origin("https://agent.example/a2a"), "no downgrade");
-    assert_ne!(origin("https://agent.example/a2a"), origin("https://agent.example.evil/a2a"));
-}
-
 #[tokio::test]
 async fn a_reload_has_every_card_read_again_at_the_next_call() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -11,6 +11,7 @@ pub mod call;
 mod card;
 pub mod error;
 mod executor;
+mod remote;
 pub mod request;
 mod required;
 pub mod serve;

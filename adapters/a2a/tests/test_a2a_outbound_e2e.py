@@ -42,14 +42,16 @@ from __future__ import annotations
 import asyncio
 import queue
 import re
+import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from a2a.helpers import get_message_text
-from a2a.server.agent_execution import AgentExecutor
+from a2a.helpers import get_message_text, new_text_part
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
 from a2a.types import Message, Role
 from civitas import AgentProcess, Runtime, Supervisor
 from civitas.messages import Message as CivitasMessage
@@ -386,6 +388,81 @@ def test_an_a2a_agent_slower_than_the_reply_timeout(broker: Broker, tmp_path: Pa
         assert_dead_letter(dead, translator, "slowly")
     # The late answer did not reach the asker: the next answer it gets is the next ask's.
     only_answer_so_far(asker, bridge, translator, "after")
+
+
+class OpenThenHold(BlockingExecutor):
+    """An agent that opens its task (SUBMITTED, then WORKING: the stream's first events name it)
+    and then holds its answer until released; each cancel it is asked is recorded."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.canceled: queue.Queue[str] = queue.Queue()
+
+    async def work(self, context: RequestContext, event_queue: EventQueue) -> None:
+        updater = await self.open_task(context, event_queue)
+        await asyncio.to_thread(self.release.wait, self.hold_secs)
+        await updater.add_artifact([new_text_part(self.answer(context.get_user_input()))], name="answer")
+        await updater.complete()
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.task_id
+        self.canceled.put(context.task_id)
+        await super().cancel(context, event_queue)
+
+
+def methods(gate: HttpGate) -> list[str | None]:
+    return [p.method for p in gate.posts]
+
+
+def wait_for_post(gate: HttpGate, method: str, secs: float = WAIT) -> Any:
+    """The first POST of ``method`` the agent was sent, waited for."""
+    deadline = time.monotonic() + secs
+    while True:
+        found = [p for p in gate.posts if p.method == method]
+        if found:
+            return found[0]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {method} within {secs} s; the agent was sent {methods(gate)}")
+        time.sleep(0.05)  # reading the recorder, not waiting for time to pass
+
+
+def test_a_call_the_asker_stopped_waiting_for_is_canceled_on_the_agent(
+    broker: Broker, tmp_path: Path, closing: Closing
+) -> None:
+    names = Names(broker)
+    translator = names.agent("Translator")
+    executor, gate = OpenThenHold(), HttpGate()
+    server = serve(closing, executor, gate)
+    asker = asker_of(broker, names, closing)
+    bridge = start(broker, names, tmp_path, closing, [a2a_agent(translator, server.url, reply_timeout_ms=1500)])
+
+    ask(asker, translator, "slowly", tool_id="call_slow")
+    assert_sent(received(executor), "slowly", "default")
+    assert next_answer(asker, bridge)["_message_type"] == "CANNOT_ANSWER"
+    cancel = wait_for_post(gate, "CancelTask")
+    task = executor.canceled.get(timeout=WAIT)
+    assert cancel.body["params"]["id"] == task, (cancel.body, task)
+    assert methods(gate) == ["SendStreamingMessage", "CancelTask"], "one ask, then its cancel"
+
+
+def test_a_broken_stream_is_resumed_and_the_task_not_asked_again(
+    broker: Broker, tmp_path: Path, closing: Closing
+) -> None:
+    names = Names(broker)
+    translator = names.agent("Translator")
+    executor, gate = OpenThenHold(), HttpGate(cut_streams=1)
+    server = serve(closing, executor, gate)
+    asker = asker_of(broker, names, closing)
+    bridge = start(broker, names, tmp_path, closing, [a2a_agent(translator, server.url)])
+
+    ask(asker, translator, "once", tool_id="call_once")
+    assert_sent(received(executor), "once", "default")
+    resumed = wait_for_post(gate, "SubscribeToTask")
+    executor.release.set()
+    assert_answer(next_answer(asker, bridge), "RESPONSE", "echo: once", translator, "call_once", asker=asker)
+    asked = [p for p in gate.posts if p.method == "SendStreamingMessage"]
+    assert len(asked) == 1 and executor.received.empty(), f"asked again: {methods(gate)}"
+    assert resumed.body["params"]["id"], resumed.body
 
 
 def test_the_a2a_agent_killed_during_a_call(broker: Broker, tmp_path: Path, closing: Closing) -> None:
