@@ -321,11 +321,13 @@ fn init_logs(format: &str, level: &str) -> SetLevel {
     })
 }
 
-/// `level`, with the MCP SDK's lines at `warn` unless it names the SDK (`rmcp=...`): at `info`
-/// it logs three lines for every request it serves, its own bookkeeping rather than the
-/// bridge's events (each call's end is the bridge's own line).
+/// `level`, with the MCP SDK's lines at `warn`, and those of its request loop off, unless it
+/// names the SDK (`rmcp...`): at `info` it logs three lines for every request it serves, and an
+/// `ERROR` ("failed to send pending response during drain") for every call whose client went
+/// away, its own bookkeeping rather than the bridge's events (each call's end, that one
+/// included, is the bridge's own line).
 fn with_sdks_quiet(level: &str) -> String {
-    if level.contains("rmcp") { level.to_owned() } else { format!("{level},rmcp=warn") }
+    if level.contains("rmcp") { level.to_owned() } else { format!("{level},rmcp=warn,rmcp::service=off") }
 }
 
 fn translate(
