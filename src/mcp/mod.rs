@@ -33,15 +33,15 @@ impl Tools {
         Tools { relay }
     }
 
-    /// The tools served now (the running configuration's, the registry's agents).
+    /// The tools served now (the running configuration's, the registry's agents), their
+    /// descriptions read all at once (a registry that does not answer costs one wait, not one
+    /// per tool).
     pub async fn listed(&self) -> Vec<rmcp::model::Tool> {
         let config = self.relay.running();
         let registered = self.relay.registered().await;
-        let mut listed = Vec::new();
-        for name in tools::names(&config, &registered) {
-            listed.push(tools::tool(&name, self.description(&name).await));
-        }
-        listed
+        let names = tools::names(&config, &registered);
+        let descriptions = futures_util::future::join_all(names.iter().map(|n| self.description(n))).await;
+        names.iter().zip(descriptions).map(|(name, description)| tools::tool(name, description)).collect()
     }
 
     /// What `agent`'s tool says it does: `mcp.descriptions`, else its entry in the Wise
