@@ -29,6 +29,7 @@ def mcp_section(
     token_file: Path | None = None,
     reply_timeout_ms: int | None = None,
     max_body_bytes: int | None = None,
+    max_calls: int | None = None,
 ) -> str:
     """The ``[mcp]`` table (and ``[mcp.descriptions]``) of the bridge's configuration."""
     text = "[mcp]\ntools = [" + ", ".join(f'"{t}"' for t in tools) + "]\n"
@@ -38,6 +39,8 @@ def mcp_section(
         text += f"reply_timeout_ms = {reply_timeout_ms}\n"
     if max_body_bytes is not None:
         text += f"max_body_bytes = {max_body_bytes}\n"
+    if max_calls is not None:
+        text += f"max_calls = {max_calls}\n"
     if descriptions:
         text += "\n[mcp.descriptions]\n" + "".join(f'{k} = "{v}"\n' for k, v in descriptions.items())
     return text

@@ -10,7 +10,7 @@
 //! result is a failed task that says why, and the engine dead-letters the request.
 
 use super::error::A2aFailure;
-use super::remote::Remote;
+use super::remote::{CANCEL_WITHIN, Remote};
 use crate::config::{AgentConfig, Config};
 use crate::envelope::codecs::Framework;
 use crate::telemetry::Event;
@@ -268,8 +268,18 @@ async fn attempts(
         };
         let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
         if attempt == remote.max_attempts || left.is_some_and(|l| l <= backoff) {
-            if let Some(task) = opened.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                give_up(remote, task, traceparent);
+            let task = opened.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(task) = task {
+                // The last attempt may have broken just before the end came: read once, while
+                // the asker still waits, before the task is given up.
+                let within = left.unwrap_or(CANCEL_WITHIN).min(CANCEL_WITHIN);
+                match remote.ended(&task, traceparent, within).await.map(SendMessageResponse::Task) {
+                    Some(answer) => match serde_json::to_vec(&answer) {
+                        Ok(json) => return Ok((json, attempt)),
+                        Err(_) => give_up(remote, task, traceparent),
+                    },
+                    None => give_up(remote, task, traceparent),
+                }
             }
             let why = A2aFailure::NoAnswer { agent: remote.name.clone(), attempts: attempt, last: error };
             return Err((why, attempt));

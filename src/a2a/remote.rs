@@ -4,12 +4,12 @@
 
 use super::call::{DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_CALLS};
 use super::error::A2aFailure;
-use super::stream::Folded;
+use super::stream::{Folded, ends};
 use crate::config::AgentConfig;
 use crate::stomp::{Secret, TlsOptions, tls_client_config};
 use a2a::{
     A2AError, AgentCard, CancelTaskRequest, GetTaskRequest, SendMessageRequest, SendMessageResponse,
-    StreamResponse, SubscribeToTaskRequest, Task, TaskId,
+    StreamResponse, SubscribeToTaskRequest, Task, TaskId, error_code,
 };
 use a2a_client::A2AClient;
 use a2a_client::agent_card::AgentCardResolver;
@@ -117,8 +117,9 @@ impl Remote {
     /// One attempt: `SendMessage`, or `SendStreamingMessage` when the card says the agent
     /// streams (its events folded into the final task). A stream tells the task's id: kept in
     /// `opened`, and the next attempt resumes that task (`SubscribeToTask`) rather than asking
-    /// again; a task that cannot be resumed (the agent forgot it, or it ended meanwhile and
-    /// `GetTask` does not give it) is asked again.
+    /// again. A task that ended meanwhile (as `GetTask` gives it) is the answer; one the agent
+    /// still has but cannot resume (it restarted) is canceled and asked again; one it no longer
+    /// knows is asked again. An agent that cannot be reached keeps the task for the next attempt.
     pub async fn send(
         &self,
         request: &SendMessageRequest,
@@ -132,9 +133,14 @@ impl Remote {
         }
         let resumed = lock(opened).clone();
         let events = match resumed {
-            Some(id) => match resume(&client, id).await {
+            Some(id) => match resume(&client, id.clone()).await? {
                 Resumed::Stream(events) => events,
                 Resumed::Ended(task) => return Ok(SendMessageResponse::Task(*task)),
+                Resumed::Orphaned => {
+                    self.cancel(id, traceparent).await;
+                    *lock(opened) = None;
+                    client.send_streaming_message(request).await?
+                }
                 Resumed::Gone => {
                     *lock(opened) = None;
                     client.send_streaming_message(request).await?
@@ -145,44 +151,67 @@ impl Remote {
         fold(events, opened).await
     }
 
-    /// Asks the agent to cancel `task` (the call gave up on it), bounded by [`CANCEL_WITHIN`];
-    /// logged, never an error: the asker has had its answer.
+    /// `task` as `GetTask` gives it, if it has ended (or waits for the asker), within `within`:
+    /// the answer of a call whose last attempt broke just before the end came.
+    pub async fn ended(&self, task: &TaskId, traceparent: Option<&str>, within: Duration) -> Option<Task> {
+        let read = async {
+            let card = self.known().await.ok()?;
+            let request = GetTaskRequest { id: task.clone(), history_length: None, tenant: None };
+            self.client(&card, traceparent).get_task(&request).await.ok()
+        };
+        let task = tokio::time::timeout(within, read).await.ok().flatten()?;
+        ends(&task.status.state).then_some(task)
+    }
+
+    /// Asks the agent to cancel `task` (the call gave up on it, or cannot resume it), all of
+    /// it (the card included) bounded by [`CANCEL_WITHIN`]; logged, never an error.
     pub async fn cancel(&self, task: TaskId, traceparent: Option<&str>) {
-        let Ok(card) = self.known().await else { return };
-        let client = self.client(&card, traceparent);
-        let request = CancelTaskRequest { id: task.clone(), metadata: None, tenant: None };
         let agent = &self.name;
-        match tokio::time::timeout(CANCEL_WITHIN, client.cancel_task(&request)).await {
-            Ok(Ok(_)) => info!(%agent, %task, "the call gave up: its A2A task canceled"),
+        let canceled = async {
+            let card = self.known().await?;
+            let request = CancelTaskRequest { id: task.clone(), metadata: None, tenant: None };
+            self.client(&card, traceparent).cancel_task(&request).await
+        };
+        match tokio::time::timeout(CANCEL_WITHIN, canceled).await {
+            Ok(Ok(_)) => info!(%agent, %task, "an A2A task the call gave up on: canceled"),
             Ok(Err(e)) => {
-                info!(%agent, %task, error = %e.message, "the call gave up: the agent did not cancel its task")
+                info!(%agent, %task, error = %e.message, "an A2A task the call gave up on: the agent did not cancel it")
             }
-            Err(_) => info!(%agent, %task, "the call gave up: no answer to CancelTask in time"),
+            Err(_) => {
+                info!(%agent, %task, "an A2A task the call gave up on: no answer to CancelTask in time")
+            }
         }
     }
 }
 
-/// How long a `CancelTask` of a call that gave up may take.
-const CANCEL_WITHIN: Duration = Duration::from_secs(5);
+/// How long a `CancelTask` of a task a call gave up on may take.
+pub const CANCEL_WITHIN: Duration = Duration::from_secs(5);
 
 /// A task an earlier attempt opened, asked for again.
 enum Resumed {
     Stream(BoxStream<'static, Result<StreamResponse, A2AError>>),
-    /// It ended meanwhile: as `GetTask` gives it.
+    /// It ended meanwhile (or waits for the asker): as `GetTask` gives it.
     Ended(Box<Task>),
-    /// The agent no longer has it, or cannot resume it: ask again.
+    /// The agent has it but cannot resume it (no execution runs it: the agent restarted).
+    Orphaned,
+    /// The agent does not know it.
     Gone,
 }
 
-async fn resume(client: &A2AClient<JsonRpcTransport>, id: TaskId) -> Resumed {
-    let subscribed = client.subscribe_to_task(&SubscribeToTaskRequest { id: id.clone(), tenant: None }).await;
-    if let Ok(events) = subscribed {
-        return Resumed::Stream(events);
+/// What became of task `id`: a failure to reach the agent is the attempt's error (the task is
+/// kept for the next attempt); any other refusal of `SubscribeToTask` is judged by `GetTask`.
+async fn resume(client: &A2AClient<JsonRpcTransport>, id: TaskId) -> Result<Resumed, A2AError> {
+    match client.subscribe_to_task(&SubscribeToTaskRequest { id: id.clone(), tenant: None }).await {
+        Ok(events) => return Ok(Resumed::Stream(events)),
+        Err(e) if e.code == error_code::INTERNAL_ERROR => return Err(e),
+        Err(_) => {}
     }
     let read = GetTaskRequest { id, history_length: None, tenant: None };
     match client.get_task(&read).await {
-        Ok(task) if task.status.state.is_terminal() => Resumed::Ended(Box::new(task)),
-        _ => Resumed::Gone,
+        Ok(task) if ends(&task.status.state) => Ok(Resumed::Ended(Box::new(task))),
+        Ok(_) => Ok(Resumed::Orphaned),
+        Err(e) if e.code == error_code::TASK_NOT_FOUND => Ok(Resumed::Gone),
+        Err(e) => Err(e),
     }
 }
 

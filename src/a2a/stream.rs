@@ -48,7 +48,7 @@ impl Folded {
 }
 
 /// Whether a stream ends with this state: a final one, or one that waits for the asker.
-fn ends(state: &TaskState) -> bool {
+pub fn ends(state: &TaskState) -> bool {
     state.is_terminal() || matches!(state, TaskState::InputRequired | TaskState::AuthRequired)
 }
 

@@ -106,6 +106,9 @@ impl A2aConfig {
                 bad(key, "must be at least 1".into());
             }
         }
+        if self.reply_timeout_ms > super::MAX_REPLY_TIMEOUT_MS {
+            bad("reply_timeout_ms", format!("must be at most {} (a day)", super::MAX_REPLY_TIMEOUT_MS));
+        }
         out
     }
 

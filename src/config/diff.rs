@@ -159,7 +159,14 @@ fn mcp_live(old: Option<&McpConfig>, new: Option<&McpConfig>) -> Vec<(&'static s
 /// `[mcp]` added or removed, or a key of it that cannot change live changed: the key refused.
 fn mcp_refused(old: Option<&McpConfig>, new: Option<&McpConfig>) -> Option<&'static str> {
     let restart = |c: &McpConfig| {
-        (c.token_file.clone(), c.token.clone(), c.reply_timeout_ms, c.max_body_bytes, c.allowed_hosts.clone())
+        (
+            c.token_file.clone(),
+            c.token.clone(),
+            c.reply_timeout_ms,
+            c.max_calls,
+            c.max_body_bytes,
+            c.allowed_hosts.clone(),
+        )
     };
     match (old, new) {
         (None, None) => None,

@@ -30,6 +30,10 @@ pub struct McpConfig {
     /// How long a tool call waits for its Wise Agents answer before it ends as a tool error.
     #[serde(default = "default_reply_timeout_ms")]
     pub reply_timeout_ms: u64,
+    /// Tool calls waiting for their answer at most: one more is a tool error saying so, and
+    /// nothing is asked (a bound on what callers can make the bridge hold and publish).
+    #[serde(default = "default_max_calls")]
+    pub max_calls: usize,
     /// Largest MCP request body, in bytes.
     #[serde(default = "default_max_body_bytes")]
     pub max_body_bytes: usize,
@@ -41,6 +45,10 @@ pub struct McpConfig {
 
 const fn default_reply_timeout_ms() -> u64 {
     120_000
+}
+
+const fn default_max_calls() -> usize {
+    1_000
 }
 
 const fn default_max_body_bytes() -> usize {
@@ -60,6 +68,7 @@ impl McpConfig {
             token_file: None,
             token: None,
             reply_timeout_ms: default_reply_timeout_ms(),
+            max_calls: default_max_calls(),
             max_body_bytes: default_max_body_bytes(),
             allowed_hosts: default_allowed_hosts(),
         }
@@ -91,12 +100,17 @@ impl McpConfig {
         if self.allowed_hosts.is_empty() {
             bad("allowed_hosts", "names no host: no request could be served".into());
         }
-        for (key, value) in
-            [("reply_timeout_ms", self.reply_timeout_ms), ("max_body_bytes", self.max_body_bytes as u64)]
-        {
+        for (key, value) in [
+            ("reply_timeout_ms", self.reply_timeout_ms),
+            ("max_calls", self.max_calls as u64),
+            ("max_body_bytes", self.max_body_bytes as u64),
+        ] {
             if value == 0 {
                 bad(key, "must be at least 1".into());
             }
+        }
+        if self.reply_timeout_ms > super::MAX_REPLY_TIMEOUT_MS {
+            bad("reply_timeout_ms", format!("must be at most {} (a day)", super::MAX_REPLY_TIMEOUT_MS));
         }
         out
     }
@@ -107,3 +121,7 @@ impl McpConfig {
             && self.tools.iter().any(|t| t == agent || crate::names::glob_matches(t, agent))
     }
 }
+
+#[cfg(test)]
+#[path = "mcp_tests.rs"]
+mod tests;

@@ -365,6 +365,10 @@ fn default_response_prefix() -> String {
 /// through the pending ask.
 pub const REPLY_AGENT: &str = "_bridge";
 
+/// The longest reply timeout of the HTTP services (`a2a.`, `mcp.reply_timeout_ms`): a day (a
+/// deadline that far is a request held, not an answer awaited).
+pub const MAX_REPLY_TIMEOUT_MS: u64 = 86_400_000;
+
 fn default_context() -> String {
     "default".into()
 }

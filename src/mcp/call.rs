@@ -85,7 +85,12 @@ pub async fn ask(relay: Arc<Relay>, agent: &str, question: Question, asked: Aske
                 if let Some(Progress { token, peer }) = &progress {
                     let mut note = ProgressNotificationParam::new(token.clone(), acks);
                     note.message = (!text.is_empty()).then_some(text);
-                    let _ = peer.notify_progress(note).await;
+                    // A client that stops reading its stream holds the notification: never past
+                    // the reply timeout, nor once it went away.
+                    tokio::select! {
+                        _ = tokio::time::timeout_at(deadline, peer.notify_progress(note)) => {}
+                        _ = gone.cancelled() => {}
+                    }
                 }
             }
             Step::Done(result, answered) => {

@@ -20,17 +20,20 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::Semaphore;
 
 /// The MCP server's handler: every agent of `mcp.tools` a tool.
 #[derive(Clone)]
 pub struct Tools {
     relay: Arc<Relay>,
+    /// A permit per call waiting for its answer (`mcp.max_calls`).
+    calls: Arc<Semaphore>,
 }
 
 impl Tools {
-    pub fn new(relay: Arc<Relay>) -> Tools {
+    pub fn new(relay: Arc<Relay>, max_calls: usize) -> Tools {
         relay.metrics.mcp.enable();
-        Tools { relay }
+        Tools { relay, calls: Arc::new(Semaphore::new(max_calls)) }
     }
 
     /// The tools served now (the running configuration's, the registry's agents), their
@@ -115,6 +118,11 @@ impl ServerHandler for Tools {
                 refused(&why);
                 return Ok(tools::failure(why).into());
             }
+        };
+        let Ok(_call) = self.calls.clone().try_acquire_owned() else {
+            let why = "the bridge has mcp.max_calls calls waiting for their answers: try again later";
+            refused(why);
+            return Ok(tools::failure(why.into()).into());
         };
         let asked = Asked {
             reply_timeout: self.reply_timeout(),

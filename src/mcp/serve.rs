@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 /// The route of `relay`'s tools under `config` (its token, body limit and hosts, fixed at start).
 pub fn routes(relay: Arc<Relay>, config: &McpConfig, shutdown: CancellationToken) -> Router {
-    let tools = Tools::new(relay.clone());
+    let tools = Tools::new(relay.clone(), config.max_calls);
     let settings = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)

@@ -5,7 +5,7 @@
 //! recognises the token and returns the answer as data ([`TaskAnswer`]); the engine hands it
 //! here and acknowledges it.
 
-use crate::config::Config;
+use crate::config::{Config, WiseAgentsConfig};
 use crate::envelope::Intent;
 use crate::envelope::correlation::ReplyRoute;
 use crate::envelope::wiseagents::WiseMessage;
@@ -48,27 +48,24 @@ impl Caller {
     }
 }
 
-/// The Wise Agents names the bridge asks with.
+/// The Wise Agents names the bridge asks with (none of them changes on a reload).
 #[derive(Debug, Clone)]
 pub struct Asking {
     pub request_prefix: String,
     /// `wiseagents.reply_agent`: the `_sender` of every request, whose response queue the
     /// bridge consumes.
     pub reply_agent: String,
-    pub default_context: String,
-    /// `wiseagents.contexts`: a caller's context is used as `_context_name` only when it is
-    /// one of these (or the default); a Wise Agents agent fails on a context it does not know.
-    pub contexts: Vec<String>,
+}
+
+/// The Wise Agents context for a caller's context `context_id` under `w`: the id itself when
+/// it is the default context or one of `wiseagents.contexts`, else the default (a Wise Agents
+/// agent fails on a context it does not know).
+pub fn known_context<'a>(w: &'a WiseAgentsConfig, context_id: &'a str) -> &'a str {
+    let known = context_id == w.default_context || w.contexts.iter().any(|g| glob_matches(g, context_id));
+    if known { context_id } else { &w.default_context }
 }
 
 impl Asking {
-    /// The Wise Agents context for a caller's context.
-    pub fn context_for<'a>(&'a self, context_id: &'a str) -> &'a str {
-        let known =
-            context_id == self.default_context || self.contexts.iter().any(|g| glob_matches(g, context_id));
-        if known { context_id } else { &self.default_context }
-    }
-
     /// The QUERY that asks `agent` the question of `task` in the Wise Agents `context`: from
     /// the bridge's reply agent, its answer routed back to it, and the task's token in
     /// `_tool_id` (which Wise Agents agents echo).
@@ -131,12 +128,7 @@ impl Relay {
             return None;
         }
         let w = &config.wiseagents;
-        let asking = Asking {
-            request_prefix: w.request_prefix.clone(),
-            reply_agent: w.reply_agent.clone(),
-            default_context: w.default_context.clone(),
-            contexts: w.contexts.clone(),
-        };
+        let asking = Asking { request_prefix: w.request_prefix.clone(), reply_agent: w.reply_agent.clone() };
         Some(Arc::new(Relay {
             asking,
             traced: config.traces.enabled(),
@@ -188,12 +180,13 @@ impl Relay {
         tokio::time::timeout(REGISTRY_WAIT, read).await.ok().flatten().unwrap_or_default()
     }
 
-    /// The Wise Agents context a request with the caller's `context_id` asks in: the id itself
-    /// when it is a context Wise Agents knows, or, with the registry, once it is made one
-    /// there; else the default context (a Wise Agents agent fails on a context it does not
-    /// know).
+    /// The Wise Agents context a request with the caller's `context_id` asks in, under the
+    /// running configuration's contexts (they change on a reload): the id itself when it is a
+    /// context Wise Agents knows, or, with the registry, once it is made one there; else the
+    /// default context (a Wise Agents agent fails on a context it does not know).
     pub async fn context_for(&self, context_id: &str) -> String {
-        let known = self.asking.context_for(context_id);
+        let running = self.running();
+        let known = known_context(&running.wiseagents, context_id);
         if known == context_id || context_id.is_empty() {
             return known.to_owned();
         }

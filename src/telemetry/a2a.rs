@@ -126,8 +126,8 @@ impl Event for LateAnswer<'_> {
     }
 }
 
-/// A task asks in the default Wise Agents context: its A2A context could not be made one (the
-/// registry refused, or did not answer in time).
+/// A task or call asks in the default Wise Agents context: its caller's context could not be
+/// made one (the registry refused, or did not answer in time).
 pub struct DefaultContext<'a> {
     pub context: &'a str,
     pub reason: &'a str,
@@ -148,7 +148,7 @@ impl Event for DefaultContext<'_> {
             context = self.context,
             reason = self.reason,
             left_out,
-            "the A2A context could not be made a Wise Agents context: asking in the default"
+            "the caller's context (an A2A task's or an MCP call's) could not be made a Wise Agents context: asking in the default"
         );
     }
 }

@@ -182,6 +182,28 @@ def test_an_agent_that_never_answers_is_a_tool_error_after_the_timeout_and_nothi
     assert bridge.metric("bridge_mcp_calls_total", end="failed") == 1
 
 
+def test_calls_beyond_max_calls_are_refused_with_why_and_nothing_is_asked(tmp_path: Path, closing: Closing) -> None:
+    broker = Broker()
+    names = Names(broker)
+    silent = names.agent("Silent")
+    agent = wise_agent(broker, silent, closing)
+    bridge = serve(closing, broker, names, tmp_path, [silent], native=[silent], reply_timeout_ms=3000, max_calls=2)
+
+    async def scenario() -> list[CallToolResult]:
+        async with bridge.client() as client:
+            held = [asyncio.create_task(client.call_tool(silent, {"text": f"held {i}"})) for i in range(2)]
+            for _ in held:  # both calls wait on the agent before the third is made
+                await asyncio.to_thread(agent.next_request, WAIT)
+            refused = await client.call_tool(silent, {"text": "one too many"})
+            return [refused, *await asyncio.gather(*held)]
+
+    refused, *timed_out = run(scenario)
+    assert refused.is_error and "max_calls" in text_of(refused), refused
+    assert all(r.is_error and "no answer" in text_of(r) for r in timed_out), timed_out
+    assert agent.requests.empty(), "the refused call asked nothing"
+    assert bridge.metric("bridge_mcp_calls_total", end="refused") == 1
+
+
 def test_a_request_without_the_right_bearer_token_is_refused_and_nothing_is_asked(
     tmp_path: Path, closing: Closing
 ) -> None:
