@@ -25,6 +25,7 @@ pub mod mirror;
 pub mod registry;
 pub mod reload;
 mod render;
+pub mod served;
 pub mod trace;
 
 pub use event::Event;

@@ -38,7 +38,7 @@ impl A2aService {
     /// The service of `config`'s `[a2a]`, if it is set, asking through `relay`.
     pub fn of(config: &Config, relay: &Arc<Relay>) -> Option<Arc<A2aService>> {
         let a2a = config.a2a.clone()?;
-        relay.metrics.a2a.enable();
+        relay.metrics.a2a.served.enable();
         let scheme = if config.http.cert_file.is_some() { "https" } else { "http" };
         let base_url = a2a.public_url.clone().unwrap_or_else(|| format!("{scheme}://{}", config.http.listen));
         Some(Arc::new(A2aService { config: a2a, base_url, relay: relay.clone() }))

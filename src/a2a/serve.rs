@@ -62,7 +62,7 @@ async fn guard(State(hub): State<Arc<A2aService>>, request: Request, next: Next)
         let given = parts.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
         let bearer = given.and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")));
         if !bearer.is_some_and(|b| token.matches(b.trim())) {
-            hub.relay.metrics.a2a.unauthorized();
+            hub.relay.metrics.a2a.served.unauthorized();
             let challenge = [(header::WWW_AUTHENTICATE, "Bearer")];
             return (StatusCode::UNAUTHORIZED, challenge, "a bearer token is required (a2a.token_file)\n")
                 .into_response();

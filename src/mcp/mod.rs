@@ -32,7 +32,7 @@ pub struct Tools {
 
 impl Tools {
     pub fn new(relay: Arc<Relay>, max_calls: usize) -> Tools {
-        relay.metrics.mcp.enable();
+        relay.metrics.mcp.served.enable();
         Tools { relay, calls: Arc::new(Semaphore::new(max_calls)) }
     }
 

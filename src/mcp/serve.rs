@@ -46,7 +46,7 @@ async fn check_token(State(guard): State<Arc<Guard>>, request: Request, next: Ne
         let given = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
         let bearer = given.and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")));
         if !bearer.is_some_and(|b| token.matches(b.trim())) {
-            guard.relay.metrics.mcp.unauthorized();
+            guard.relay.metrics.mcp.served.unauthorized();
             let challenge = [(header::WWW_AUTHENTICATE, "Bearer")];
             return (StatusCode::UNAUTHORIZED, challenge, "a bearer token is required (mcp.token_file)\n")
                 .into_response();

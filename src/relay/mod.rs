@@ -234,8 +234,8 @@ impl Relay {
 
     fn count_waiting(&self, caller: Caller, delta: i64) {
         match caller {
-            Caller::A2a => self.metrics.a2a.waiting(delta),
-            Caller::Mcp => self.metrics.mcp.waiting(delta),
+            Caller::A2a => self.metrics.a2a.served.waiting(delta),
+            Caller::Mcp => self.metrics.mcp.served.waiting(delta),
         }
     }
 

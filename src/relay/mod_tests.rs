@@ -22,8 +22,8 @@ fn there_is_no_relay_without_a2a_or_mcp() {
 #[tokio::test]
 async fn an_answer_reaches_its_waiting_request_and_one_for_none_is_counted_late_by_its_caller() {
     let relay = relay();
-    relay.metrics.a2a.enable();
-    relay.metrics.mcp.enable();
+    relay.metrics.a2a.served.enable();
+    relay.metrics.mcp.served.enable();
     let (waiting, mut answers) = relay.wait("t1", Caller::A2a);
     let (_call, mut called) = relay.wait("mcp-1", Caller::Mcp);
     assert!(relay.metrics.render().contains("bridge_mcp_calls_waiting 1"));
@@ -44,7 +44,7 @@ async fn an_answer_reaches_its_waiting_request_and_one_for_none_is_counted_late_
 #[tokio::test]
 async fn a_canceled_request_stops_waiting_and_its_answer_is_late() {
     let relay = relay();
-    relay.metrics.a2a.enable();
+    relay.metrics.a2a.served.enable();
     let (_waiting, mut answers) = relay.wait("t1", Caller::A2a);
     relay.cancel("t1");
     assert_eq!(answers.recv().await, None, "the request's wait ends");

@@ -3,8 +3,7 @@
 
 use super::Event;
 use super::limit::LogLimit;
-use std::fmt::Write;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use super::served::{Names, Served};
 use tracing::{info, warn};
 
 /// How a task ended, one counter each.
@@ -13,66 +12,28 @@ pub const ENDS: [&str; 4] = ["completed", "failed", "canceled", "refused"];
 /// The A2A service's gauges and counters, rendered under `/metrics` when it runs.
 #[derive(Debug, Default)]
 pub struct A2aMetrics {
-    enabled: AtomicBool,
-    /// Tasks whose request was published and whose answer has not come.
-    waiting: AtomicI64,
-    ended: [AtomicU64; ENDS.len()],
-    /// Answers for a task that no longer waits (canceled, timed out, or before a restart).
-    late: AtomicU64,
-    /// Requests refused for lack of a valid bearer token.
-    unauthorized: AtomicU64,
+    pub served: Served<{ ENDS.len() }>,
     /// The lines of [`TaskEnded`] with a reason, and of [`DefaultContext`].
     ended_lines: LogLimit,
     default_context_lines: LogLimit,
 }
 
+const NAMES: Names = Names {
+    ended: ("bridge_a2a_tasks_total", "A2A tasks by how they ended."),
+    late: (
+        "bridge_a2a_late_answers_total",
+        "Wise Agents answers that came for an A2A task no longer waiting (canceled, timed out).",
+    ),
+    unauthorized: (
+        "bridge_a2a_unauthorized_total",
+        "A2A requests refused with 401 (no or a wrong bearer token).",
+    ),
+    waiting: ("bridge_a2a_tasks_waiting", "A2A tasks waiting for their Wise Agents answer."),
+};
+
 impl A2aMetrics {
-    /// The service runs: its families are rendered from now on.
-    pub fn enable(&self) {
-        self.enabled.store(true, Ordering::Relaxed);
-    }
-
-    pub fn waiting(&self, delta: i64) {
-        self.waiting.fetch_add(delta, Ordering::Relaxed);
-    }
-
-    pub fn unauthorized(&self) {
-        self.unauthorized.fetch_add(1, Ordering::Relaxed);
-    }
-
     pub(super) fn render(&self, out: &mut String) {
-        if !self.enabled.load(Ordering::Relaxed) {
-            return;
-        }
-        let name = "bridge_a2a_tasks_total";
-        let _ = write!(out, "# HELP {name} A2A tasks by how they ended.\n# TYPE {name} counter\n");
-        for (end, n) in ENDS.iter().zip(&self.ended) {
-            let _ = writeln!(out, "{name}{{end=\"{end}\"}} {}", n.load(Ordering::Relaxed));
-        }
-        let families: [(&str, &str, &str, &AtomicU64); 2] = [
-            (
-                "bridge_a2a_late_answers_total",
-                "Wise Agents answers that came for an A2A task no longer waiting (canceled, timed out).",
-                "counter",
-                &self.late,
-            ),
-            (
-                "bridge_a2a_unauthorized_total",
-                "A2A requests refused with 401 (no or a wrong bearer token).",
-                "counter",
-                &self.unauthorized,
-            ),
-        ];
-        for (name, help, kind, value) in families {
-            let value = value.load(Ordering::Relaxed);
-            let _ = write!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n");
-        }
-        let name = "bridge_a2a_tasks_waiting";
-        let waiting = self.waiting.load(Ordering::Relaxed);
-        let _ = write!(
-            out,
-            "# HELP {name} A2A tasks waiting for their Wise Agents answer.\n# TYPE {name} gauge\n{name} {waiting}\n"
-        );
+        self.served.render(out, &NAMES, &ENDS);
     }
 }
 
@@ -90,7 +51,7 @@ impl Event for TaskEnded<'_> {
 
     fn count(&self, metrics: &A2aMetrics) {
         if let Some(i) = ENDS.iter().position(|e| *e == self.end) {
-            metrics.ended[i].fetch_add(1, Ordering::Relaxed);
+            metrics.served.ended(i);
         }
     }
 
@@ -118,7 +79,7 @@ impl Event for LateAnswer<'_> {
     type Counted = ();
 
     fn count(&self, metrics: &A2aMetrics) {
-        metrics.late.fetch_add(1, Ordering::Relaxed);
+        metrics.served.late();
     }
 
     fn log(&self, _: &(), _: u64) {

@@ -10,7 +10,7 @@ fn rendered(m: &A2aMetrics) -> String {
 #[tokio::test(start_paused = true)]
 async fn a_flood_of_failed_tasks_logs_a_burst_and_counts_every_one() {
     let m = A2aMetrics::default();
-    m.enable();
+    m.served.enable();
     let ended = TaskEnded { agent: "weather", task: "t", end: "failed", reason: Some("CANNOT_ANSWER") };
     assert_flood_limited("A2A task ended", || ended.emit(&m)).await;
     let line = format!("bridge_a2a_tasks_total{{end=\"failed\"}} {}\n", FLOOD + 1);

@@ -4,8 +4,7 @@
 
 use super::Event;
 use super::limit::LogLimit;
-use std::fmt::Write;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use super::served::{Names, Served};
 use tracing::{info, warn};
 
 /// How a tool call ended, one counter each: `answered` (the agent's answer is the result),
@@ -17,59 +16,27 @@ pub const ENDS: [&str; 3] = ["answered", "failed", "refused"];
 /// The MCP server's gauges and counters, rendered under `/metrics` when it runs.
 #[derive(Debug, Default)]
 pub struct McpMetrics {
-    enabled: AtomicBool,
-    waiting: AtomicI64,
-    ended: [AtomicU64; ENDS.len()],
-    late: AtomicU64,
-    unauthorized: AtomicU64,
+    pub served: Served<{ ENDS.len() }>,
     /// The lines of [`CallEnded`] with a reason.
     ended_lines: LogLimit,
 }
 
+const NAMES: Names = Names {
+    ended: ("bridge_mcp_calls_total", "MCP tool calls by how they ended."),
+    late: (
+        "bridge_mcp_late_answers_total",
+        "Wise Agents answers that came for an MCP tool call no longer waiting (timed out, client gone).",
+    ),
+    unauthorized: (
+        "bridge_mcp_unauthorized_total",
+        "MCP requests refused with 401 (no or a wrong bearer token).",
+    ),
+    waiting: ("bridge_mcp_calls_waiting", "MCP tool calls waiting for their Wise Agents answer."),
+};
+
 impl McpMetrics {
-    /// The server runs: its families are rendered from now on.
-    pub fn enable(&self) {
-        self.enabled.store(true, Ordering::Relaxed);
-    }
-
-    pub fn waiting(&self, delta: i64) {
-        self.waiting.fetch_add(delta, Ordering::Relaxed);
-    }
-
-    pub fn unauthorized(&self) {
-        self.unauthorized.fetch_add(1, Ordering::Relaxed);
-    }
-
     pub(super) fn render(&self, out: &mut String) {
-        if !self.enabled.load(Ordering::Relaxed) {
-            return;
-        }
-        let name = "bridge_mcp_calls_total";
-        let _ = write!(out, "# HELP {name} MCP tool calls by how they ended.\n# TYPE {name} counter\n");
-        for (end, n) in ENDS.iter().zip(&self.ended) {
-            let _ = writeln!(out, "{name}{{end=\"{end}\"}} {}", n.load(Ordering::Relaxed));
-        }
-        let families: [(&str, &str, u64); 2] = [
-            (
-                "bridge_mcp_late_answers_total",
-                "Wise Agents answers that came for an MCP tool call no longer waiting (timed out, client gone).",
-                self.late.load(Ordering::Relaxed),
-            ),
-            (
-                "bridge_mcp_unauthorized_total",
-                "MCP requests refused with 401 (no or a wrong bearer token).",
-                self.unauthorized.load(Ordering::Relaxed),
-            ),
-        ];
-        for (name, help, value) in families {
-            let _ = write!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}\n");
-        }
-        let name = "bridge_mcp_calls_waiting";
-        let waiting = self.waiting.load(Ordering::Relaxed);
-        let _ = write!(
-            out,
-            "# HELP {name} MCP tool calls waiting for their Wise Agents answer.\n# TYPE {name} gauge\n{name} {waiting}\n"
-        );
+        self.served.render(out, &NAMES, &ENDS);
     }
 }
 
@@ -87,7 +54,7 @@ impl Event for CallEnded<'_> {
 
     fn count(&self, metrics: &McpMetrics) {
         if let Some(i) = ENDS.iter().position(|e| *e == self.end) {
-            metrics.ended[i].fetch_add(1, Ordering::Relaxed);
+            metrics.served.ended(i);
         }
     }
 
@@ -115,7 +82,7 @@ impl Event for LateAnswer<'_> {
     type Counted = ();
 
     fn count(&self, metrics: &McpMetrics) {
-        metrics.late.fetch_add(1, Ordering::Relaxed);
+        metrics.served.late();
     }
 
     fn log(&self, _: &(), _: u64) {
