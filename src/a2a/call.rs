@@ -271,9 +271,14 @@ async fn attempts(
             let task = opened.lock().unwrap_or_else(|e| e.into_inner()).take();
             if let Some(task) = task {
                 // The last attempt may have broken just before the end came: read once, while
-                // the asker still waits, before the task is given up.
+                // the asker still waits, before the task is given up. With no time left no read
+                // starts (a zero timeout still polls, and so sends, it once).
                 let within = left.unwrap_or(CANCEL_WITHIN).min(CANCEL_WITHIN);
-                match remote.ended(&task, traceparent, within).await.map(SendMessageResponse::Task) {
+                let ended = match within.is_zero() {
+                    true => None,
+                    false => remote.ended(&task, traceparent, within).await,
+                };
+                match ended.map(SendMessageResponse::Task) {
                     Some(answer) => match serde_json::to_vec(&answer) {
                         Ok(json) => return Ok((json, attempt)),
                         Err(_) => give_up(remote, task, traceparent),
