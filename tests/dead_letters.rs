@@ -45,7 +45,7 @@ async fn a_poisoned_stream_replayed_after_the_fix_arrives_once_and_nothing_is_lo
     let port = free_port();
     let fixed = config(broker, &names, vec![proxied(&agent, "civitas")], port);
     let mut poisoned = fixed.clone();
-    poisoned.delivery.max_body_bytes = 600;
+    poisoned.delivery.max_body_bytes = 1000;
     let bridge = BridgeProcess::start(&poisoned, port, &format!("{}-poisoned", names.uid));
     let (client, mut inbox) = broker.connect().await;
     client

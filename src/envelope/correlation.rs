@@ -37,6 +37,11 @@ pub struct ReplyRoute {
     /// answer completes that task instead of being published.
     #[serde(rename = "a2a", default, skip_serializing_if = "Option::is_none")]
     pub task: Option<String>,
+    /// The `invoke_agent` span the ask opened (traces on), as a `traceparent`: an answer whose
+    /// pending ask is gone (taken back after a failover, a restart, another bridge) is still
+    /// its child.
+    #[serde(rename = "span", default, skip_serializing_if = "Option::is_none")]
+    pub invocation: Option<String>,
 }
 
 impl ReplyRoute {
@@ -52,6 +57,7 @@ impl ReplyRoute {
             correlation_id: env.correlation_id.clone(),
             asker: reply_via(env),
             task: None,
+            invocation: None,
         }
     }
 

@@ -48,8 +48,8 @@ impl Arrival {
     /// The trace this message belongs to, written into the envelope: an answer's is its ask's
     /// (the conversation's; what the answer carried is linked), any other message's the one it
     /// carried (continued, never replaced), else a new one; and new ids for the bridge's spans.
-    pub(super) fn spans(&self, env: &mut Envelope, answered: Option<&Invocation>, now: &mut Now) -> Spans {
-        let trace = answered.map(|i| i.trace).or(self.trace).unwrap_or_else(|| TraceId::new(now));
+    pub(super) fn spans(&self, env: &mut Envelope, asked_in: Option<TraceId>, now: &mut Now) -> Spans {
+        let trace = asked_in.or(self.trace).unwrap_or_else(|| TraceId::new(now));
         env.trace_id = Some(trace.hex());
         Spans { trace, process: SpanId::new(now), invoke: SpanId::new(now), send: SpanId::new(now) }
     }
@@ -88,6 +88,7 @@ impl Arrival {
                 let link = self.trace.zip(self.span);
                 (HopKind::Answer, Some(closed.span), link, Some(closed))
             }
+            Turn::Joined(invoked) => (HopKind::Answer, Some(invoked), self.trace.zip(self.span), None),
             Turn::Other => {
                 env.parent_span_id = Some(spans.process.hex());
                 (HopKind::Message, self.span, None, None)
@@ -121,6 +122,10 @@ pub(super) enum Turn {
     Ask(Invocation),
     /// The answer to the ask that opened this span.
     Answer(Invocation),
+    /// An answer whose ask is no longer pending (its token named its `invoke_agent` span): a
+    /// child of that span, which it does not end (the bridge that holds the ask, or held it,
+    /// does; a second answer must not end it twice).
+    Joined(SpanId),
     Other,
 }
 

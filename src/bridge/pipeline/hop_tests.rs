@@ -60,3 +60,36 @@ fn with_traces_off_no_hop_is_made_and_no_trace_field_written() {
     assert_eq!((asked["trace_id"].as_str(), asked["span_id"].as_str()), (Some(""), Some("")));
     assert_eq!(out.frame.header("traceparent"), None);
 }
+
+#[test]
+fn an_answer_whose_ask_was_taken_back_or_never_known_is_still_a_child_of_its_invoke_agent_span() {
+    let mut p = pipeline();
+    let out = sent(&mut p, &wa_ask("WeatherAgent", Some("call_7"), "Weather"));
+    let opened = out.hop.clone().and_then(|h| h.invocation).expect("an ask opens invoke_agent");
+    let asked = json_of(&out);
+    let own = ("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331");
+    let reply = json!({"type": "reply", "sender": "WeatherAgent", "recipient": asked["reply_to"],
+        "correlation_id": asked["correlation_id"], "payload": {"message": "sunny"},
+        "trace_id": own.0, "span_id": own.1, "parent_span_id": asked["span_id"]});
+    // Its batch rolled back (a failover lost the broker's confirmation): the ask is taken back,
+    // though the agent may have it. A restarted bridge never knew it. And an answer that comes
+    // twice finds its ask gone the second time.
+    p.forget_ask(out.ask.as_deref().expect("an ask id"));
+    for (bridge, mut p) in [("the same", p), ("a restarted", pipeline())] {
+        let answer = sent(&mut p, &msg(CIV_IN, reply.to_string())).hop.expect("a hop");
+        assert_eq!(answer.kind, HopKind::Answer, "{bridge} bridge");
+        assert_eq!((answer.trace, answer.parent), (opened.trace, Some(opened.span)), "{bridge} bridge");
+        let link = answer.link.map(|(t, s)| (t.to_string(), s.to_string()));
+        assert_eq!(link, Some((own.0.into(), own.1.into())), "{bridge} bridge: what it carried is linked");
+        assert_eq!(answer.invocation, None, "{bridge} bridge: only its pending ask ends the span, once");
+    }
+}
+
+#[test]
+fn with_traces_off_a_token_carries_no_span() {
+    let mut p = pipeline_with(|c| c.traces.conversations = 0);
+    let asked = json_of(&sent(&mut p, &wa_ask("WeatherAgent", Some("call_7"), "Weather")));
+    let token = asked["correlation_id"].as_str().expect("a token");
+    let route = crate::envelope::correlation::ReplyRoute::from_token(token).expect("a sab1 token");
+    assert_eq!(route.invocation, None, "{token}");
+}

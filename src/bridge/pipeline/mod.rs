@@ -7,7 +7,7 @@ use super::MessageError;
 use crate::envelope::codecs::{Framework, Origin};
 use crate::envelope::correlation::ReplyRoute;
 use crate::envelope::penguiflow::stream::StreamAssembler;
-use crate::envelope::trace::Invocation;
+use crate::envelope::trace::{Invocation, SpanContext};
 use crate::envelope::{Clock, Content, Direction, Envelope, Intent, apply_traceparent, traceparent};
 use crate::relay::{Caller, TaskAnswer};
 use crate::routing::reply_base::ReplyBase;
@@ -255,6 +255,7 @@ impl Pipeline {
         let absorbed = |why| Ok(Processed::Absorbed { why, stream: None });
         let mut asker = None;
         let mut answered = None;
+        let mut joined: Option<SpanContext> = None;
         let (correlated, wise_context) = match self.correlate(source, &mut env, now.at) {
             Correlation::Acknowledgement => {
                 return absorbed(Absorbed::Acknowledgement { route: format!("{from}->receipt") });
@@ -285,6 +286,7 @@ impl Pipeline {
             }
             Correlation::Token(route) => {
                 ReplyBase::of_route(&route).apply_to(&mut env);
+                joined = route.invocation.as_deref().and_then(SpanContext::parse);
                 (true, route.context)
             }
             Correlation::None => (false, None),
@@ -296,17 +298,19 @@ impl Pipeline {
             return Err(RouteError::NoRecipient.into());
         }
         let target = self.settings.target(&env, asker.as_deref())?;
-        let spans = arrival.as_ref().map(|a| a.spans(&mut env, answered.as_deref(), now));
+        let asked_in = answered.as_ref().map(|i| i.trace).or(joined.map(|j| j.trace));
+        let spans = arrival.as_ref().map(|a| a.spans(&mut env, asked_in, now));
         let opened = arrival.as_ref().zip(spans.as_ref()).map(|(a, s)| a.invocation(s, &env, &target, now));
         // The ask is remembered before its context is fitted: its answer goes back in the
         // asker's own context (a Civitas ask in `Books` is answered in `Books`).
         let remembered = self.remember(&target, &mut env, now, opened.clone());
         let original_context = self.settings.fit_for(&target, &mut env, wise_context);
         let hop = arrival.zip(spans).map(|(arrival, spans)| {
-            let turn = match (answered, remembered.is_some().then_some(opened).flatten()) {
-                (Some(closed), _) => Turn::Answer(*closed),
-                (None, Some(opened)) => Turn::Ask(opened),
-                (None, None) => Turn::Other,
+            let turn = match (answered, joined, remembered.is_some().then_some(opened).flatten()) {
+                (Some(closed), _, _) => Turn::Answer(*closed),
+                (None, Some(joined), _) => Turn::Joined(joined.span),
+                (None, None, Some(opened)) => Turn::Ask(opened),
+                (None, None, None) => Turn::Other,
             };
             Box::new(arrival.hop(spans, &mut env, turn, &target, now))
         });
@@ -420,6 +424,8 @@ impl Pipeline {
         let mut route = ReplyRoute::of_request(env, original_id.as_deref().unwrap_or(&ask_id));
         route.ask = Some(ask_id.clone());
         route.request_id = original_id.clone();
+        route.invocation =
+            invocation.as_ref().map(|i| SpanContext { trace: i.trace, span: i.span, flags: 1 }.header());
         let token = route.to_token();
         let reply = ReplyBase::of(env, &asker);
         env.id = Some(ask_id.clone());
