@@ -5,11 +5,11 @@ from __future__ import annotations
 import fnmatch
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from penguiflow.bus import BusEnvelope
-from penguiflow.types import Message
+from penguiflow.types import FinalAnswer, Message
 from pydantic import BaseModel
 
 from sab_stomp import AsyncLink
@@ -55,6 +55,8 @@ class BridgeBus:
         self.ingress = ingress
         self.edges = tuple(edges)
         self.published = 0
+        # Told the trace of each FinalAnswer published to the Rookery (BridgeInbox ends it).
+        self.answered: Callable[[str], None] | None = None
 
     def wanted(self, envelope: BusEnvelope) -> bool:
         if not any(fnmatch.fnmatchcase(envelope.edge, p) for p in self.edges):
@@ -70,6 +72,10 @@ class BridgeBus:
     async def publish(self, envelope: BusEnvelope) -> None:
         if self.wanted(envelope):
             await self.send(envelope)
+            message = envelope.payload
+            final = envelope.edge.endswith("->Rookery") and isinstance(message.payload, FinalAnswer)
+            if final and self.answered is not None:
+                self.answered(message.trace_id)
 
     async def send(self, envelope: BusEnvelope) -> None:
         """Publishes ``envelope`` unconditionally (``BridgeInbox.ask`` uses it)."""

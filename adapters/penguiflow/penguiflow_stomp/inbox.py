@@ -24,7 +24,14 @@ class BridgeInbox:
     is acknowledged when ``emit`` returned (the flow's first queue took it), dead-lettered
     with the reason when it is not a valid Message. Answers to this agent's own :meth:`ask` are not fed to the
     flow: they complete the ask. Results the flow leaves in the Rookery are fetched and dropped
-    (the bus has already sent them to the bridge), unless ``on_result`` takes them."""
+    (the bus has already sent them to the bridge), unless ``on_result`` takes them.
+
+    A trace whose ``FinalAnswer`` the bus published is ended (its cancellation event set, as
+    ``PenguiFlow.cancel`` does): PenguiFlow 3.x runs a node that returned a Message carrying a
+    ``FinalAnswer`` again and again (``_execute_with_reliability`` continues its retry loop
+    after routing the answer to the Rookery), each run another answer; set, the next run
+    stops before it starts. The event goes when the trace's last message is finalized, so a
+    later ask in the same trace runs."""
 
     def __init__(
         self,
@@ -44,6 +51,7 @@ class BridgeInbox:
         self._pending: dict[str, asyncio.Future[Message]] = {}
         self._drain: asyncio.Task[None] | None = None
         self._sub: str | None = None
+        bus.answered = self._answered
 
     async def start(self) -> None:
         """Connects (if the bus's link is not up yet) and starts consuming the inbox."""
@@ -68,6 +76,9 @@ class BridgeInbox:
                 waiting.set_result(message)
             return
         await self.flow.emit(message)
+
+    def _answered(self, trace_id: str) -> None:
+        self.flow.ensure_trace_event(trace_id).set()
 
     async def _drain_rookery(self) -> None:
         while True:

@@ -54,8 +54,11 @@ def wise_agents_asks(broker, tmp_path, make_flow):
 
 
 def test_a_wise_agents_agent_asks_a_penguiflow_flow_and_its_final_answer_comes_back_routed(broker, tmp_path):
+    runs: list[str] = []
+
     async def plan(msg: Message, ctx) -> Message:
         # As PenguiFlow's docs write a node: the answer is a model_copy of the request.
+        runs.append(msg.trace_id)
         return msg.model_copy(update={"payload": FinalAnswer(text=f"Plan: {msg.payload}")})
 
     def make_flow(bus):
@@ -65,6 +68,9 @@ def test_a_wise_agents_agent_asks_a_penguiflow_flow_and_its_final_answer_comes_b
     assert reply["_message"] == "Plan: 3 days in Rome"
     assert reply["_message_type"] == "RESPONSE" and reply["_sender"] == planner
     assert (reply["_tool_id"], reply["_context_name"], reply["_route_response_to"]) == ("call_9", "Trips", "User")
+    # PenguiFlow runs a node that returned a FinalAnswer again and again unless its trace ends
+    # (BridgeInbox ends it once the answer is published); the flow has stopped by now.
+    assert len(runs) == 1, f"the node ran {len(runs)} times for one ask"
 
 
 def test_a_streamed_answer_comes_back_as_one_response(broker, tmp_path):
