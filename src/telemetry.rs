@@ -31,8 +31,16 @@ pub mod trace;
 pub use event::Event;
 
 /// The outcomes a message can have, each a counter per route.
-const OUTCOMES: [&str; 7] =
-    ["delivered", "dead_lettered", "retried", "receipt", "late_reply", "reply_timeout", "chunk"];
+const OUTCOMES: [&str; 8] = [
+    "delivered",
+    "dead_lettered",
+    "retried",
+    "receipt",
+    "late_reply",
+    "repeated_answer",
+    "reply_timeout",
+    "chunk",
+];
 
 /// One route's counters, indexed like [`OUTCOMES`].
 type RouteCounters = [AtomicU64; OUTCOMES.len()];
@@ -61,6 +69,7 @@ pub struct Metrics {
     connected: AtomicBool,
     subscribed: AtomicBool,
     late_replies: AtomicU64,
+    repeated_answers: AtomicU64,
     unmatched_replies: AtomicU64,
     receipts: AtomicU64,
     reply_timeouts: AtomicU64,
@@ -279,6 +288,41 @@ impl Event for LateReply<'_> {
             ask = self.ask,
             left_out,
             "an answer came after its reply timeout: dropped"
+        );
+    }
+}
+
+/// An answer to an ask that was answered already (its framework sent it again): dropped,
+/// acknowledged, so that the asker gets one answer.
+pub struct RepeatedAnswer<'a> {
+    pub route: &'a str,
+    pub source: &'a str,
+    pub message_id: &'a str,
+    pub ask: &'a str,
+}
+
+impl Event for RepeatedAnswer<'_> {
+    type Metrics = Metrics;
+    type Counted = ();
+
+    fn count(&self, metrics: &Metrics) {
+        metrics.count_message(self.route, "repeated_answer");
+        metrics.repeated_answers.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn limit<'m>(&self, metrics: &'m Metrics) -> Option<&'m limit::LogLimit> {
+        Some(&metrics.logs.repeated_answers)
+    }
+
+    fn log(&self, _: &(), left_out: u64) {
+        warn!(
+            outcome = "repeated_answer",
+            route = self.route,
+            source = self.source,
+            message_id = self.message_id,
+            ask = self.ask,
+            left_out,
+            "an answer came again for an ask answered already: dropped"
         );
     }
 }

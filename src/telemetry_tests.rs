@@ -42,16 +42,19 @@ fn events_count_what_they_log_and_render_as_prometheus_text() {
 fn conversation_events_count_under_their_own_outcomes() {
     let m = Metrics::default();
     LateReply { route: "civitas->late", source: "/q", message_id: "1", ask: "a" }.emit(&m);
+    RepeatedAnswer { route: "penguiflow->repeated", source: "/q", message_id: "3", ask: "b" }.emit(&m);
     Acknowledgement { route: "vox->receipt", source: "/q", message_id: "2" }.emit(&m);
     ReplyTimedOut { route: "timeout->wiseagents", destination: "/d", hop: None }.emit(&m);
     m.set_pending_asks(7);
     assert_eq!(m.messages("civitas->late", "late_reply"), 1);
     assert_eq!(m.messages("civitas->late", "delivered"), 0);
     assert_eq!(m.messages("vox->receipt", "receipt"), 1);
+    assert_eq!(m.messages("penguiflow->repeated", "repeated_answer"), 1);
     assert_eq!(m.messages("timeout->wiseagents", "reply_timeout"), 1);
     let text = m.render();
     for line in [
         "bridge_late_replies_total 1",
+        "bridge_repeated_answers_total 1",
         "bridge_receipts_total 1",
         "bridge_reply_timeouts_total 1",
         "bridge_pending_asks 7",
@@ -128,6 +131,15 @@ async fn a_flood_of_late_replies_logs_a_burst_and_counts_every_one() {
     let late = LateReply { route: "civitas->late", source: "/q", message_id: "1", ask: "a" };
     assert_flood_limited("after its reply timeout", || late.emit(&m)).await;
     assert_eq!(counter(&m, "bridge_late_replies_total"), flooded("bridge_late_replies_total"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_flood_of_repeated_answers_logs_a_burst_and_counts_every_one() {
+    // PenguiFlow re-running a node sends hundreds of copies a second.
+    let m = Metrics::default();
+    let again = RepeatedAnswer { route: "penguiflow->repeated", source: "/q", message_id: "1", ask: "a" };
+    assert_flood_limited("an answer came again", || again.emit(&m)).await;
+    assert_eq!(counter(&m, "bridge_repeated_answers_total"), flooded("bridge_repeated_answers_total"));
 }
 
 #[tokio::test(start_paused = true)]

@@ -8,12 +8,14 @@
 //! first-out per (asker, answerer) pair: one Wise Agents agent answers in order.
 //!
 //! Bounded in count and in age: every structure holds only live asks (removal is by key,
-//! never lazy), so memory is at most `capacity` asks whatever the rate and the TTL.
+//! never lazy), so memory is at most `capacity` asks whatever the rate and the TTL. Beside
+//! them, the hashes of the last [`ANSWERED_KEPT`] answered asks' ids, so that an answer that
+//! comes again is known as such rather than routed a second time by its token.
 
 use crate::envelope::trace::Invocation;
 use crate::routing::reply_base::ReplyBase;
 use hashbrown::HashTable;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::hash::{BuildHasher, RandomState};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -88,6 +90,34 @@ pub enum Matched {
     Late(PendingAsk),
     /// The ask, left pending (an acknowledgement is not the answer).
     Acknowledged(PendingAsk),
+    /// An ask answered already (or answered late): this answer comes again.
+    Repeated,
+}
+
+/// How many answered asks are remembered, to know an answer that comes again (a framework
+/// that sends its answer twice, or hundreds of times: PenguiFlow re-running a node): 4,096
+/// hashes, about 100 KiB.
+pub const ANSWERED_KEPT: usize = 4096;
+
+/// The hashes of the last answered asks' ids, oldest first.
+#[derive(Debug, Default)]
+struct Answered {
+    order: VecDeque<u64>,
+    set: HashSet<u64>,
+}
+
+impl Answered {
+    fn insert(&mut self, hash: u64) {
+        if !self.set.insert(hash) {
+            return;
+        }
+        self.order.push_back(hash);
+        if self.order.len() > ANSWERED_KEPT
+            && let Some(oldest) = self.order.pop_front()
+        {
+            self.set.remove(&oldest);
+        }
+    }
 }
 
 /// Pending asks by id, in age order, with a FIFO per (asker, answerer) pair.
@@ -107,6 +137,7 @@ pub struct CorrelationTable {
     /// How many of the slots are timed out (kept only to recognise a late answer).
     timed_out: usize,
     evicted: u64,
+    answered: Answered,
 }
 
 impl CorrelationTable {
@@ -122,6 +153,7 @@ impl CorrelationTable {
             deadlines: BTreeSet::new(),
             timed_out: 0,
             evicted: 0,
+            answered: Answered::default(),
         }
     }
 
@@ -162,8 +194,10 @@ impl CorrelationTable {
     /// The answer to the ask with this id: taken out, unless `acknowledgement`.
     pub fn answer_by_id(&mut self, id: &str, acknowledgement: bool, now: Instant) -> Option<Matched> {
         self.expire(now);
-        let seq = self.seq_of(id)?;
-        Some(self.matched(seq, acknowledgement))
+        match self.seq_of(id) {
+            Some(seq) => Some(self.matched(seq, acknowledgement)),
+            None => self.answered.set.contains(&self.hasher.hash_one(id)).then_some(Matched::Repeated),
+        }
     }
 
     /// The answer from `answerer` to `asker` that names no ask: the oldest pending one of
@@ -182,6 +216,7 @@ impl CorrelationTable {
             // A receipt never consumes the ask, timed out or not: its answer is still to come.
             return Matched::Acknowledged(slot.ask());
         }
+        self.answered.insert(self.hasher.hash_one(&*slot.id));
         if slot.timed_out {
             return Matched::Late(self.remove(seq).expect("present"));
         }

@@ -59,6 +59,7 @@ impl LogLimit {
 pub struct LogLimits {
     pub dead_letters: LogLimit,
     pub late_replies: LogLimit,
+    pub repeated_answers: LogLimit,
     pub reply_timeouts: LogLimit,
     pub batch_failures: LogLimit,
     pub unsettled: LogLimit,

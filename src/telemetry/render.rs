@@ -141,6 +141,12 @@ impl Metrics {
                 n(&self.late_replies),
             ),
             (
+                "bridge_repeated_answers_total",
+                "Answers that came again for an ask answered already: dropped.",
+                "counter",
+                n(&self.repeated_answers),
+            ),
+            (
                 "bridge_unmatched_replies_total",
                 "Replies that matched no pending ask: delivered uncorrelated, never attached to another ask.",
                 "counter",

@@ -13,8 +13,8 @@ use crate::stomp::{AckRef, Client};
 use crate::telemetry::Event;
 use crate::telemetry::trace::{Hop, HopKind, Party, Times};
 use crate::telemetry::{
-    Acknowledgement, BatchFailed, ChunkTaken, DeadLettered, Delivered, LateReply, Metrics, TaskAnswered,
-    Unsettled,
+    Acknowledgement, BatchFailed, ChunkTaken, DeadLettered, Delivered, LateReply, Metrics, RepeatedAnswer,
+    TaskAnswered, Unsettled,
 };
 
 impl Engine {
@@ -226,6 +226,9 @@ fn report(work: &Work, metrics: &Metrics) {
         }
         Outcome::Absorbed(Absorbed::LateReply { route, ask }) => {
             LateReply { route, source: &m.destination, message_id: &m.ack.message_id, ask }.emit(metrics)
+        }
+        Outcome::Absorbed(Absorbed::RepeatedAnswer { route, ask }) => {
+            RepeatedAnswer { route, source: &m.destination, message_id: &m.ack.message_id, ask }.emit(metrics)
         }
         Outcome::Absorbed(Absorbed::Task { route, answer }) => {
             TaskAnswered { route, source: &m.destination, message_id: &m.ack.message_id, task: &answer.task }

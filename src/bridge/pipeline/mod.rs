@@ -67,6 +67,8 @@ pub enum Absorbed {
     Acknowledgement { route: String },
     /// An answer after its ask's reply timeout (the asker had its error answer).
     LateReply { route: String, ask: String },
+    /// An answer to an ask that was answered already (the same answer sent again).
+    RepeatedAnswer { route: String, ask: String },
     /// A stream chunk, its text kept until the stream is whole.
     Chunk { route: String },
     /// A Wise Agents answer to an A2A task: handed to the task (`crate::a2a`).
@@ -74,11 +76,12 @@ pub enum Absorbed {
 }
 
 impl Absorbed {
-    /// `<from>->receipt` or `<from>->late`, for metrics.
+    /// `<from>->receipt`, `<from>->late`, `<from>->repeated`, …, for metrics.
     pub fn route(&self) -> &str {
         match self {
             Absorbed::Acknowledgement { route }
             | Absorbed::LateReply { route, .. }
+            | Absorbed::RepeatedAnswer { route, .. }
             | Absorbed::Chunk { route }
             | Absorbed::Task { route, .. } => route,
         }
@@ -174,6 +177,8 @@ enum Correlation {
     /// No pending ask (a bridge restart, or aged out), but the reply carries its route.
     Token(ReplyRoute),
     Late(PendingAsk),
+    /// An answer again to the ask of this id, answered already: dropped, not routed twice.
+    Repeated(String),
     Acknowledgement,
     /// An answer to the A2A task its token names.
     Task(String),
@@ -262,6 +267,9 @@ impl Pipeline {
             }
             Correlation::Late(ask) => {
                 return absorbed(Absorbed::LateReply { route: format!("{from}->late"), ask: ask.id });
+            }
+            Correlation::Repeated(ask) => {
+                return absorbed(Absorbed::RepeatedAnswer { route: format!("{from}->repeated"), ask });
             }
             Correlation::Task(task) => {
                 let caller = if task.starts_with(Caller::MCP_PREFIX) { "mcp" } else { "a2a" };
@@ -388,6 +396,7 @@ impl Pipeline {
             (Some(Matched::Answer(ask)), _) => Correlation::Ask(ask),
             (Some(Matched::Late(ask)), _) => Correlation::Late(ask),
             (Some(Matched::Acknowledged(_)), _) => Correlation::Acknowledgement,
+            (Some(Matched::Repeated), _) => Correlation::Repeated(ask_id.unwrap_or_default()),
             (None, Some(route)) => Correlation::Token(route),
             (None, None) => Correlation::None,
         }

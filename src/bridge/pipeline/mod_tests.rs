@@ -102,8 +102,31 @@ fn rule3_a_vox_receipt_does_not_consume_the_ask() {
     assert_eq!(out.frame.header("destination"), Some("/queue/response/Assistant"));
     assert_eq!((answer.message.as_str(), answer.message_type), ("done", Some(Intent::Response)));
     assert_eq!(answer.tool_id.as_deref(), Some("call_1"));
-    let error = sent(&mut p, &msg(VOX_IN, vox_reply("command_error", &asked, "late error")));
-    assert!(!error.correlated, "the ask was answered once");
+    let again = p.process(&msg(VOX_IN, vox_reply("command_error", &asked, "late error"))).unwrap();
+    assert!(
+        matches!(&again, Processed::Absorbed { why: Absorbed::RepeatedAnswer { route, .. }, .. } if route == "vox->repeated"),
+        "the ask was answered once: {again:?}"
+    );
+}
+
+#[test]
+fn rule4_an_answer_sent_again_reaches_its_asker_once_and_a_restarted_bridge_routes_it_by_its_token() {
+    let mut p = pipeline();
+    let asked = json_of(&sent(&mut p, &wa_ask("Planner", None, "default")));
+    let mut answer = asked.clone();
+    answer["payload"] = json!({"text": "Rome, 3 days"});
+    let answer = msg(PF_IN, answer.to_string());
+    assert_eq!(sent(&mut p, &answer).frame.header("destination"), Some("/queue/response/Assistant"));
+    for _ in 0..3 {
+        // PenguiFlow re-running a node that returned a FinalAnswer sends it again and again.
+        let again = p.process(&answer).unwrap();
+        assert!(
+            matches!(&again, Processed::Absorbed { why: Absorbed::RepeatedAnswer { route, .. }, .. } if route == "penguiflow->repeated"),
+            "{again:?}"
+        );
+    }
+    let mut restarted = pipeline();
+    assert_eq!(sent(&mut restarted, &answer).frame.header("destination"), Some("/queue/response/Assistant"));
 }
 
 #[test]
