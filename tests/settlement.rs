@@ -353,3 +353,60 @@ async fn the_asks_of_rolled_back_batches_are_forgotten_and_only_the_redeliveries
     assert_eq!(pending, "bridge_pending_asks 2", "in:\n{text}");
     stop(second, shutdown, bridge).await;
 }
+
+/// Delivers `body` on `subscription` (its destination `destination`), acknowledged by `ack`.
+async fn deliver_body(conn: &mut Conn, (subscription, destination): (&str, &str), ack: &str, body: &str) {
+    let msg = Frame::new(Command::Message)
+        .with("subscription", subscription)
+        .with("message-id", format!("ID:fake-{ack}"))
+        .with("ack", ack)
+        .with("destination", destination)
+        .with_body(body.to_owned());
+    conn.send(msg).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_answer_given_back_before_it_was_published_answers_when_it_comes_again_and_only_then() {
+    const INGRESS: &str = "/queue/fake.civ.ingress";
+    let (listener, metrics, shutdown, bridge) = start_bridge("settle-answer", |port| {
+        let delivery =
+            DeliveryConfig { batch_max: 1, batches_in_flight: 1, ..delivery(DeliveryMode::Transaction) };
+        weather_config(port, [0, 0], delivery)
+    })
+    .await;
+    let mut first = Conn::accept(&listener).await;
+    let ids = first.subscribed(None).await;
+    first.deliver(&ids[common::fake::REQUEST], "ack-1").await;
+    let (ask, committed) = transaction(&mut first, true).await;
+    first.receipt(&committed.expect("the ask is committed").1).await;
+    let asked: serde_json::Value = serde_json::from_slice(&ask.body).expect("a Civitas message");
+    let answer = serde_json::json!({"type": "reply", "sender": "Weather", "recipient": asked["reply_to"],
+        "correlation_id": asked["correlation_id"], "payload": {"message": "sunny"}})
+    .to_string();
+
+    // The answer's SEND is never confirmed: rolled back, the message given back to the broker.
+    deliver_body(&mut first, (&ids[INGRESS], INGRESS), "ack-2", &answer).await;
+    let (send, confirmed) = transaction(&mut first, false).await;
+    assert_eq!((send.header("destination"), confirmed.is_none()), (Some("/queue/response/Asker"), true));
+    first.until_closed_settling_nothing().await;
+
+    // Its redelivery answers (it is not a repeat: nothing was published); a copy after that is.
+    let mut second = Conn::accept(&listener).await;
+    let ids = second.subscribed(None).await;
+    deliver_body(&mut second, (&ids[INGRESS], INGRESS), "ack-3", &answer).await;
+    let (send, committed) = transaction(&mut second, true).await;
+    assert_eq!(send.header("destination"), Some("/queue/response/Asker"), "the redelivery answers");
+    second.receipt(&committed.expect("committed").1).await;
+    deliver_body(&mut second, (&ids[INGRESS], INGRESS), "ack-4", &answer).await;
+    let begin = second.expect(Command::Begin).await;
+    let ack = second.expect(Command::Ack).await;
+    assert_eq!(ack.header("id"), Some("ack-4"), "the copy is acknowledged, nothing published: {begin:?}");
+    let commit = second.expect(Command::Commit).await;
+    second.receipt(&commit).await;
+    let text = wait_for(&metrics, "bridge_repeated_answers_total 1").await;
+    assert!(
+        text.contains("bridge_messages_total{route=\"civitas->wiseagents\",outcome=\"delivered\"} 1"),
+        "{text}"
+    );
+    stop(second, shutdown, bridge).await;
+}

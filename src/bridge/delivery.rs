@@ -146,6 +146,9 @@ pub enum Outcome {
         unmatched_reply: bool,
         /// The ask the published frame makes (taken back if the frame is never published).
         ask: Option<String>,
+        /// The ask the published frame answers, marked answered (the mark taken back if the
+        /// message is given back to the broker before the frame was published).
+        answers: Option<String>,
         /// Its way through the bridge (traces on).
         hop: Option<Box<crate::telemetry::trace::Hop>>,
     },

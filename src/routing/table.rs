@@ -90,7 +90,7 @@ pub enum Matched {
     Late(PendingAsk),
     /// The ask, left pending (an acknowledgement is not the answer).
     Acknowledged(PendingAsk),
-    /// An ask answered already (or answered late): this answer comes again.
+    /// An ask marked answered ([`CorrelationTable::mark_answered`]): this answer comes again.
     Repeated,
 }
 
@@ -108,15 +108,22 @@ struct Answered {
 
 impl Answered {
     fn insert(&mut self, hash: u64) {
-        if !self.set.insert(hash) {
+        if self.set.contains(&hash) {
             return;
         }
-        self.order.push_back(hash);
-        if self.order.len() > ANSWERED_KEPT
+        // The oldest goes first, so that neither grows past its first allocation.
+        if self.order.len() >= ANSWERED_KEPT
             && let Some(oldest) = self.order.pop_front()
         {
             self.set.remove(&oldest);
         }
+        self.set.insert(hash);
+        self.order.push_back(hash);
+    }
+
+    /// Takes a mark back (its place in the order stays, and goes in its turn).
+    fn remove(&mut self, hash: u64) {
+        self.set.remove(&hash);
     }
 }
 
@@ -216,11 +223,22 @@ impl CorrelationTable {
             // A receipt never consumes the ask, timed out or not: its answer is still to come.
             return Matched::Acknowledged(slot.ask());
         }
-        self.answered.insert(self.hasher.hash_one(&*slot.id));
         if slot.timed_out {
             return Matched::Late(self.remove(seq).expect("present"));
         }
         Matched::Answer(self.remove(seq).expect("present"))
+    }
+
+    /// Marks the ask `id` answered (its answer is on its way, or was dropped as late): a
+    /// repeat of that answer is known.
+    pub fn mark_answered(&mut self, id: &str) {
+        self.answered.insert(self.hasher.hash_one(id));
+    }
+
+    /// Takes back the mark of an ask answered by a message that is given back to the broker
+    /// before its answer was published (its redelivery answers it).
+    pub fn unmark_answered(&mut self, id: &str) {
+        self.answered.remove(self.hasher.hash_one(id));
     }
 
     /// Removes an ask (its request was never published).

@@ -152,8 +152,7 @@ fn an_id_and_a_pair_are_held_once_whatever_the_number_of_asks() {
     let pair = &t.slots.values().next().expect("an ask").pair;
     assert_eq!(Arc::strong_count(pair), 51, "the pair's 50 asks and its index entry share it");
     assert_eq!(id_of(t.answer_by_id("id7", false, now)).as_deref(), Some("id7"));
-    assert_eq!(t.by_id.len(), 50, "taken out of the id index too");
-    assert_eq!(t.answer_by_id("id7", false, now), Some(Matched::Repeated), "known as answered, not pending");
+    assert_eq!(t.answer_by_id("id7", false, now), None, "taken out of the id index too");
     for _ in 0..49 {
         assert!(t.answer_in_order("Asker", "Answerer", now).is_some());
     }
@@ -170,22 +169,26 @@ fn an_answer_that_comes_again_is_repeated_for_the_last_answered_asks_only() {
         t.insert(a, now);
     }
     assert_eq!(id_of(t.answer_by_id("once", false, now)).as_deref(), Some("once"));
+    assert_eq!(t.answer_by_id("once", false, now), None, "not marked: as if its answer was dead-lettered");
+    t.mark_answered("once");
     assert_eq!(t.answer_by_id("once", false, now), Some(Matched::Repeated), "the same answer again");
+    t.unmark_answered("once");
+    assert_eq!(t.answer_by_id("once", false, now), None, "given back before it was published");
+    t.mark_answered("once");
     assert_eq!(t.time_out(now).len(), 1);
     assert!(matches!(t.answer_by_id("late", false, now), Some(Matched::Late(_))));
+    t.mark_answered("late");
     assert_eq!(t.answer_by_id("late", false, now), Some(Matched::Repeated), "a late answer again");
     t.forget("forgotten");
-    assert_eq!(
-        t.answer_by_id("forgotten", false, now),
-        None,
-        "taken back, never answered: its token routes it"
-    );
+    let forgotten = t.answer_by_id("forgotten", false, now);
+    assert_eq!(forgotten, None, "taken back, never answered: its token routes it");
     assert_eq!(t.answer_by_id("never", false, now), None);
 
     for i in 0..ANSWERED_KEPT {
-        t.insert(ask(&format!("n{i}"), "WA", "Pf"), now);
-        assert!(id_of(t.answer_by_id(&format!("n{i}"), false, now)).is_some());
+        t.mark_answered(&format!("n{i}"));
     }
     assert_eq!(t.answer_by_id("once", false, now), None, "out of the last {ANSWERED_KEPT}");
     assert_eq!(t.answer_by_id(&format!("n{}", ANSWERED_KEPT - 1), false, now), Some(Matched::Repeated));
+    assert_eq!((t.answered.order.len(), t.answered.set.len()), (ANSWERED_KEPT, ANSWERED_KEPT));
+    assert!(t.answered.order.capacity() < 2 * ANSWERED_KEPT, "never past its first allocation");
 }

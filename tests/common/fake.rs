@@ -152,22 +152,31 @@ impl Conn {
     }
 
     /// [`Conn::subscriptions`], the first SUBSCRIBE already read.
-    pub async fn subscriptions_from(&mut self, mut first: Option<Frame>) -> String {
-        let mut request = None;
+    pub async fn subscriptions_from(&mut self, first: Option<Frame>) -> String {
+        self.subscribed(first).await.remove(REQUEST).expect("the request queue is subscribed")
+    }
+
+    /// Confirms the bridge's four SUBSCRIBEs (the first perhaps already read): the
+    /// subscription id of each destination.
+    pub async fn subscribed(
+        &mut self,
+        mut first: Option<Frame>,
+    ) -> std::collections::HashMap<String, String> {
+        let mut ids = std::collections::HashMap::new();
         for _ in 0..4 {
             let sub = match first.take() {
                 Some(sub) => sub,
                 None => self.expect(Command::Subscribe).await,
             };
             assert_eq!(sub.command, Command::Subscribe, "{sub:?}");
-            if sub.header("destination") == Some(REQUEST) {
-                request = sub.header("id").map(str::to_owned);
+            if let (Some(destination), Some(id)) = (sub.header("destination"), sub.header("id")) {
+                ids.insert(destination.to_owned(), id.to_owned());
             }
             if sub.header("receipt").is_some() {
                 self.receipt(&sub).await;
             }
         }
-        request.expect("the request queue is subscribed")
+        ids
     }
 
     /// Delivers the one request the tests use.

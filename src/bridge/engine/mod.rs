@@ -271,8 +271,7 @@ impl Engine {
         let processed = self.pipeline.process(Consumed::of(&delivery.message), &mut now(&mut self.ids));
         let work = match processed {
             Ok(Processed::Send(mut out)) => {
-                let ask = out.ask.take();
-                let outcome = delivered(&mut out, ask);
+                let outcome = delivered(&mut out);
                 let work = Work { source: delivery, stream: out.stream, publish: Vec::new(), outcome };
                 if out.frame.header("destination").is_some_and(|d| d.starts_with(A2A_CALL_PREFIX)) {
                     return self.call_a2a(work, out.frame, out.reply_deadline);
@@ -401,7 +400,7 @@ impl Engine {
         };
         let (publish, outcome) = match answered {
             Processed::Send(mut out) => {
-                let outcome = delivered(&mut out, None);
+                let outcome = delivered(&mut out);
                 (Some(out.frame), outcome)
             }
             Processed::Absorbed { why, .. } => (None, Outcome::Absorbed(why)),
@@ -512,14 +511,16 @@ async fn next_reload(reloads: &mut Option<super::reload::Reloads>) -> Option<sup
 /// The note of a message that waits for the Wise Agents registry.
 const REGISTRY_HOLD: &str = "waiting for the Wise Agents registry (Redis)";
 
-/// The outcome of publishing `out`, the frame that makes `ask` (if any); its route is taken.
-fn delivered(out: &mut Outgoing, ask: Option<String>) -> Outcome {
+/// The outcome of publishing `out`: its route, the ask it makes and the ask it answers (if
+/// any) are taken.
+fn delivered(out: &mut Outgoing) -> Outcome {
     Outcome::Delivered {
         route: std::mem::take(&mut out.route),
         destination: out.frame.header("destination").unwrap_or_default().to_owned(),
         correlated: out.correlated,
         unmatched_reply: out.unmatched_reply,
-        ask,
+        ask: out.ask.take(),
+        answers: out.answers.take(),
         hop: out.hop.take(),
     }
 }

@@ -148,7 +148,11 @@ impl Engine {
             } else {
                 if first + i < confirmed {
                     // Published, not acknowledged: what it published may be answered, in its
-                    // trace, while the broker delivers it again.
+                    // trace, while the broker delivers it again; an answer it published stays
+                    // marked, so its redelivery is dropped as repeated.
+                    if let Outcome::Delivered { answers, .. } = &mut work.outcome {
+                        answers.take();
+                    }
                     if let Some(hop) = work.outcome.hop_mut() {
                         hop.note("retry", "given back to the broker after it was published: delivered again");
                         self.metrics.traces.record(hop, Times::since(work.source.received.elapsed()));
@@ -182,10 +186,14 @@ impl Engine {
     }
 
     /// Gives a work's message back to the broker (its connection is gone or going), and the
-    /// stream it completed back to the pipeline, to be completed again by its redelivery.
+    /// stream it completed back to the pipeline, to be completed again by its redelivery, and
+    /// the ask it answered unmarked, to be answered again by its redelivery.
     pub(super) fn release(&mut self, work: Work) {
         if let Some(stream) = &work.stream {
             self.pipeline.stream_released(stream);
+        }
+        if let Outcome::Delivered { answers: Some(ask), .. } = &work.outcome {
+            self.pipeline.answer_released(ask);
         }
         work.source.settle(Settled::Released, &mut self.tally);
     }

@@ -72,8 +72,7 @@ fn an_answer_whose_ask_was_taken_back_or_never_known_is_still_a_child_of_its_inv
         "correlation_id": asked["correlation_id"], "payload": {"message": "sunny"},
         "trace_id": own.0, "span_id": own.1, "parent_span_id": asked["span_id"]});
     // Its batch rolled back (a failover lost the broker's confirmation): the ask is taken back,
-    // though the agent may have it. A restarted bridge never knew it. And an answer that comes
-    // twice finds its ask gone the second time.
+    // though the agent may have it. And a restarted bridge never knew it.
     p.forget_ask(out.ask.as_deref().expect("an ask id"));
     for (bridge, mut p) in [("the same", p), ("a restarted", pipeline())] {
         let answer = sent(&mut p, &msg(CIV_IN, reply.to_string())).hop.expect("a hop");

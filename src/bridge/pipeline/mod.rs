@@ -36,6 +36,10 @@ pub struct Outgoing {
     /// The ask this frame makes, now pending: if the frame turns out never to have been
     /// published (a batch rolled back), [`Pipeline::forget_ask`] takes it back.
     pub ask: Option<String>,
+    /// The ask this frame answers, now marked answered (a repeat of the answer is dropped):
+    /// if the message is given back before the frame was published,
+    /// [`Pipeline::answer_released`] takes the mark back, so that its redelivery is answered.
+    pub answers: Option<String>,
     /// The stream this message completed (a reassembled answer).
     pub stream: Option<StreamKey>,
     /// When the ask this frame makes times out (its asker is answered CANNOT_ANSWER): what
@@ -260,12 +264,14 @@ impl Pipeline {
         let absorbed = |why| Ok(Processed::Absorbed { why, stream: None });
         let mut asker = None;
         let mut answered = None;
+        let mut answers = None;
         let mut joined: Option<SpanContext> = None;
         let (correlated, wise_context) = match self.correlate(source, &mut env, now.at) {
             Correlation::Acknowledgement => {
                 return absorbed(Absorbed::Acknowledgement { route: format!("{from}->receipt") });
             }
             Correlation::Late(ask) => {
+                self.state.table.mark_answered(&ask.id);
                 return absorbed(Absorbed::LateReply { route: format!("{from}->late"), ask: ask.id });
             }
             Correlation::Repeated(ask) => {
@@ -290,11 +296,13 @@ impl Pipeline {
                 ask.reply.apply_to(&mut env);
                 asker = Some(ask.asker);
                 answered = ask.invocation;
+                answers = Some(ask.id);
                 (true, wise)
             }
             Correlation::Token(route) => {
                 ReplyBase::of_route(&route).apply_to(&mut env);
                 joined = route.invocation.as_deref().and_then(SpanContext::parse);
+                answers.clone_from(&route.ask);
                 (true, route.context)
             }
             Correlation::None => (false, None),
@@ -324,6 +332,12 @@ impl Pipeline {
         });
         let mut out = self.settings.outgoing(&env, &target, (hops + 1, from.as_str()), correlated, now)?;
         out.unmatched_reply = !correlated && env.direction == Direction::Response;
+        // Marked once its answer is made (one that is dead-lettered instead is not: its replay
+        // answers), taken back if the message is given back before the answer is published.
+        if let Some(ask) = &answers {
+            self.state.table.mark_answered(ask);
+        }
+        out.answers = answers;
         (out.ask, out.reply_deadline) =
             remembered.map_or((None, None), |(ask, deadline)| (Some(ask), deadline));
         if let Some(ctx) = original_context {
@@ -471,6 +485,13 @@ impl Pipeline {
     pub fn forget_ask(&mut self, ask: &str) {
         self.state.table.forget(ask);
     }
+
+    /// Takes back the mark of an ask answered by a message given back to the broker before
+    /// its answer was published: the redelivered answer is routed (by its token), not dropped
+    /// as repeated.
+    pub fn answer_released(&mut self, ask: &str) {
+        self.state.table.unmark_answered(ask);
+    }
 }
 
 impl Settings {
@@ -522,6 +543,7 @@ impl Settings {
             correlated,
             unmatched_reply: false,
             ask: None,
+            answers: None,
             stream: None,
             reply_deadline: None,
             hop: None,

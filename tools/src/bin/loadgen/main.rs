@@ -273,7 +273,7 @@ async fn forward(
             }
             Some(Event::Message(m)) = events.recv() => {
                 let frame = Frame::new(Command::Send).with("destination", to.as_str()).with("persistent", "true").with_body(m.frame.body.clone());
-                let outcome = Outcome::Delivered { route: "forward".into(), destination: to.clone(), correlated: false, unmatched_reply: false, ask: None, hop: None };
+                let outcome = Outcome::Delivered { route: "forward".into(), destination: to.clone(), correlated: false, unmatched_reply: false, ask: None, answers: None, hop: None };
                 ready.push_back(Work { source: Delivery::new(m, dropped.clone()), stream: None, publish: vec![frame], outcome });
             }
         }
