@@ -55,7 +55,7 @@ class BridgeBus:
         self.ingress = ingress
         self.edges = tuple(edges)
         self.published = 0
-        # Told the trace of each FinalAnswer published to the Rookery (BridgeInbox ends it).
+        # Told the trace of each FinalAnswer that reaches the Rookery (BridgeInbox ends it).
         self.answered: Callable[[str], None] | None = None
 
     def wanted(self, envelope: BusEnvelope) -> bool:
@@ -70,11 +70,15 @@ class BridgeBus:
         return bool(message.meta.get("reply_to") or message.meta.get("recipient"))
 
     async def publish(self, envelope: BusEnvelope) -> None:
-        if self.wanted(envelope):
-            await self.send(envelope)
+        try:
+            if self.wanted(envelope):
+                await self.send(envelope)
+        finally:
+            # Published or not (no route, another edge, the broker down), a FinalAnswer in the
+            # Rookery ends its trace: PenguiFlow would run its node again (BridgeInbox).
             message = envelope.payload
-            final = envelope.edge.endswith("->Rookery") and isinstance(message.payload, FinalAnswer)
-            if final and self.answered is not None:
+            final = isinstance(message, Message) and isinstance(message.payload, FinalAnswer)
+            if final and envelope.edge.endswith("->Rookery") and self.answered is not None:
                 self.answered(message.trace_id)
 
     async def send(self, envelope: BusEnvelope) -> None:

@@ -26,7 +26,7 @@ class BridgeInbox:
     flow: they complete the ask. Results the flow leaves in the Rookery are fetched and dropped
     (the bus has already sent them to the bridge), unless ``on_result`` takes them.
 
-    A trace whose ``FinalAnswer`` the bus published is ended (its cancellation event set, as
+    A trace whose ``FinalAnswer`` reached the Rookery is ended (its cancellation event set, as
     ``PenguiFlow.cancel`` does): PenguiFlow 3.x runs a node that returned a Message carrying a
     ``FinalAnswer`` again and again (``_execute_with_reliability`` continues its retry loop
     after routing the answer to the Rookery), each run another answer; set, the next run
@@ -78,6 +78,12 @@ class BridgeInbox:
         await self.flow.emit(message)
 
     def _answered(self, trace_id: str) -> None:
+        # Only while the flow still counts the trace: an event made for a trace already
+        # finalized (a publish PenguiFlow scheduled apart) would never be dropped, and would
+        # cancel the next ask in that trace. (`_trace_counts` is PenguiFlow's own bookkeeping.)
+        live = getattr(self.flow, "_trace_counts", None)
+        if isinstance(live, dict) and trace_id not in live:
+            return
         self.flow.ensure_trace_event(trace_id).set()
 
     async def _drain_rookery(self) -> None:

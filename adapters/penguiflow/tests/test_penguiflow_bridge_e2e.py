@@ -93,6 +93,7 @@ def test_a_penguiflow_node_asks_a_wise_agents_agent_and_uses_its_answer(broker, 
         broker, names, [(researcher, "penguiflow", "")], tmp_path, wiseagents=[librarian], contexts=["Books"]
     )
     wa = WiseAgent(broker, librarian, answer=lambda req: f"found: {req['_message']}")
+    runs: list[str] = []
 
     async def scenario():
         bus = BridgeBus(AsyncLink(broker.link(), name="penguiflow"), names.ingress("penguiflow"))
@@ -100,6 +101,7 @@ def test_a_penguiflow_node_asks_a_wise_agents_agent_and_uses_its_answer(broker, 
         holder: dict[str, BridgeInbox] = {}
 
         async def research(msg: Message, ctx) -> Message:
+            runs.append(msg.trace_id)
             answer = await holder["inbox"].ask(librarian, msg.payload, parent=msg, context="Books")
             return msg.model_copy(update={"payload": FinalAnswer(text=answer.payload["text"])})
 
@@ -125,6 +127,8 @@ def test_a_penguiflow_node_asks_a_wise_agents_agent_and_uses_its_answer(broker, 
         bridge.stop()
     assert result.payload == FinalAnswer(text="found: dune")
     assert (seen["_sender"], seen["_message"], seen["_context_name"]) == (researcher, "dune", "Books")
+    # Its FinalAnswer goes to no one (no route): the trace still ends, the Librarian asked once.
+    assert len(runs) == 1, f"the node ran {len(runs)} times"
 
 
 def test_only_envelopes_leaving_the_flow_with_a_route_are_published():
