@@ -15,7 +15,9 @@ python3 - "$metadata" "$rustc_version" <<'PY'
 import json, sys
 
 def version(text):
-    return tuple(int(part) for part in text.split("-")[0].split("."))
+    # "1.88" and "1.88.0" are the same version: compared as three numbers.
+    parts = [int(part) for part in text.split("-")[0].split(".")]
+    return tuple(parts + [0] * (3 - len(parts)))
 
 meta = json.load(open(sys.argv[1]))
 root = next(p for p in meta["packages"] if p["id"] == meta["resolve"]["root"])
