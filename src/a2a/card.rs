@@ -1,5 +1,6 @@
 //! Each served agent's AgentCard (A2A 1.0): one JSON-RPC interface at `/a2a/<Agent>`,
-//! streaming, text in and out, and the bearer scheme when a token is required.
+//! streaming, text in and out, and the bearer scheme when a token is required (a JWT with
+//! `[a2a.jwt]`).
 
 use super::A2aService;
 use a2a::{AgentCapabilities, AgentCard, AgentInterface, AgentSkill, HttpAuthSecurityScheme, SecurityScheme};
@@ -12,13 +13,24 @@ pub const OUTPUT_MODES: [&str; 1] = ["text/plain"];
 const SCHEME: &str = "bearer";
 
 /// `agent`'s card, its interface under `base` (the listener's public URL).
-pub fn card(hub: &A2aService, agent: &str, base: &str, description: String) -> AgentCard {
-    let (security_schemes, security_requirements) = match &hub.config.token {
-        Some(_) => {
+pub fn card(hub: &A2aService, agent: &str, base: &str, about: String) -> AgentCard {
+    let c = &hub.config;
+    let description = match (&c.token, &c.jwt) {
+        (Some(_), None) => Some("the token of the bridge's a2a.token_file".to_owned()),
+        (token, Some(jwt)) => Some(format!(
+            "a JWT of issuer {} for audience {}{}",
+            jwt.issuer,
+            jwt.audience,
+            if token.is_some() { ", or the token of the bridge's a2a.token_file" } else { "" }
+        )),
+        (None, None) => None,
+    };
+    let (security_schemes, security_requirements) = match description {
+        Some(description) => {
             let scheme = SecurityScheme::HttpAuth(HttpAuthSecurityScheme {
                 scheme: "Bearer".into(),
-                description: Some("the token of the bridge's a2a.token_file".into()),
-                bearer_format: None,
+                description: Some(description),
+                bearer_format: c.jwt.as_ref().map(|_| "JWT".to_owned()),
             });
             (
                 Some(HashMap::from([(SCHEME.to_owned(), scheme)])),
@@ -29,7 +41,7 @@ pub fn card(hub: &A2aService, agent: &str, base: &str, description: String) -> A
     };
     AgentCard {
         name: agent.to_owned(),
-        description: description.clone(),
+        description: about.clone(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
         supported_interfaces: vec![AgentInterface {
             url: format!("{}/a2a/{agent}", base.trim_end_matches('/')),
@@ -48,7 +60,7 @@ pub fn card(hub: &A2aService, agent: &str, base: &str, description: String) -> A
         skills: vec![AgentSkill {
             id: agent.to_owned(),
             name: agent.to_owned(),
-            description,
+            description: about,
             tags: vec!["wiseagents".into()],
             examples: None,
             input_modes: None,

@@ -6,11 +6,13 @@
 //! Wise Agents agent on the broker through the [`Relay`] ([`request`] reads the question,
 //! pure), and a bounded task store.
 
+mod auth;
 mod cached;
 pub mod call;
 mod card;
 pub mod error;
 mod executor;
+pub mod jwt;
 mod remote;
 pub mod request;
 mod required;
@@ -23,6 +25,8 @@ use crate::config::Config;
 use crate::config::a2a::A2aConfig;
 use crate::names::glob_matches;
 use crate::relay::Relay;
+use crate::telemetry::Event as _;
+use crate::telemetry::a2a::KeysUnread;
 use std::sync::Arc;
 
 /// The A2A service: the agents it serves, where clients reach them, and the relay their
@@ -32,16 +36,24 @@ pub struct A2aService {
     /// The listener's URL as clients reach it (`a2a.public_url`, else `http://<http.listen>`).
     pub base_url: String,
     pub relay: Arc<Relay>,
+    /// The checker of JWT bearer tokens (`[a2a.jwt]`).
+    pub jwt: Option<Arc<jwt::Jwt>>,
 }
 
 impl A2aService {
-    /// The service of `config`'s `[a2a]`, if it is set, asking through `relay`.
-    pub fn of(config: &Config, relay: &Arc<Relay>) -> Option<Arc<A2aService>> {
-        let a2a = config.a2a.clone()?;
+    /// The service of `config`'s `[a2a]`, if it is set, asking through `relay`; with
+    /// `[a2a.jwt]`, its keys are read again on a period beside it (on the runtime).
+    pub fn of(config: &Config, relay: &Arc<Relay>) -> Result<Option<Arc<A2aService>>, String> {
+        let Some(a2a) = config.a2a.clone() else { return Ok(None) };
+        let jwt = a2a.jwt.as_ref().map(jwt::Jwt::new).transpose()?.map(Arc::new);
+        if let Some(jwt) = &jwt {
+            let metrics = relay.metrics.clone();
+            jwt::spawn_refresh(jwt, move |u| KeysUnread { from: &u.from, why: &u.why }.emit(&metrics.a2a));
+        }
         relay.metrics.a2a.served.enable();
         let scheme = if config.http.cert_file.is_some() { "https" } else { "http" };
         let base_url = a2a.public_url.clone().unwrap_or_else(|| format!("{scheme}://{}", config.http.listen));
-        Some(Arc::new(A2aService { config: a2a, base_url, relay: relay.clone() }))
+        Ok(Some(Arc::new(A2aService { config: a2a, base_url, relay: relay.clone(), jwt })))
     }
 
     /// Whether `agent` is served (named, or matched by a glob of `a2a.serve`).

@@ -7,7 +7,7 @@ fn hub() -> Arc<A2aService> {
     let mut config = Config::new(crate::config::BrokerConfig::new("stomp://127.0.0.1:61613"));
     config.a2a = Some(toml::from_str("serve = [\"Echo\", \"Tool*\"]").unwrap());
     let relay = Relay::of(&config, Arc::new(Metrics::default())).unwrap();
-    A2aService::of(&config, &relay).unwrap()
+    A2aService::of(&config, &relay).unwrap().unwrap()
 }
 
 #[test]

@@ -2,18 +2,22 @@
 //! cards), `GET /a2a/<Agent>/.well-known/agent-card.json` (a card, cacheable) and
 //! `POST /a2a/<Agent>` or `/a2a/<Agent>/` (JSON-RPC, by the SDK's router). A JSON-RPC call is
 //! checked here first: the agent is served (else 404), the bearer token is right when one is
-//! set (else 401: nothing is published), the body is within `a2a.max_body_bytes` (else 413),
+//! required (else 401, or 403 for a JWT not allowed this agent: nothing is published), the body is within `a2a.max_body_bytes` (else 413),
 //! and a message has what A2A 1.0 requires (else JSON-RPC `-32602`).
 
 use super::executor::{AGENT_HEADER, Executor};
+use super::jwt::Refusal;
 use super::required::{self, Missing};
 use super::store::Tasks;
-use super::{A2aService, cached, card};
+use super::{A2aService, auth, cached, card};
+use crate::telemetry::Event as _;
+use crate::telemetry::a2a::TokenRefused;
 use a2a::{A2AError, AgentCapabilities, JsonRpcResponse};
 use a2a_server::DefaultRequestHandler;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{OriginalUri, Path, Request, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{Next, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
@@ -52,34 +56,62 @@ fn served<'a>(hub: &A2aService, path: &'a str) -> Option<&'a str> {
 }
 
 async fn guard(State(hub): State<Arc<A2aService>>, request: Request, next: Next) -> Response {
-    let (mut parts, body) = request.into_parts();
+    let (parts, body) = request.into_parts();
+    match admit(&hub, parts, body).await {
+        Ok(request) => next.run(request).await,
+        Err(refused) => last(refused),
+    }
+}
+
+/// The request, with its body read and its agent named in [`AGENT_HEADER`], if it may reach
+/// the SDK; else what it is answered.
+async fn admit(hub: &A2aService, mut parts: Parts, body: Body) -> Result<Request, Response> {
     // Inside the nest the path is `/`: the agent is in the path as the client sent it.
     let path = parts.extensions.get::<OriginalUri>().map_or(parts.uri.path(), |o| o.0.path());
-    let Some(agent) = served(&hub, path).map(str::to_owned) else {
-        return (StatusCode::NOT_FOUND, "no such A2A agent here (GET /a2a lists them)\n").into_response();
+    let Some(agent) = served(hub, path).map(str::to_owned) else {
+        return Err((StatusCode::NOT_FOUND, "no such A2A agent here (GET /a2a lists them)\n").into_response());
     };
-    if let Some(token) = &hub.config.token {
-        let given = parts.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-        let bearer = given.and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")));
-        if !bearer.is_some_and(|b| token.matches(b.trim())) {
-            hub.relay.metrics.a2a.served.unauthorized();
-            let challenge = [(header::WWW_AUTHENTICATE, "Bearer")];
-            return (StatusCode::UNAUTHORIZED, challenge, "a bearer token is required (a2a.token_file)\n")
-                .into_response();
-        }
+    if let Err(refused) = auth::authorize(hub, &parts.headers, &agent).await {
+        return Err(refusal(hub, &agent, refused));
     }
     let Ok(body) = axum::body::to_bytes(body, hub.config.max_body_bytes).await else {
         let why = format!("the request is larger than a2a.max_body_bytes ({})\n", hub.config.max_body_bytes);
-        return (StatusCode::PAYLOAD_TOO_LARGE, why).into_response();
+        return Err((StatusCode::PAYLOAD_TOO_LARGE, why).into_response());
     };
     if let Some(refused) = invalid_params(&parts.headers, &body) {
-        return refused;
+        return Err(refused);
     }
-    match HeaderValue::from_str(&agent) {
-        Ok(value) => parts.headers.insert(AGENT_HEADER, value),
-        Err(_) => return StatusCode::NOT_FOUND.into_response(),
+    let value = HeaderValue::from_str(&agent).map_err(|_| StatusCode::NOT_FOUND.into_response())?;
+    parts.headers.insert(AGENT_HEADER, value);
+    Ok(Request::from_parts(parts, Body::from(body)))
+}
+
+/// `answer` as the last on its connection when its request's body was not read whole (a
+/// refusal before the body, or a body past the limit): the server closes the connection after
+/// it, and `Connection: close` says so, so that a client does not send its next request on a
+/// connection that is closing (httpx's pool did, and got "Server disconnected").
+fn last(mut answer: Response) -> Response {
+    if answer.status() != StatusCode::OK {
+        answer.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    answer
+}
+
+/// The answer to a request refused for its token (RFC 6750 §3): 401 with the `Bearer`
+/// challenge, and `invalid_token` when a token was given; 403 `insufficient_scope`. Neither
+/// says the token, nor does the line logged.
+fn refusal(hub: &A2aService, agent: &str, refused: Refusal) -> Response {
+    let (status, challenge, why) = match &refused {
+        Refusal::Missing => (StatusCode::UNAUTHORIZED, "Bearer", "a bearer token is required"),
+        Refusal::Invalid(why) => (StatusCode::UNAUTHORIZED, "Bearer error=\"invalid_token\"", why.as_str()),
+        Refusal::NotAllowed(why) => {
+            (StatusCode::FORBIDDEN, "Bearer error=\"insufficient_scope\"", why.as_str())
+        }
     };
-    next.run(Request::from_parts(parts, Body::from(body))).await
+    let forbidden = status == StatusCode::FORBIDDEN;
+    TokenRefused { agent, forbidden, why }.emit(&hub.relay.metrics.a2a);
+    let challenge = [(header::WWW_AUTHENTICATE, challenge)];
+    (status, challenge, format!("{why}\n")).into_response()
 }
 
 /// A message that lacks what A2A 1.0 requires, answered as the SDK answers invalid params

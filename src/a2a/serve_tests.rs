@@ -10,7 +10,7 @@ fn hub() -> Arc<A2aService> {
     a2a.token = Some(crate::stomp::Secret::new("s3cret"));
     config.a2a = Some(a2a);
     let relay = crate::relay::Relay::of(&config, Arc::new(Metrics::default())).unwrap();
-    A2aService::of(&config, &relay).unwrap()
+    A2aService::of(&config, &relay).unwrap().unwrap()
 }
 
 /// One request to the routes, served on a local port; the whole answer.
@@ -146,4 +146,59 @@ async fn the_card_is_cacheable_and_answered_304_when_the_client_holds_it() {
     assert!(again.ends_with("\r\n\r\n"), "a 304 has no body: {again}");
     let stale = exchange(hub(), get("if-none-match: \"0000000000000000\"\r\n")).await;
     assert!(stale.starts_with("HTTP/1.1 200"), "{stale}");
+}
+
+#[tokio::test]
+async fn a_refused_token_is_401_invalid_token_or_403_insufficient_scope_and_counted_apart() {
+    let hub = hub();
+    let challenge = |r: &Response| r.headers()[header::WWW_AUTHENTICATE].to_str().unwrap().to_owned();
+    let missing = refusal(&hub, "Echo", Refusal::Missing);
+    assert_eq!((missing.status(), challenge(&missing)), (StatusCode::UNAUTHORIZED, "Bearer".into()));
+    let invalid = refusal(&hub, "Echo", Refusal::Invalid("it has expired (exp)".into()));
+    assert_eq!(invalid.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(challenge(&invalid), "Bearer error=\"invalid_token\"");
+    let denied = refusal(&hub, "Echo", Refusal::NotAllowed("its \"scope\" claim holds none".into()));
+    assert_eq!(denied.status(), StatusCode::FORBIDDEN);
+    assert_eq!(challenge(&denied), "Bearer error=\"insufficient_scope\"");
+    let body = axum::body::to_bytes(denied.into_body(), 1024).await.unwrap();
+    assert_eq!(&body[..], b"its \"scope\" claim holds none\n");
+    let metrics = hub.relay.metrics.render();
+    assert!(metrics.contains("bridge_a2a_unauthorized_total 2"), "{metrics}");
+    assert!(metrics.contains("bridge_a2a_forbidden_total 1"), "{metrics}");
+}
+
+#[tokio::test]
+async fn with_jwt_the_card_declares_a_jwt_bearer_of_its_issuer_and_audience() {
+    let mut config = Config::new(crate::config::BrokerConfig::new("stomp://127.0.0.1:61613"));
+    let keys = std::env::temp_dir().join(format!("sab-card-jwks-{}.json", std::process::id()));
+    std::fs::write(&keys, "{\"keys\": []}").unwrap();
+    let text = format!(
+        "serve = [\"Echo\"]\n[jwt]\njwks_file = {:?}\nissuer = \"https://idp\"\naudience = \"bridge\"",
+        keys.display().to_string()
+    );
+    config.a2a = Some(toml::from_str(&text).unwrap());
+    let relay = crate::relay::Relay::of(&config, Arc::new(Metrics::default())).unwrap();
+    let hub = A2aService::of(&config, &relay).unwrap().unwrap();
+    let scheme = &serde_json::to_value(card::card(&hub, "Echo", "http://x", "d".into())).unwrap()["securitySchemes"]
+        ["bearer"]["httpAuthSecurityScheme"];
+    assert_eq!(scheme["bearerFormat"], "JWT");
+    assert_eq!(scheme["description"], "a JWT of issuer https://idp for audience bridge");
+    let answer = exchange(hub, post("/a2a/Echo", None, SEND)).await;
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+}
+
+#[tokio::test]
+async fn an_answer_given_before_the_body_was_read_closes_its_connection_and_says_so() {
+    // A keep-alive request: the refusal must tell the client not to send another on it.
+    let request = post("/a2a/Echo", Some("wrong"), SEND).replace("connection: close\r\n", "");
+    let within = std::time::Duration::from_secs(30);
+    let answer =
+        tokio::time::timeout(within, exchange(hub(), request)).await.expect("the connection stays open");
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+    assert!(answer.contains("connection: close"), "{answer}");
+    let big = SEND.replace("\"hi\"", &format!("\"{}\"", "x".repeat(600)));
+    let request = post("/a2a/Echo", Some("s3cret"), &big).replace("connection: close\r\n", "");
+    let answer =
+        tokio::time::timeout(within, exchange(hub(), request)).await.expect("the connection stays open");
+    assert!(answer.starts_with("HTTP/1.1 413") && answer.contains("connection: close"), "{answer}");
 }

@@ -1,6 +1,7 @@
 //! `[a2a]`: native Wise Agents agents served as A2A 1.0 agents, on the `[http]` listener
 //! (docs/A2A.md).
 
+use super::jwt::JwtConfig;
 use crate::stomp::Secret;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -26,6 +27,9 @@ pub struct A2aConfig {
     /// The token read from `token_file` (never written out, never logged).
     #[serde(skip)]
     pub token: Option<Secret>,
+    /// JWT bearer tokens, checked against a JWK set, beside or instead of `token_file`.
+    #[serde(default)]
+    pub jwt: Option<JwtConfig>,
     /// The base URL clients reach the listener at, written into the cards (default:
     /// `http://<http.listen>`).
     #[serde(default)]
@@ -109,6 +113,7 @@ impl A2aConfig {
         if self.reply_timeout_ms > super::MAX_REPLY_TIMEOUT_MS {
             bad("reply_timeout_ms", format!("must be at most {} (a day)", super::MAX_REPLY_TIMEOUT_MS));
         }
+        out.extend(self.jwt.iter().flat_map(JwtConfig::problems));
         out
     }
 

@@ -7,6 +7,7 @@ mod codecs;
 mod decode;
 mod delivery;
 pub mod diff;
+pub mod jwt;
 pub mod mcp;
 pub mod mirror;
 pub mod registry;
@@ -569,7 +570,7 @@ impl Config {
         let mut problems = tree.apply_env(env);
         let decoded = decode::decode::<Config>(&mut tree, &mut problems);
         let Some(mut config) = decoded.value else { return (None, problems) };
-        config.anchor_tls_files(path);
+        config.anchor_files(path);
         let mut broken = Vec::new();
         if let Err(why) = config.read_passcode_file(path) {
             broken.push(("broker.passcode_file".to_owned(), why));
@@ -607,11 +608,12 @@ impl Config {
         (Some(config), problems)
     }
 
-    /// Makes each relative TLS file (`broker.ca_file`, `cert_file`, `key_file`, those of
-    /// `broker.address_tls`, `agents[].ca_file`, `http.cert_file`, `key_file`) relative to the
+    /// Makes each relative file read at run time (`broker.ca_file`, `cert_file`, `key_file`, those
+    /// of `broker.address_tls`, `agents[].ca_file`, `http.cert_file`, `key_file`,
+    /// `a2a.jwt.jwks_file`) relative to the
     /// folder of the configuration file at `path`, as `passcode_file` and `token_file` are: the
     /// bridge reads the same files whatever folder it is started from.
-    fn anchor_tls_files(&mut self, path: &Path) {
+    fn anchor_files(&mut self, path: &Path) {
         let dir = path.parent().unwrap_or(Path::new("."));
         let anchor = |file: &mut Option<PathBuf>| {
             if let Some(f) = file.as_mut().filter(|f| f.is_relative()) {
@@ -625,6 +627,9 @@ impl Config {
         std::iter::once(own).chain(tls).flatten().for_each(anchor);
         self.agents.iter_mut().for_each(|a| anchor(&mut a.ca_file));
         [&mut self.http.cert_file, &mut self.http.key_file].into_iter().for_each(anchor);
+        if let Some(jwt) = self.a2a.as_mut().and_then(|a| a.jwt.as_mut()) {
+            anchor(&mut jwt.jwks_file);
+        }
     }
 
     /// Puts the text of `broker.passcode_file` (relative to the configuration file at

@@ -47,7 +47,8 @@ async fn check_token(State(guard): State<Arc<Guard>>, request: Request, next: Ne
         let bearer = given.and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")));
         if !bearer.is_some_and(|b| token.matches(b.trim())) {
             guard.relay.metrics.mcp.served.unauthorized();
-            let challenge = [(header::WWW_AUTHENTICATE, "Bearer")];
+            // Its body unread, the connection closes after the answer: say so (src/a2a/serve.rs).
+            let challenge = [(header::WWW_AUTHENTICATE, "Bearer"), (header::CONNECTION, "close")];
             return (StatusCode::UNAUTHORIZED, challenge, "a bearer token is required (mcp.token_file)\n")
                 .into_response();
         }

@@ -1,9 +1,12 @@
 //! What the A2A service lets an operator observe: its tasks by how they ended, those still
-//! waiting for their Wise Agents answer, and answers that came for no waiting task.
+//! waiting for their Wise Agents answer, answers that came for no waiting task, requests refused
+//! for their token, and reads of the JWT keys that failed.
 
 use super::Event;
 use super::limit::LogLimit;
 use super::served::{Names, Served};
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
 use tracing::{info, warn};
 
 /// How a task ended, one counter each.
@@ -16,6 +19,11 @@ pub struct A2aMetrics {
     /// The lines of [`TaskEnded`] with a reason, and of [`DefaultContext`].
     ended_lines: LogLimit,
     default_context_lines: LogLimit,
+    /// Requests refused with 403: a valid JWT that `a2a.jwt.allow` does not let call the agent.
+    forbidden: AtomicU64,
+    /// Reads of the JWT keys (`a2a.jwt.jwks_file`, `jwks_url`) that failed.
+    keys_unread: AtomicU64,
+    refused_lines: LogLimit,
 }
 
 const NAMES: Names = Names {
@@ -34,6 +42,80 @@ const NAMES: Names = Names {
 impl A2aMetrics {
     pub(super) fn render(&self, out: &mut String) {
         self.served.render(out, &NAMES, &ENDS);
+        if !self.served.is_enabled() {
+            return;
+        }
+        for ((name, help), value) in [
+            (
+                (
+                    "bridge_a2a_forbidden_total",
+                    "A2A requests refused with 403 (a valid JWT that a2a.jwt.allow does not let call the agent).",
+                ),
+                &self.forbidden,
+            ),
+            (
+                (
+                    "bridge_a2a_jwt_key_reads_failed_total",
+                    "Reads of the JWT keys (a2a.jwt.jwks_file, jwks_url) that failed; the keys read before are kept.",
+                ),
+                &self.keys_unread,
+            ),
+        ] {
+            let value = value.load(Ordering::Relaxed);
+            let _ = write!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}\n");
+        }
+    }
+}
+
+/// A request refused for its token: 401 (none, or not valid) or 403 (valid, but not for this
+/// agent). `why` never holds the token.
+pub struct TokenRefused<'a> {
+    pub agent: &'a str,
+    pub forbidden: bool,
+    pub why: &'a str,
+}
+
+impl Event for TokenRefused<'_> {
+    type Metrics = A2aMetrics;
+    type Counted = ();
+
+    fn count(&self, metrics: &A2aMetrics) {
+        match self.forbidden {
+            true => drop(metrics.forbidden.fetch_add(1, Ordering::Relaxed)),
+            false => metrics.served.unauthorized(),
+        }
+    }
+
+    fn limit<'m>(&self, metrics: &'m A2aMetrics) -> Option<&'m LogLimit> {
+        Some(&metrics.refused_lines)
+    }
+
+    fn log(&self, _: &(), left_out: u64) {
+        let status = if self.forbidden { 403 } else { 401 };
+        info!(agent = self.agent, status, reason = self.why, left_out, "A2A request refused for its token");
+    }
+}
+
+/// A read of the JWT keys failed; the keys read before are kept.
+pub struct KeysUnread<'a> {
+    pub from: &'a str,
+    pub why: &'a str,
+}
+
+impl Event for KeysUnread<'_> {
+    type Metrics = A2aMetrics;
+    type Counted = ();
+
+    fn count(&self, metrics: &A2aMetrics) {
+        metrics.keys_unread.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn log(&self, _: &(), _: u64) {
+        warn!(
+            from = self.from,
+            reason = self.why,
+            "cannot read the JWT keys (a2a.jwt): keeping those read before"
+        );
     }
 }
 

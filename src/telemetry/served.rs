@@ -42,6 +42,11 @@ impl<const N: usize> Served<N> {
         self.enabled.store(true, Ordering::Relaxed);
     }
 
+    /// Whether the service runs (its families are rendered).
+    pub fn is_enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+    }
+
     pub fn waiting(&self, delta: i64) {
         self.waiting.fetch_add(delta, Ordering::Relaxed);
     }

@@ -1,0 +1,35 @@
+//! Who may call a served agent: anyone when neither `a2a.token_file` nor `[a2a.jwt]` is set;
+//! else the holder of the static token (every agent), or of a JWT that `[a2a.jwt]` accepts
+//! for this agent.
+
+use super::A2aService;
+use super::jwt::Refusal;
+use crate::telemetry::Event as _;
+use crate::telemetry::a2a::KeysUnread;
+use axum::http::{HeaderMap, header};
+
+/// Whether the request with `headers` may call `agent`.
+pub async fn authorize(hub: &A2aService, headers: &HeaderMap, agent: &str) -> Result<(), Refusal> {
+    let static_token = hub.config.token.as_ref();
+    if static_token.is_none() && hub.jwt.is_none() {
+        return Ok(());
+    }
+    let Some(given) = bearer(headers) else {
+        return Err(Refusal::Missing);
+    };
+    if static_token.is_some_and(|t| t.matches(given)) {
+        return Ok(());
+    }
+    let Some(jwt) = &hub.jwt else {
+        return Err(Refusal::Invalid("it is not the token of a2a.token_file".into()));
+    };
+    let metrics = &hub.relay.metrics.a2a;
+    jwt.check(given, agent, |u| KeysUnread { from: &u.from, why: &u.why }.emit(metrics)).await
+}
+
+/// The bearer token of `Authorization`, if it has one (RFC 6750: the scheme in any case).
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
+}
