@@ -22,6 +22,7 @@ pub mod heap;
 pub mod limit;
 pub mod mcp;
 pub mod mirror;
+pub mod push;
 pub mod registry;
 pub mod reload;
 mod render;
@@ -84,6 +85,8 @@ pub struct Metrics {
     pub broker: broker::BrokerMetrics,
     /// The A2A service's tasks.
     pub a2a: a2a::A2aMetrics,
+    /// The A2A tasks' push notifications.
+    pub push: push::PushMetrics,
     /// The calls to A2A agents.
     pub a2a_calls: a2a_calls::A2aCallMetrics,
     /// The MCP server's tool calls.

@@ -180,10 +180,13 @@ class A2ABridge:
         agent: str,
         streaming: bool = True,
         interceptors: list[ClientCallInterceptor] | None = None,
+        binding: str = "JSONRPC",
     ) -> Client:
         """An a2a-sdk client of ``agent`` made as the SDK's users make one: ``ClientFactory``,
-        the card resolved from the agent's URL (``create_from_url``), JSON-RPC as the card says."""
-        factory = ClientFactory(ClientConfig(streaming=streaming, httpx_client=http))
+        the card resolved from the agent's URL (``create_from_url``), on the card's interface of
+        ``binding`` ("JSONRPC" or "HTTP+JSON")."""
+        config = ClientConfig(streaming=streaming, httpx_client=http, supported_protocol_bindings=[binding])
+        factory = ClientFactory(config)
         return await factory.create_from_url(self.agent_url(agent), interceptors=interceptors)
 
 

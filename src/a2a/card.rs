@@ -1,4 +1,4 @@
-//! Each served agent's AgentCard (A2A 1.0): one JSON-RPC interface at `/a2a/<Agent>`,
+//! Each served agent's AgentCard (A2A 1.0): its JSON-RPC and HTTP+JSON interfaces at `/a2a/<Agent>`,
 //! streaming, text in and out, and the bearer scheme when a token is required (a JWT with
 //! `[a2a.jwt]`).
 
@@ -11,6 +11,10 @@ pub const INPUT_MODES: [&str; 2] = ["text/plain", "application/json"];
 pub const OUTPUT_MODES: [&str; 1] = ["text/plain"];
 
 const SCHEME: &str = "bearer";
+
+/// The bindings served, at one URL, in the order of the bridge's preference (A2A 1.0 §5.6:
+/// the first is preferred): JSON-RPC at the URL itself, HTTP+JSON below it.
+const BINDINGS: [&str; 2] = ["JSONRPC", "HTTP+JSON"];
 
 /// `agent`'s card, its interface under `base` (the listener's public URL).
 pub fn card(hub: &A2aService, agent: &str, base: &str, about: String) -> AgentCard {
@@ -43,15 +47,18 @@ pub fn card(hub: &A2aService, agent: &str, base: &str, about: String) -> AgentCa
         name: agent.to_owned(),
         description: about.clone(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
-        supported_interfaces: vec![AgentInterface {
-            url: format!("{}/a2a/{agent}", base.trim_end_matches('/')),
-            protocol_binding: "JSONRPC".into(),
-            protocol_version: "1.0".into(),
-            tenant: None,
-        }],
+        supported_interfaces: BINDINGS
+            .iter()
+            .map(|binding| AgentInterface {
+                url: format!("{}/a2a/{agent}", base.trim_end_matches('/')),
+                protocol_binding: (*binding).into(),
+                protocol_version: "1.0".into(),
+                tenant: None,
+            })
+            .collect(),
         capabilities: AgentCapabilities {
             streaming: Some(true),
-            push_notifications: Some(false),
+            push_notifications: Some(hub.pusher.is_some()),
             extensions: None,
             extended_agent_card: Some(false),
         },

@@ -12,10 +12,13 @@ pub mod call;
 mod card;
 pub mod error;
 mod executor;
+mod handler;
 pub mod jwt;
+pub mod push;
 mod remote;
 pub mod request;
 mod required;
+mod rest;
 pub mod serve;
 mod store;
 mod stream;
@@ -38,6 +41,8 @@ pub struct A2aService {
     pub relay: Arc<Relay>,
     /// The checker of JWT bearer tokens (`[a2a.jwt]`).
     pub jwt: Option<Arc<jwt::Jwt>>,
+    /// The caller of the tasks' webhooks (`[a2a.push]`).
+    pub pusher: Option<Arc<push::Pusher>>,
 }
 
 impl A2aService {
@@ -50,10 +55,12 @@ impl A2aService {
             let metrics = relay.metrics.clone();
             jwt::spawn_refresh(jwt, move |u| KeysUnread { from: &u.from, why: &u.why }.emit(&metrics.a2a));
         }
+        let pusher = a2a.push.as_ref().map(|p| push::Pusher::new(p, relay.metrics.clone())).transpose()?;
         relay.metrics.a2a.served.enable();
         let scheme = if config.http.cert_file.is_some() { "https" } else { "http" };
         let base_url = a2a.public_url.clone().unwrap_or_else(|| format!("{scheme}://{}", config.http.listen));
-        Ok(Some(Arc::new(A2aService { config: a2a, base_url, relay: relay.clone(), jwt })))
+        let pusher = pusher.map(Arc::new);
+        Ok(Some(Arc::new(A2aService { config: a2a, base_url, relay: relay.clone(), jwt, pusher })))
     }
 
     /// Whether `agent` is served (named, or matched by a glob of `a2a.serve`).

@@ -1,6 +1,6 @@
 //! What A2A 1.0 marks REQUIRED in a `SendMessage` or `SendStreamingMessage` request
 //! (`SendMessageRequest.message`; `Message.messageId`, `role`, `parts`), checked on the JSON-RPC
-//! body before the SDK reads it: its ProtoJSON decoding gives a missing field its default (a
+//! body, or the HTTP+JSON one (`POST …/message:send`), before the SDK reads it: its ProtoJSON decoding gives a missing field its default (a
 //! missing message becomes an empty one with a new id and `ROLE_USER`), so such a request would
 //! otherwise become a task. Pure.
 
@@ -31,6 +31,21 @@ struct Call {
 struct Params {
     #[serde(default)]
     message: Option<Shape>,
+    #[serde(default)]
+    configuration: Option<Configuration>,
+}
+
+/// A request's `configuration`, as far as the webhook it may set.
+#[derive(Deserialize)]
+struct Configuration {
+    #[serde(default, alias = "task_push_notification_config", rename = "taskPushNotificationConfig")]
+    webhook: Option<Webhook>,
+}
+
+#[derive(Deserialize)]
+struct Webhook {
+    #[serde(default)]
+    url: String,
 }
 
 /// A message's REQUIRED fields, by either name ProtoJSON accepts (lowerCamelCase or the proto's).
@@ -72,15 +87,47 @@ pub fn missing(body: &[u8]) -> Option<Missing> {
     {
         return None;
     }
-    let why = match call.params.and_then(|p| p.message) {
-        None => "params.message is required (A2A 1.0 SendMessageRequest)".to_owned(),
-        Some(message) => lacking(&message)?,
-    };
+    let why = why(call.params, "params.")?;
     Some(Missing { id: call.id.unwrap_or(JsonRpcId::Null), why })
 }
 
+/// Why `body`, the `SendMessageRequest` of an HTTP+JSON `message:send` or `message:stream`,
+/// lacks what A2A 1.0 requires. `None` for one that has it all and for a body this cannot read
+/// (the SDK answers that one, 400 with its own reason).
+pub fn missing_in_request(body: &[u8]) -> Option<String> {
+    let request: Option<Params> = serde_json::from_slice(body).ok()?;
+    why(request, "")
+}
+
+/// The URL of the webhook `body`, a `SendMessage` or `SendStreamingMessage` call, sets
+/// (`configuration.taskPushNotificationConfig`), and the call's id. The SDK makes the task
+/// before it stores the webhook, and leaves it made, never to run, when it cannot: a webhook it
+/// would refuse is refused before it reads the request.
+pub fn webhook_in_call(body: &[u8]) -> Option<(JsonRpcId, String)> {
+    let call: Call = serde_json::from_slice(body).ok()?;
+    if !matches!(call.method.as_str(), methods::SEND_MESSAGE | methods::SEND_STREAMING_MESSAGE) {
+        return None;
+    }
+    let url = call.params?.configuration?.webhook?.url;
+    Some((call.id.unwrap_or(JsonRpcId::Null), url))
+}
+
+/// The same for an HTTP+JSON `message:send` or `message:stream` request.
+pub fn webhook_in_request(body: &[u8]) -> Option<String> {
+    let request: Params = serde_json::from_slice(body).ok()?;
+    Some(request.configuration?.webhook?.url)
+}
+
+/// What the request `params` (its fields named under `path`) lack, if anything.
+fn why(params: Option<Params>, path: &str) -> Option<String> {
+    match params.and_then(|p| p.message) {
+        None => Some(format!("{path}message is required (A2A 1.0 SendMessageRequest)")),
+        Some(message) => lacking(&message, path),
+    }
+}
+
 /// What `message` lacks, if anything: all it lacks, in one sentence.
-fn lacking(message: &Shape) -> Option<String> {
+fn lacking(message: &Shape, path: &str) -> Option<String> {
     let mut lacks = Vec::new();
     let named = message.message_id.as_ref().and_then(Value::as_str).is_some_and(|id| !id.is_empty());
     if !named {
@@ -96,7 +143,7 @@ fn lacking(message: &Shape) -> Option<String> {
         Some(parts) if !parts.is_empty() => {}
         _ => lacks.push("parts (at least one)"),
     }
-    (!lacks.is_empty()).then(|| format!("params.message lacks what A2A 1.0 requires: {}", lacks.join(", ")))
+    (!lacks.is_empty()).then(|| format!("{path}message lacks what A2A 1.0 requires: {}", lacks.join(", ")))
 }
 
 /// A role that is given and not `ROLE_UNSPECIFIED` (ProtoJSON also takes an enum's number).

@@ -68,3 +68,38 @@ fn other_methods_and_bodies_the_sdk_must_judge_are_left_to_it() {
     assert_eq!(missing(b"{not json"), None);
     assert_eq!(missing(call("SendMessage", r#"{"message":{"messageId":1,"parts":"x"}}"#).as_bytes()), None);
 }
+
+#[test]
+fn an_http_json_request_is_checked_as_the_params_of_a_call() {
+    assert_eq!(missing_in_request(WHOLE.as_bytes()), None);
+    assert_eq!(
+        missing_in_request(b"{}").as_deref(),
+        Some("message is required (A2A 1.0 SendMessageRequest)")
+    );
+    let bare = missing_in_request(br#"{"message":{"parts":[{"text":"hi"}]}}"#).unwrap_or_default();
+    assert!(bare.starts_with("message lacks what A2A 1.0 requires: messageId"), "{bare}");
+    assert!(bare.contains("role"), "{bare}");
+    // Not JSON, or not an object: the SDK's own 400 answers it.
+    assert_eq!(missing_in_request(b"text"), None);
+    assert_eq!(missing_in_request(b"[1]"), None);
+}
+
+#[test]
+fn the_webhook_a_send_sets_is_found_by_either_field_name() {
+    let with = |config: &str| {
+        format!(
+            r#"{{"message":{{"messageId":"m","role":"ROLE_USER","parts":[{{"text":"x"}}]}},"configuration":{config}}}"#
+        )
+    };
+    let camel = with(r#"{"taskPushNotificationConfig":{"url":"https://hook.example/a"}}"#);
+    let snake = with(r#"{"task_push_notification_config":{"url":"https://hook.example/b"}}"#);
+    assert_eq!(
+        webhook_in_call(call("SendMessage", &camel).as_bytes()),
+        Some((JsonRpcId::Number(7), "https://hook.example/a".into()))
+    );
+    assert_eq!(webhook_in_request(snake.as_bytes()).as_deref(), Some("https://hook.example/b"));
+    // None set, or another method: none.
+    assert_eq!(webhook_in_call(call("SendMessage", WHOLE).as_bytes()), None);
+    assert_eq!(webhook_in_call(call("GetTask", &camel).as_bytes()), None);
+    assert_eq!(webhook_in_request(with(r#"{"returnImmediately":true}"#).as_bytes()), None);
+}

@@ -13,17 +13,35 @@ fn hub() -> Arc<A2aService> {
     A2aService::of(&config, &relay).unwrap().unwrap()
 }
 
+/// A service with `[a2a.push]` (and no token).
+fn pushing_hub() -> Arc<A2aService> {
+    let mut config = Config::new(crate::config::BrokerConfig::new("stomp://127.0.0.1:61613"));
+    config.a2a = Some(toml::from_str("serve = [\"Echo\"]\n[push]\n").unwrap());
+    let relay = crate::relay::Relay::of(&config, Arc::new(Metrics::default())).unwrap();
+    A2aService::of(&config, &relay).unwrap().unwrap()
+}
+
 /// One request to the routes, served on a local port; the whole answer.
 async fn exchange(hub: Arc<A2aService>, request: String) -> String {
+    exchanges(hub, vec![request]).await.remove(0)
+}
+
+/// Requests to the same routes (one task store), one after the other, each on a connection
+/// of its own; their whole answers.
+async fn exchanges(hub: Arc<A2aService>, requests: Vec<String>) -> Vec<String> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let served = tokio::spawn(async move { axum::serve(listener, routes(hub)).await });
-    let mut client = tokio::net::TcpStream::connect(addr).await.unwrap();
-    client.write_all(request.as_bytes()).await.unwrap();
-    let mut answer = String::new();
-    client.read_to_string(&mut answer).await.unwrap();
+    let mut answers = Vec::new();
+    for request in requests {
+        let mut client = tokio::net::TcpStream::connect(addr).await.unwrap();
+        client.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = String::new();
+        client.read_to_string(&mut answer).await.unwrap();
+        answers.push(answer);
+    }
     served.abort();
-    answer
+    answers
 }
 
 fn post(path: &str, token: Option<&str>, body: &str) -> String {
@@ -201,4 +219,97 @@ async fn an_answer_given_before_the_body_was_read_closes_its_connection_and_says
     let answer =
         tokio::time::timeout(within, exchange(hub(), request)).await.expect("the connection stays open");
     assert!(answer.starts_with("HTTP/1.1 413") && answer.contains("connection: close"), "{answer}");
+}
+
+/// A send that sets a webhook: on JSON-RPC (`path` the agent's) or HTTP+JSON (`…/message:send`).
+fn send_with_webhook(path: &str, url: &str) -> String {
+    let request = format!(
+        r#"{{"message":{{"messageId":"m1","role":"ROLE_USER","parts":[{{"text":"hi"}}]}},"configuration":{{"taskPushNotificationConfig":{{"url":"{url}"}}}}}}"#
+    );
+    let body = match path.ends_with("message:send") {
+        true => request,
+        false => format!(r#"{{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{request}}}"#),
+    };
+    post(path, Some("s3cret"), &body)
+}
+
+#[tokio::test]
+async fn a_webhook_that_cannot_be_is_refused_before_a_task_is_made() {
+    // Without [a2a.push]: not supported, on both bindings.
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"ListTasks","params":{}}"#;
+    let answers = exchanges(
+        hub(),
+        vec![
+            send_with_webhook("/a2a/Echo", "https://hook.example/a"),
+            send_with_webhook("/a2a/Echo/message:send", "https://hook.example/a"),
+            post("/a2a/Echo", Some("s3cret"), list),
+        ],
+    )
+    .await;
+    assert_eq!(rpc_error(&answers[0])["code"], -32003, "{}", answers[0]);
+    assert!(answers[1].starts_with("HTTP/1.1 400"), "{}", answers[1]);
+    assert!(answers[1].contains("PUSH_NOTIFICATION_NOT_SUPPORTED"), "{}", answers[1]);
+    // An empty list has no `tasks` member (ProtoJSON leaves out an empty repeated field).
+    assert!(
+        answers[2].contains(r#""result""#) && !answers[2].contains(r#""tasks""#),
+        "a task: {}",
+        answers[2]
+    );
+
+    // With it, a loopback webhook (a2a.push.allow_private is off).
+    let hub = pushing_hub();
+    let request = send_with_webhook("/a2a/Echo", "http://127.0.0.1:8080/hook")
+        .replace("authorization: Bearer s3cret\r\n", "");
+    let answer = exchange(hub.clone(), request).await;
+    assert_eq!(rpc_error(&answer)["code"], -32602, "{answer}");
+    assert!(answer.contains("a2a.push.allow_private"), "{answer}");
+    let card = serde_json::to_value(card::card(&hub, "Echo", "http://x", "d".into())).unwrap();
+    assert_eq!(card["capabilities"]["pushNotifications"], true, "{card}");
+}
+
+#[tokio::test]
+async fn the_http_json_binding_is_served_below_the_agent_with_the_same_checks() {
+    let rest_send = r#"{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}"#;
+    let get = |path: &str, version: &str| {
+        format!(
+            "GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n{version}authorization: Bearer s3cret\r\n\r\n"
+        )
+    };
+    let answers = exchanges(
+        hub(),
+        vec![
+            post("/a2a/Echo/message:send", Some("s3cret"), rest_send),
+            get("/a2a/Echo/tasks/no-such-task?historyLength=1", "a2a-version: 1.0\r\n"),
+            get("/a2a/Echo/tasks/no-such-task", ""),
+            post("/a2a/Echo/message:send", None, rest_send),
+            post("/a2a/Other/message:send", Some("s3cret"), rest_send),
+        ],
+    )
+    .await;
+    // The task is made (and fails: no broker), in the binding's own shape.
+    assert!(answers[0].starts_with("HTTP/1.1 200"), "{}", answers[0]);
+    assert!(
+        answers[0].contains("application/a2a+json") && answers[0].contains("TASK_STATE_FAILED"),
+        "{}",
+        answers[0]
+    );
+    // A task's path (a parameter of its own, below the agent's): 404 TASK_NOT_FOUND, not 500.
+    assert!(answers[1].starts_with("HTTP/1.1 404"), "{}", answers[1]);
+    assert!(answers[1].contains("TASK_NOT_FOUND"), "{}", answers[1]);
+    assert!(
+        answers[2].starts_with("HTTP/1.1 400") && answers[2].contains("VERSION_NOT_SUPPORTED"),
+        "{}",
+        answers[2]
+    );
+    assert!(answers[3].starts_with("HTTP/1.1 401"), "{}", answers[3]);
+    assert!(answers[4].starts_with("HTTP/1.1 404"), "{}", answers[4]);
+}
+
+#[tokio::test]
+async fn an_http_json_delete_answers_an_empty_json_object() {
+    let delete = "DELETE /a2a/Echo/tasks/t1/pushNotificationConfigs/w1 HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\
+                  a2a-version: 1.0\r\nauthorization: Bearer s3cret\r\n\r\n";
+    let answer = exchange(pushing_hub(), delete.to_owned()).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.ends_with("\r\n\r\n{}"), "{answer}");
 }

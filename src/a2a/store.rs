@@ -1,19 +1,30 @@
 //! The tasks, bounded: at most `a2a.max_tasks` (a new task evicts the one that finished first,
-//! and is refused when every task is still running), a finished task kept `a2a.task_ttl_ms`.
+//! and is refused when every task is still running), a finished task kept `a2a.task_ttl_ms`;
+//! with each task its webhooks (`[a2a.push]`), whose workers it sends each new state.
 //! In memory: a restart forgets them (docs/A2A.md, "Restarts").
 
-use a2a::{A2AError, ListTasksRequest, ListTasksResponse, Task, TaskState};
-use a2a_server::TaskStore;
+use super::push::{Pusher, Updates};
+use a2a::{
+    A2AError, ListTasksRequest, ListTasksResponse, Task, TaskPushNotificationConfig, TaskState, error_code,
+};
 use a2a_server::task_store::TaskVersion;
+use a2a_server::{PushConfigStore, TaskStore};
 use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
 
+/// Webhooks one task may have at most: one is what a client needs, a few let it fan out.
+pub const MAX_WEBHOOKS: usize = 10;
+
+/// The store; its clones are the same store.
+#[derive(Clone)]
 pub struct Tasks {
     max: usize,
     ttl: Duration,
-    inner: Mutex<Inner>,
+    inner: Arc<Mutex<Inner>>,
+    /// The webhooks' caller, with `[a2a.push]`.
+    pusher: Option<Arc<Pusher>>,
 }
 
 #[derive(Default)]
@@ -30,11 +41,49 @@ struct Entry {
     version: TaskVersion,
     /// When the task reached a terminal state.
     ended: Option<Instant>,
+    /// Its webhooks, in the order they were set.
+    webhooks: Vec<Webhook>,
+}
+
+/// A webhook of a task, and its worker's channel (dropped with it: the worker ends).
+struct Webhook {
+    config: TaskPushNotificationConfig,
+    updates: Updates,
+}
+
+impl Entry {
+    fn new(task: Task) -> Entry {
+        Entry { task, version: 1, ended: None, webhooks: Vec::new() }
+    }
+
+    /// Keeps `task` as this task's state, and sends it to the webhooks when its status or its
+    /// artifacts changed (not for a message only added to its history).
+    fn set(&mut self, task: Task) {
+        if task.status != self.task.status || task.artifacts != self.task.artifacts {
+            for webhook in &self.webhooks {
+                webhook.updates.send_replace(Some(task.clone()));
+            }
+        }
+        self.task = task;
+        self.version += 1;
+    }
 }
 
 impl Tasks {
-    pub fn new(max: usize, ttl: Duration) -> Self {
-        Tasks { max: max.max(1), ttl, inner: Mutex::default() }
+    pub fn new(max: usize, ttl: Duration, pusher: Option<Arc<Pusher>>) -> Self {
+        Tasks { max: max.max(1), ttl, inner: Arc::default(), pusher }
+    }
+
+    /// Whether push notifications are offered (`[a2a.push]`).
+    pub fn pushes(&self) -> bool {
+        self.pusher.is_some()
+    }
+
+    /// The webhooks of `task_id`, in the order they were set.
+    pub fn webhooks(&self, task_id: &str) -> Result<Vec<TaskPushNotificationConfig>, A2AError> {
+        let inner = self.lock();
+        let entry = inner.tasks.get(task_id).ok_or_else(|| A2AError::task_not_found(task_id))?;
+        Ok(entry.webhooks.iter().map(|w| w.config.clone()).collect())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -85,7 +134,7 @@ impl TaskStore for Tasks {
             )));
         }
         let (id, state) = (task.id.clone(), task.status.state.clone());
-        if inner.tasks.insert(id.clone(), Entry { task, version: 1, ended: None }).is_none() {
+        if inner.tasks.insert(id.clone(), Entry::new(task)).is_none() {
             inner.created.push_back(id.clone());
         }
         inner.ended(&id, &state);
@@ -96,8 +145,7 @@ impl TaskStore for Tasks {
         let mut inner = self.lock();
         let (id, state) = (task.id.clone(), task.status.state.clone());
         let entry = inner.tasks.get_mut(&id).ok_or_else(|| A2AError::task_not_found(&id))?;
-        entry.task = task;
-        entry.version += 1;
+        entry.set(task);
         let version = entry.version;
         inner.ended(&id, &state);
         Ok(version)
@@ -139,11 +187,77 @@ impl TaskStore for Tasks {
         if entry.task.status.state.is_terminal() {
             return Err(A2AError::task_not_cancelable(task_id));
         }
-        entry.task.status.state = TaskState::Canceled;
-        entry.version += 1;
-        let task = entry.task.clone();
+        let mut task = entry.task.clone();
+        task.status.state = TaskState::Canceled;
+        entry.set(task.clone());
         inner.ended(task_id, &TaskState::Canceled);
         Ok(task)
+    }
+}
+
+/// The webhooks of the store's tasks, as the SDK's handler reads and writes them: set, read,
+/// deleted. Its `list` is what the SDK's own sender would call before each event, and lists
+/// none, so that the SDK sends nothing: the bridge's workers do ([`super::push`]);
+/// `ListTaskPushNotificationConfigs` is answered from [`Tasks::webhooks`] ([`super::handler`]).
+pub struct Webhooks(pub Tasks);
+
+#[async_trait::async_trait]
+impl PushConfigStore for Webhooks {
+    async fn save(
+        &self,
+        mut config: TaskPushNotificationConfig,
+    ) -> Result<TaskPushNotificationConfig, A2AError> {
+        let Some(pusher) = &self.0.pusher else { return Err(A2AError::push_notification_not_supported()) };
+        if let Some(why) = super::push::refusal(&config.url, pusher.config.allow_private) {
+            return Err(A2AError::invalid_params(why));
+        }
+        let id = config.id.get_or_insert_with(|| uuid::Uuid::now_v7().to_string()).clone();
+        let mut inner = self.0.lock();
+        let task_id = config.task_id.clone();
+        let entry = inner.tasks.get_mut(&task_id).ok_or_else(|| A2AError::task_not_found(&task_id))?;
+        let same = entry.webhooks.iter().position(|w| w.config.id.as_deref() == Some(id.as_str()));
+        if same.is_none() && entry.webhooks.len() >= MAX_WEBHOOKS {
+            return Err(A2AError::invalid_params(format!("a task has at most {MAX_WEBHOOKS} webhooks")));
+        }
+        let webhook = Webhook { config: config.clone(), updates: pusher.start(config.clone()) };
+        match same {
+            // The old one's worker ends with its channel.
+            Some(i) => entry.webhooks[i] = webhook,
+            None => entry.webhooks.push(webhook),
+        }
+        Ok(config)
+    }
+
+    async fn get(&self, task_id: &str, config_id: &str) -> Result<TaskPushNotificationConfig, A2AError> {
+        let inner = self.0.lock();
+        let webhooks = inner.tasks.get(task_id).map(|e| e.webhooks.as_slice()).unwrap_or_default();
+        let found = webhooks.iter().find(|w| w.config.id.as_deref() == Some(config_id));
+        found.map(|w| w.config.clone()).ok_or_else(|| {
+            // As the SDK's own store answers (A2A 1.0: not found is TaskNotFoundError).
+            A2AError::new(
+                error_code::TASK_NOT_FOUND,
+                format!("push notification config not found: {config_id}"),
+            )
+        })
+    }
+
+    async fn list(&self, _task_id: &str) -> Result<Vec<TaskPushNotificationConfig>, A2AError> {
+        Ok(Vec::new())
+    }
+
+    /// Deleting a webhook that is not there is not an error (A2A 1.0: deletion is idempotent).
+    async fn delete(&self, task_id: &str, config_id: &str) -> Result<(), A2AError> {
+        if let Some(entry) = self.0.lock().tasks.get_mut(task_id) {
+            entry.webhooks.retain(|w| w.config.id.as_deref() != Some(config_id));
+        }
+        Ok(())
+    }
+
+    async fn delete_all(&self, task_id: &str) -> Result<(), A2AError> {
+        if let Some(entry) = self.0.lock().tasks.get_mut(task_id) {
+            entry.webhooks.clear();
+        }
+        Ok(())
     }
 }
 

@@ -14,7 +14,7 @@ fn task(id: &str, state: TaskState) -> Task {
 
 #[tokio::test]
 async fn a_new_task_past_the_bound_evicts_the_oldest_finished_one() {
-    let tasks = Tasks::new(2, Duration::from_secs(3600));
+    let tasks = Tasks::new(2, Duration::from_secs(3600), None);
     tasks.create(task("a", TaskState::Submitted)).await.unwrap();
     tasks.create(task("b", TaskState::Submitted)).await.unwrap();
     tasks.update(task("b", TaskState::Completed)).await.unwrap();
@@ -27,7 +27,7 @@ async fn a_new_task_past_the_bound_evicts_the_oldest_finished_one() {
 
 #[tokio::test(start_paused = true)]
 async fn a_finished_task_is_forgotten_after_its_ttl() {
-    let tasks = Tasks::new(10, Duration::from_secs(60));
+    let tasks = Tasks::new(10, Duration::from_secs(60), None);
     tasks.create(task("a", TaskState::Submitted)).await.unwrap();
     tasks.update(task("a", TaskState::Failed)).await.unwrap();
     tasks.create(task("b", TaskState::Submitted)).await.unwrap();
@@ -39,7 +39,7 @@ async fn a_finished_task_is_forgotten_after_its_ttl() {
 
 #[tokio::test]
 async fn a_running_task_cancels_once_and_a_finished_one_not_at_all() {
-    let tasks = Tasks::new(10, Duration::from_secs(60));
+    let tasks = Tasks::new(10, Duration::from_secs(60), None);
     tasks.create(task("a", TaskState::Working)).await.unwrap();
     assert_eq!(tasks.begin_cancel("a").await.unwrap().status.state, TaskState::Canceled);
     assert_eq!(tasks.begin_cancel("a").await.unwrap_err().code, a2a::error_code::TASK_NOT_CANCELABLE);
@@ -48,7 +48,7 @@ async fn a_running_task_cancels_once_and_a_finished_one_not_at_all() {
 
 #[tokio::test]
 async fn listing_pages_through_the_newest_first() {
-    let tasks = Tasks::new(10, Duration::from_secs(60));
+    let tasks = Tasks::new(10, Duration::from_secs(60), None);
     for id in ["a", "b", "c"] {
         tasks.create(task(id, TaskState::Submitted)).await.unwrap();
     }

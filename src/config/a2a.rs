@@ -2,6 +2,7 @@
 //! (docs/A2A.md).
 
 use super::jwt::JwtConfig;
+use super::push::PushConfig;
 use crate::stomp::Secret;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -13,13 +14,13 @@ use std::path::{Path, PathBuf};
 pub struct A2aConfig {
     /// Native agents served over A2A: names, or globs (`"Weather*"`); a name a glob matches
     /// is served when it is asked for. Each gets its card at
-    /// `/a2a/<Agent>/.well-known/agent-card.json` and its JSON-RPC endpoint at `/a2a/<Agent>`.
+    /// `/a2a/<Agent>/.well-known/agent-card.json` and its endpoints at `/a2a/<Agent>`.
     pub serve: Vec<String>,
     /// What each agent's card says it does, by exact name (default: "The Wise Agents agent
     /// <name>, through stomp-agent-bridge").
     #[serde(default)]
     pub descriptions: BTreeMap<String, String>,
-    /// A file holding the bearer token every JSON-RPC call must carry
+    /// A file holding the bearer token every call (either binding) must carry
     /// (`Authorization: Bearer <token>`), one trailing line end dropped; relative to the
     /// configuration file. Without it the agents are open to whoever reaches the listener.
     #[serde(default)]
@@ -30,6 +31,9 @@ pub struct A2aConfig {
     /// JWT bearer tokens, checked against a JWK set, beside or instead of `token_file`.
     #[serde(default)]
     pub jwt: Option<JwtConfig>,
+    /// Push notifications (`[a2a.push]`): without the table they are not offered.
+    #[serde(default)]
+    pub push: Option<PushConfig>,
     /// The base URL clients reach the listener at, written into the cards (default:
     /// `http://<http.listen>`).
     #[serde(default)]
@@ -44,7 +48,7 @@ pub struct A2aConfig {
     /// How long a finished task can still be read (`GetTask`).
     #[serde(default = "default_task_ttl_ms")]
     pub task_ttl_ms: u64,
-    /// Largest JSON-RPC request body, in bytes.
+    /// Largest request body (either binding), in bytes.
     #[serde(default = "default_max_body_bytes")]
     pub max_body_bytes: usize,
 }
@@ -114,6 +118,7 @@ impl A2aConfig {
             bad("reply_timeout_ms", format!("must be at most {} (a day)", super::MAX_REPLY_TIMEOUT_MS));
         }
         out.extend(self.jwt.iter().flat_map(JwtConfig::problems));
+        out.extend(self.push.iter().flat_map(PushConfig::problems));
         out
     }
 

@@ -10,6 +10,7 @@ pub mod diff;
 pub mod jwt;
 pub mod mcp;
 pub mod mirror;
+pub mod push;
 pub mod registry;
 mod report;
 mod rules;

@@ -369,6 +369,13 @@ fn every_a2a_key() -> a2a::A2aConfig {
             claim: "roles".into(),
             allow: [("Assistant".to_owned(), vec!["assist".to_owned()])].into(),
         }),
+        push: Some(push::PushConfig {
+            allow_private: true,
+            timeout_ms: 2_000,
+            attempts: 3,
+            backoff_ms: 200,
+            max_backoff_ms: 800,
+        }),
         public_url: Some("https://bridge.example".into()),
         reply_timeout_ms: 1000,
         max_tasks: 10,

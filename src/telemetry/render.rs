@@ -23,6 +23,7 @@ impl Metrics {
         self.reload.render(&mut out);
         self.registry.render(&mut out);
         self.a2a.render(&mut out);
+        self.push.render(&mut out);
         self.a2a_calls.render(&mut out);
         self.mcp.render(&mut out);
         self.traces.render(&mut out);

@@ -5,7 +5,8 @@ stomp.py, YAML ``!wiseagents.WiseAgentMessage``), on ActiveMQ Classic, RabbitMQ 
 
 What the bridge promises (the contract these tests check): ``GET /a2a`` lists the served
 agents; ``GET /a2a/<Agent>/.well-known/agent-card.json`` is the agent's A2A 1.0 card;
-``POST /a2a/<Agent>`` is A2A 1.0 JSON-RPC. SendMessage publishes a QUERY to the agent's request
+``POST /a2a/<Agent>`` is A2A 1.0 JSON-RPC, and the paths below it A2A 1.0 HTTP+JSON (both in the
+card, JSON-RPC first; one task store behind both). SendMessage publishes a QUERY to the agent's request
 queue (``_message`` the text, ``_sender`` the bridge's reply agent, ``_context_name`` "default"
 unless the A2A contextId names a context in ``wiseagents.contexts``, ``_tool_id`` a token the
 answer echoes); a RESPONSE completes the task with its text as an artifact, an ACK makes it
@@ -63,6 +64,9 @@ COMPLETED = TaskState.TASK_STATE_COMPLETED
 WORKING = TaskState.TASK_STATE_WORKING
 FAILED = TaskState.TASK_STATE_FAILED
 CANCELED = TaskState.TASK_STATE_CANCELED
+# The card's two interfaces, as the SDK names them (``ClientConfig.supported_protocol_bindings``).
+BINDINGS = ["JSONRPC", "HTTP+JSON"]
+OTHER = {"JSONRPC": "HTTP+JSON", "HTTP+JSON": "JSONRPC"}
 
 
 def run(scenario: Callable[[], Awaitable[None]]) -> None:
@@ -149,7 +153,8 @@ def test_card_and_listing(broker, tmp_path, closing):
             assert card.description == "Echoes what it is told"
             assert card.version, card
             assert [(i.url, i.protocol_binding, i.protocol_version) for i in card.supported_interfaces] == [
-                (bridge.agent_url(echo), "JSONRPC", "1.0")
+                (bridge.agent_url(echo), "JSONRPC", "1.0"),
+                (bridge.agent_url(echo), "HTTP+JSON", "1.0"),
             ], card
             assert card.capabilities.streaming, card
             assert list(card.default_output_modes) == ["text/plain"], card
@@ -182,7 +187,7 @@ def test_card_and_listing(broker, tmp_path, closing):
         async with httpx.AsyncClient(timeout=WAIT) as http:
             card = await glob_bridge.card(http, f"{globbed}A")
             assert card.name == f"{globbed}A"
-            assert [i.url for i in card.supported_interfaces] == [glob_bridge.agent_url(f"{globbed}A")]
+            assert {i.url for i in card.supported_interfaces} == {glob_bridge.agent_url(f"{globbed}A")}
             miss = await http.get(glob_bridge.card_url(names.agent("Elsewhere")))
             assert miss.status_code == 404, miss.text
 
@@ -192,7 +197,8 @@ def test_card_and_listing(broker, tmp_path, closing):
 
 
 # -- SendMessage, GetTask -------------------------------------------------------------------
-def test_send_message_is_answered_by_the_wise_agent(broker, tmp_path, closing):
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_send_message_is_answered_by_the_wise_agent(broker, tmp_path, closing, binding):
     names = Names(broker)
     echo = names.agent("Echo")
     books = names.agent("Books")
@@ -202,7 +208,7 @@ def test_send_message_is_answered_by_the_wise_agent(broker, tmp_path, closing):
 
     async def scenario() -> None:
         async with httpx.AsyncClient(timeout=WAIT) as http:
-            client = await bridge.client(http, echo, streaming=False)
+            client = await bridge.client(http, echo, streaming=False, binding=binding)
             task = await send_once(client, "hello")
             assert_state(task, COMPLETED)
             assert artifact_texts(task) == ["echo: hello"], task
@@ -212,6 +218,9 @@ def test_send_message_is_answered_by_the_wise_agent(broker, tmp_path, closing):
             assert again.id == task.id
             assert_state(again, COMPLETED)
             assert artifact_texts(again) == ["echo: hello"], again
+            # One task store behind both bindings: the other one reads the same task.
+            other = await bridge.client(http, echo, streaming=False, binding=OTHER[binding])
+            assert artifact_texts(await other.get_task(GetTaskRequest(id=task.id))) == ["echo: hello"]
 
             # An A2A contextId that names a known Wise Agents context is the message's context;
             # any other one is not (contexts are never invented): the default.
@@ -289,14 +298,15 @@ def test_streaming_send_message(broker, tmp_path, closing):
     run(scenario)
 
 
-def test_ack_makes_the_task_working_then_response_completes_it(broker, tmp_path, closing):
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_ack_makes_the_task_working_then_response_completes_it(broker, tmp_path, closing, binding):
     names = Names(broker)
     slow = names.agent("Slow")
     bridge, [agent] = start(broker, names, tmp_path, closing, [(slow, None)])
 
     async def scenario() -> None:
         async with httpx.AsyncClient(timeout=WAIT) as http:
-            client = await bridge.client(http, slow, streaming=True)
+            client = await bridge.client(http, slow, streaming=True, binding=binding)
             stream = EventStream(client.send_message(send_request("think hard")))
             task_id, request = await opened(stream, agent, bridge, "think hard")
 
@@ -376,14 +386,15 @@ def test_no_answer_in_time_fails_the_task(broker, tmp_path, closing):
     run(scenario)
 
 
-def test_cancel_task_and_the_late_answer_is_dropped(broker, tmp_path, closing):
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_cancel_task_and_the_late_answer_is_dropped(broker, tmp_path, closing, binding):
     names = Names(broker)
     slow = names.agent("Slow")
     bridge, [agent] = start(broker, names, tmp_path, closing, [(slow, None)])
 
     async def scenario() -> None:
         async with httpx.AsyncClient(timeout=WAIT) as http:
-            client = await bridge.client(http, slow, streaming=True)
+            client = await bridge.client(http, slow, streaming=True, binding=binding)
             stream = EventStream(client.send_message(send_request("take your time")))
             task_id, late = await opened(stream, agent, bridge, "take your time")
 
@@ -396,7 +407,7 @@ def test_cancel_task_and_the_late_answer_is_dropped(broker, tmp_path, closing):
             # The answer comes after all. The bridge reads its reply queue in order, so once a
             # later ask through the same queue is answered, the late answer has been read.
             reply(agent, late, "too late")
-            plain = await bridge.client(http, slow, streaming=False)
+            plain = await bridge.client(http, slow, streaming=False, binding=binding)
             sent = asyncio.create_task(send_once(plain, "next one"))
             request = await next_request(agent)
             assert_query(request, bridge, "next one")
@@ -540,6 +551,16 @@ def test_a_message_without_what_a2a_requires_is_invalid_params_and_nothing_is_as
                 assert error.get("code") == -32602, (method, params, answer)
                 assert said in error.get("message", ""), (method, params, answer)
                 assert answer.get("id") == "tck-1" and "result" not in answer, answer
+                # The same request on HTTP+JSON: 400 INVALID_ARGUMENT, in that binding's shape.
+                path = "message:stream" if method == "SendStreamingMessage" else "message:send"
+                rest = await http.post(f"{bridge.agent_url(echo)}/{path}", json=params, headers={"A2A-Version": "1.0"})
+                assert rest.status_code == 400, (path, params, rest.text)
+                assert rest.headers["content-type"] == "application/problem+json", rest.headers
+                refused = rest.json()["error"]
+                assert refused["status"] == "INVALID_ARGUMENT" and said.removeprefix("params.") in refused["message"]
+            # Without A2A-Version an HTTP+JSON request is 0.3's, which is not served.
+            old = await http.post(f"{bridge.agent_url(echo)}/message:send", json=lacking[1][1])
+            assert old.status_code == 400 and old.json()["error"]["status"] == "FAILED_PRECONDITION", old.text
             # None of them reached the agent's queue: its first request is this one.
             client = await bridge.client(http, echo, streaming=False)
             task = await send_once(client, "a whole message")
