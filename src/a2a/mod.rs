@@ -43,6 +43,8 @@ pub struct A2aService {
     pub jwt: Option<Arc<jwt::Jwt>>,
     /// The caller of the tasks' webhooks (`[a2a.push]`).
     pub pusher: Option<Arc<push::Pusher>>,
+    /// When each card's body was first served (its `Last-Modified`).
+    pub cards: cached::Versions,
 }
 
 impl A2aService {
@@ -60,7 +62,14 @@ impl A2aService {
         let scheme = if config.http.cert_file.is_some() { "https" } else { "http" };
         let base_url = a2a.public_url.clone().unwrap_or_else(|| format!("{scheme}://{}", config.http.listen));
         let pusher = pusher.map(Arc::new);
-        Ok(Some(Arc::new(A2aService { config: a2a, base_url, relay: relay.clone(), jwt, pusher })))
+        Ok(Some(Arc::new(A2aService {
+            config: a2a,
+            base_url,
+            relay: relay.clone(),
+            jwt,
+            pusher,
+            cards: Default::default(),
+        })))
     }
 
     /// Whether `agent` is served (named, or matched by a glob of `a2a.serve`).

@@ -84,7 +84,7 @@ async fn below_agent(rest: Router, request: Request) -> Response {
     *anew.headers_mut() = parts.headers;
     anew.extensions_mut().insert(OriginalUri(parts.uri));
     let answer = match rest.oneshot(anew).await {
-        Ok(answer) => answer,
+        Ok(answer) => rest::conformed(answer).await,
         Err(never) => match never {},
     };
     // A delete answers `google.protobuf.Empty`, `{}` in ProtoJSON, which the a2a-sdk's client
@@ -217,7 +217,8 @@ async fn agent_card(
         return (StatusCode::NOT_FOUND, "no such A2A agent here (GET /a2a lists them)\n").into_response();
     }
     let description = hub.description(&agent).await;
-    cached::answer(&card::card(&hub, &agent, &hub.base_url, description), &headers)
+    let card = card::card(&hub, &agent, &hub.base_url, description);
+    cached::answer(&card, &headers, |tag| hub.cards.since(&agent, tag, time::OffsetDateTime::now_utc()))
 }
 
 /// The agents named in `a2a.serve` and, with the Wise Agents registry, the agents in it that

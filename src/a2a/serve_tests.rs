@@ -289,7 +289,7 @@ async fn the_http_json_binding_is_served_below_the_agent_with_the_same_checks() 
     // The task is made (and fails: no broker), in the binding's own shape.
     assert!(answers[0].starts_with("HTTP/1.1 200"), "{}", answers[0]);
     assert!(
-        answers[0].contains("application/a2a+json") && answers[0].contains("TASK_STATE_FAILED"),
+        answers[0].contains("content-type: application/json") && answers[0].contains("TASK_STATE_FAILED"),
         "{}",
         answers[0]
     );

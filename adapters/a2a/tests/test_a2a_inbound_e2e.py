@@ -555,7 +555,7 @@ def test_a_message_without_what_a2a_requires_is_invalid_params_and_nothing_is_as
                 path = "message:stream" if method == "SendStreamingMessage" else "message:send"
                 rest = await http.post(f"{bridge.agent_url(echo)}/{path}", json=params, headers={"A2A-Version": "1.0"})
                 assert rest.status_code == 400, (path, params, rest.text)
-                assert rest.headers["content-type"] == "application/problem+json", rest.headers
+                assert rest.headers["content-type"] == "application/json", rest.headers
                 refused = rest.json()["error"]
                 assert refused["status"] == "INVALID_ARGUMENT" and said.removeprefix("params.") in refused["message"]
             # Without A2A-Version an HTTP+JSON request is 0.3's, which is not served.
