@@ -152,9 +152,17 @@ def test_a_webhook_set_in_the_message_gets_each_state_and_the_answer(
             assert states == sorted(states) and set(states) <= {SUBMITTED, WORKING, COMPLETED}, states
             assert artifact_texts(calls[-1].task) == ["the answer"], calls[-1]
 
-            metrics = (await http.get(f"{bridge.base}/metrics")).text
-            assert f'bridge_a2a_push_total{{result="delivered"}} {len(calls) - 1}' in metrics, (states, metrics)
-            assert "bridge_a2a_push_retries_total 1" in metrics, metrics
+            # The worker counts a call once its answer is read, after the webhook saw it: the
+            # metrics are waited on (each call but the 503 delivered, that one retried once).
+            delivered = f'bridge_a2a_push_total{{result="delivered"}} {len(calls) - 1}\n'
+            metrics = ""
+            for _ in range(int(WAIT / 0.05)):
+                metrics = (await http.get(f"{bridge.base}/metrics")).text
+                if delivered in metrics:
+                    break
+                await asyncio.sleep(0.05)  # polling the bridge's metrics, not waiting for time to pass
+            assert delivered in metrics, (states, metrics)
+            assert "bridge_a2a_push_retries_total 1\n" in metrics, metrics
 
     run(scenario)
 
