@@ -3,7 +3,13 @@
 //! the store lists none to the SDK, whose sender the bridge's workers replace (`store::Webhooks`).
 
 use super::store::Tasks;
-use a2a::*;
+use a2a::{
+    A2AError, AgentCard, CancelTaskRequest, DeleteTaskPushNotificationConfigRequest,
+    GetExtendedAgentCardRequest, GetTaskPushNotificationConfigRequest, GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest, ListTaskPushNotificationConfigsResponse, ListTasksRequest,
+    ListTasksResponse, SendMessageRequest, SendMessageResponse, StreamResponse, SubscribeToTaskRequest, Task,
+    TaskPushNotificationConfig,
+};
 use a2a_server::pagination::resolve_page_size;
 use a2a_server::{DefaultRequestHandler, RequestHandler, ServiceParams};
 use futures_util::stream::BoxStream;
