@@ -536,6 +536,9 @@ async fn main() {
         s.log(now);
         let life = lives.last_mut().expect("a life");
         life.samples.push(s);
+        // Whether the producer had finished before the ledger is read: read after, a message it
+        // sent in between would be missing from `open`, and the run would end without it.
+        let produced_all = producing.is_finished();
         let (sent, open) = {
             let l = ledger.lock().expect("ledger");
             (l.sent.len(), unaccounted(&l).len())
@@ -551,7 +554,7 @@ async fn main() {
             restart_broker().await;
             next_restart += 1;
         }
-        if producing.is_finished() {
+        if produced_all {
             if open == 0 {
                 break;
             }
