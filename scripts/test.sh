@@ -11,8 +11,11 @@
 # compiler of the workspace's own crates (its lints fail the build); nextest, the adapters'
 # tests, the load tool and the walkthroughs run what that build made. The only other cargo build
 # is the release binary, which the soaks and the image run.
-# Side by side: the brokers, Redis, Jaeger and the virtualenv are set up while that build
-# compiles; the image's base images and its release binary are made while nextest and pytest run.
+# Side by side: the brokers, Redis, Jaeger and the virtualenv are set up, and the release binary
+# is built, while that build compiles (two builds side by side finish sooner on a machine shared
+# with other work than one after the other: the release build alone took 19 minutes beside the
+# tests, and the soaks waited 4 of them); the image's base images are made while nextest and
+# pytest run.
 # Each stage beside the others writes its log to a file, shown when it is joined; a failed stage
 # fails the run. The soaks and the container test, which measure what a busy machine would
 # disturb, run last, one after the other. Every stage's start and end is logged with the seconds
@@ -91,6 +94,8 @@ if cargo clippy --version >/dev/null 2>&1; then
 else
   skip "clippy is not installed: lints not checked"
 fi
+# The release binary (the soaks', the image's), beside everything up to the soaks.
+beside release cargo build --release --locked --bin stomp-agent-bridge
 say "building the workspace (every target, debug, linted)"
 env "${linted[@]}" cargo build --locked --workspace --all-targets
 say "built"
@@ -104,9 +109,8 @@ rejoin services
 "${SAB_VENV:-.venv}/bin/mypy" --config-file adapters/pyproject.toml
 
 # Beside the tests: the image's base images (Debian's packages and Maven Central, cached in
-# /var/lib/stomp-agent-bridge/container) and its release binary, the run's other build.
+# /var/lib/stomp-agent-bridge/container).
 beside images scripts/container.sh bases
-beside release cargo build --release --locked --bin stomp-agent-bridge
 
 say "nextest"
 # cargo-nextest is the virtualenv's (scripts/python-env.sh), the version pinned there.
