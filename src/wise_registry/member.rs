@@ -302,14 +302,16 @@ impl WiseRegistry {
     }
 }
 
-/// The open store, opened first if needed.
+/// The open store, opened first if needed, or again if a call on it was given up half-way
+/// (a caller's timeout dropped it between its command and its reply: the next reply read
+/// would be that one's).
 async fn connected<'a>(
     slot: &'a mut Option<Store>,
     config: &RegistryConfig,
 ) -> Result<&'a mut Store, RegistryError> {
     let store = match slot.take() {
-        Some(store) => store,
-        None => Store::open(config).await?,
+        Some(store) if store.is_usable() => store,
+        _ => Store::open(config).await?,
     };
     Ok(slot.insert(store))
 }

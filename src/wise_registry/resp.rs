@@ -1,6 +1,8 @@
 //! A minimal Redis client: RESP2 commands over one TCP connection, for the dozen commands the
 //! registry needs (HGET, HSET, HDEL, HEXISTS, HGETALL, WATCH, MULTI, EXEC, UNWATCH, AUTH,
-//! SELECT, PING). Replies are bounded in size and nesting; every call has a deadline.
+//! SELECT, PING) and the A2A task store's (EVAL, HMGET, HGETALL, HDEL, DEL, SUBSCRIBE). Replies
+//! are bounded in size and nesting; every call has a deadline; a subscription waits as long as
+//! it takes.
 
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -69,6 +71,9 @@ impl Reply {
 /// One connection to Redis.
 pub struct Connection {
     stream: BufReader<TcpStream>,
+    /// A call was sent and its reply not read: it timed out, or its future was dropped (a
+    /// caller's own timeout). The next reply on the stream would be that one's.
+    unread: bool,
 }
 
 impl Connection {
@@ -85,7 +90,7 @@ impl Connection {
             .map_err(|_| RedisError::Timeout(CALL_TIMEOUT))?
             .map_err(|source| RedisError::Connect { addr, source })?;
         tcp.set_nodelay(true)?;
-        let mut conn = Connection { stream: BufReader::new(tcp) };
+        let mut conn = Connection { stream: BufReader::new(tcp), unread: false };
         match auth {
             Some((Some(user), password)) => {
                 conn.call(&[b"AUTH", user.as_bytes(), password.as_bytes()]).await?
@@ -100,16 +105,72 @@ impl Connection {
         Ok(conn)
     }
 
-    /// Sends one command and reads its reply (an error reply is a [`Reply::Error`]).
+    /// Sends one command and reads its reply (an error reply is a [`Reply::Error`]). On a
+    /// connection a call was given up on half-way, an error: its replies are out of step.
     pub async fn call(&mut self, args: &[&[u8]]) -> Result<Reply, RedisError> {
-        tokio::time::timeout(CALL_TIMEOUT, self.call_inner(args))
+        if self.unread {
+            return Err(RedisError::Protocol("a call on this connection was given up half-way"));
+        }
+        self.unread = true;
+        let reply = tokio::time::timeout(CALL_TIMEOUT, self.call_inner(args))
             .await
-            .map_err(|_| RedisError::Timeout(CALL_TIMEOUT))?
+            .map_err(|_| RedisError::Timeout(CALL_TIMEOUT))??;
+        self.unread = false;
+        Ok(reply)
+    }
+
+    /// Whether its replies are in step with its calls (see [`Connection::call`]).
+    pub fn is_usable(&self) -> bool {
+        !self.unread
     }
 
     async fn call_inner(&mut self, args: &[&[u8]]) -> Result<Reply, RedisError> {
         self.stream.get_mut().write_all(&encode(args)).await?;
         read_reply(&mut self.stream, 0).await
+    }
+}
+
+/// A connection given to `SUBSCRIBE`: it only reads the messages of its channels.
+pub struct Subscription {
+    stream: BufReader<TcpStream>,
+}
+
+impl Connection {
+    /// Subscribes to `channels`, each confirmed within the call's deadline.
+    pub async fn subscribe(mut self, channels: &[&[u8]]) -> Result<Subscription, RedisError> {
+        let mut args: Vec<&[u8]> = vec![b"SUBSCRIBE"];
+        args.extend_from_slice(channels);
+        self.stream.get_mut().write_all(&encode(&args)).await?;
+        for _ in channels {
+            let confirmed = tokio::time::timeout(CALL_TIMEOUT, read_reply(&mut self.stream, 0))
+                .await
+                .map_err(|_| RedisError::Timeout(CALL_TIMEOUT))??;
+            if let Reply::Error(e) = confirmed {
+                return Err(RedisError::Server(e));
+            }
+        }
+        Ok(Subscription { stream: self.stream })
+    }
+}
+
+impl Subscription {
+    /// The next message published on one of its channels: the channel and the payload.
+    pub async fn next(&mut self) -> Result<(Vec<u8>, Vec<u8>), RedisError> {
+        loop {
+            let Reply::Array(Some(items)) = read_reply(&mut self.stream, 0).await? else { continue };
+            let mut items = items.into_iter();
+            let (
+                Some(Reply::Bulk(Some(kind))),
+                Some(Reply::Bulk(Some(channel))),
+                Some(Reply::Bulk(Some(payload))),
+            ) = (items.next(), items.next(), items.next())
+            else {
+                continue;
+            };
+            if kind == b"message" {
+                return Ok((channel, payload));
+            }
+        }
     }
 }
 

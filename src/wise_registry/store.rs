@@ -203,6 +203,11 @@ pub struct Store {
 }
 
 impl Store {
+    /// Whether its connection can take another call (none was given up on half-way).
+    pub fn is_usable(&self) -> bool {
+        self.conn.is_usable()
+    }
+
     pub async fn open(config: &RegistryConfig) -> Result<Self, RegistryError> {
         let auth = config.password.as_deref().map(|p| (config.username.as_deref(), p));
         let conn = Connection::open(&config.host, config.port, auth, config.db).await?;
