@@ -6,6 +6,7 @@
 use super::A2aService;
 use super::error::A2aFailure;
 use super::request::question;
+use super::store::{Followed, Shared};
 use crate::envelope::Intent;
 use crate::relay::trace::TaskTrace;
 use crate::relay::{Caller, TaskAnswer};
@@ -116,8 +117,24 @@ async fn ask(hub: Arc<A2aService>, ctx: ExecutorContext, tx: Events) {
     };
     let _ = tx.send(Ok(StreamResponse::Task(submitted(&ctx, &agent))));
     let deadline = tokio::time::Instant::now() + Duration::from_millis(hub.config.reply_timeout_ms);
+    // With the tasks shared, another bridge may take the answer and write it into the task.
+    let mut adopted = hub.tasks.shared().map(|s| (s.clone(), s.adopted(&task)));
+    let mut reported = TaskState::Submitted;
     loop {
-        let answer = match tokio::time::timeout_at(deadline, answers.recv()).await {
+        let heard = tokio::select! {
+            heard = tokio::time::timeout_at(deadline, answers.recv()) => heard,
+            stored = written_elsewhere(&mut adopted, &reported) => {
+                let state = stored.status.state.clone();
+                let _ = tx.send(Ok(StreamResponse::Task(stored)));
+                if let Some(end_as) = ending(&state) {
+                    end(end_as, None);
+                    return;
+                }
+                reported = state;
+                continue;
+            }
+        };
+        let answer = match heard {
             Ok(Some(answer)) => answer,
             // Canceled: the cancel reported the end; the trace ends here.
             Ok(None) => {
@@ -140,12 +157,40 @@ async fn ask(hub: Arc<A2aService>, ctx: ExecutorContext, tx: Events) {
             return;
         }
         for (event, ended) in events_of(&ctx, answer) {
+            if let StreamResponse::StatusUpdate(update) = &event {
+                reported = update.status.state.clone();
+            }
             let _ = tx.send(Ok(event));
             if let Some((end_as, reason)) = ended {
                 end(end_as, reason.as_deref());
                 return;
             }
         }
+    }
+}
+
+/// The task as another bridge wrote it, once it is past what this one `reported` (woken by
+/// that bridge's word, or by the subscription coming back); never, with the tasks in memory.
+async fn written_elsewhere(adopted: &mut Option<(Arc<Shared>, Followed)>, reported: &TaskState) -> Task {
+    let Some((shared, followed)) = adopted else { return std::future::pending().await };
+    loop {
+        followed.woken().await;
+        let Ok(Some((stored, _))) = shared.get_versioned(followed.id()).await else { continue };
+        let state = &stored.status.state;
+        if state.is_terminal() || (*state == TaskState::Working && *reported == TaskState::Submitted) {
+            return stored;
+        }
+    }
+}
+
+/// How a task in `state` ended, as [`TaskEnded`] counts it; `None` while it runs.
+fn ending(state: &TaskState) -> Option<&'static str> {
+    match state {
+        TaskState::Completed => Some("completed"),
+        TaskState::Canceled => Some("canceled"),
+        TaskState::Rejected => Some("refused"),
+        s if s.is_terminal() => Some("failed"),
+        _ => None,
     }
 }
 

@@ -8,7 +8,7 @@ use a2a::{
     GetExtendedAgentCardRequest, GetTaskPushNotificationConfigRequest, GetTaskRequest,
     ListTaskPushNotificationConfigsRequest, ListTaskPushNotificationConfigsResponse, ListTasksRequest,
     ListTasksResponse, SendMessageRequest, SendMessageResponse, StreamResponse, SubscribeToTaskRequest, Task,
-    TaskPushNotificationConfig,
+    TaskPushNotificationConfig, error_code,
 };
 use a2a_server::pagination::resolve_page_size;
 use a2a_server::{DefaultRequestHandler, RequestHandler, ServiceParams};
@@ -60,7 +60,14 @@ impl RequestHandler for Handler {
         p: &ServiceParams,
         r: SubscribeToTaskRequest,
     ) -> Result<Events, A2AError> {
-        self.sdk.subscribe_to_task(p, r).await
+        let id = r.id.clone();
+        match (self.sdk.subscribe_to_task(p, r).await, self.tasks.shared()) {
+            // Not run here: with the tasks shared, it may run on another bridge.
+            (Err(e), Some(shared)) if e.code == error_code::TASK_NOT_FOUND => {
+                super::follow::follow(shared.clone(), &id).await?.ok_or(e)
+            }
+            (result, _) => result,
+        }
     }
 
     async fn create_push_config(
@@ -88,7 +95,7 @@ impl RequestHandler for Handler {
         if !self.tasks.pushes() {
             return self.sdk.list_push_configs(p, r).await;
         }
-        let mut configs = self.tasks.webhooks(&r.task_id)?;
+        let mut configs = self.tasks.webhooks(&r.task_id).await?;
         configs.sort_by(|a, b| a.id.cmp(&b.id));
         let from = match r.page_token.as_deref() {
             Some(token) => {

@@ -4,14 +4,17 @@
 //! The official Rust SDK (`a2a-server`) serves the JSON-RPC binding, keeps each task's
 //! lifecycle and streams it over SSE; this module is what it calls: an executor that asks the
 //! Wise Agents agent on the broker through the [`Relay`] ([`request`] reads the question,
-//! pure), and a bounded task store.
+//! pure), and a bounded task store ([`store`]: in memory, or in Redis shared by a group of
+//! bridges, which then also take each other's answers: [`adopt`]).
 
+mod adopt;
 mod auth;
 mod cached;
 pub mod call;
 mod card;
 pub mod error;
 mod executor;
+mod follow;
 mod handler;
 pub mod jwt;
 pub mod push;
@@ -31,6 +34,7 @@ use crate::relay::Relay;
 use crate::telemetry::Event as _;
 use crate::telemetry::a2a::KeysUnread;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The A2A service: the agents it serves, where clients reach them, and the relay their
 /// tasks ask through.
@@ -45,6 +49,8 @@ pub struct A2aService {
     pub pusher: Option<Arc<push::Pusher>>,
     /// When each card's body was first served (its `Last-Modified`).
     pub cards: cached::Versions,
+    /// The tasks (`[a2a.store]`).
+    pub tasks: store::Tasks,
 }
 
 impl A2aService {
@@ -62,6 +68,11 @@ impl A2aService {
         let scheme = if config.http.cert_file.is_some() { "https" } else { "http" };
         let base_url = a2a.public_url.clone().unwrap_or_else(|| format!("{scheme}://{}", config.http.listen));
         let pusher = pusher.map(Arc::new);
+        let tasks = tasks(&a2a, pusher.clone());
+        if let Some(shared) = tasks.shared() {
+            let (shared, metrics) = (shared.clone(), relay.metrics.clone());
+            relay.adopt_with(Arc::new(move |answer| adopt::spawn(shared.clone(), metrics.clone(), answer)));
+        }
         Ok(Some(Arc::new(A2aService {
             config: a2a,
             base_url,
@@ -69,6 +80,7 @@ impl A2aService {
             jwt,
             pusher,
             cards: Default::default(),
+            tasks,
         })))
     }
 
@@ -97,6 +109,18 @@ impl A2aService {
             self.relay.registered().await.into_iter().filter(|n| self.serves(n)).collect();
         served.sort();
         served
+    }
+}
+
+/// The task store `a2a` names: in Redis with `[a2a.store]`, else in memory.
+fn tasks(a2a: &A2aConfig, pusher: Option<Arc<push::Pusher>>) -> store::Tasks {
+    let (max, ttl) = (a2a.max_tasks, Duration::from_millis(a2a.task_ttl_ms));
+    match &a2a.store {
+        None => store::Tasks::Memory(store::Memory::new(max, ttl, pusher)),
+        Some(config) => {
+            let reply_timeout = Duration::from_millis(a2a.reply_timeout_ms);
+            store::Tasks::Shared(store::Shared::new(config.clone(), max, ttl, reply_timeout, pusher))
+        }
     }
 }
 

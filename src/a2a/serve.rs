@@ -13,7 +13,7 @@ use super::executor::{AGENT_HEADER, Executor};
 use super::handler::Handler;
 use super::jwt::Refusal;
 use super::required::{self, Missing};
-use super::store::{Tasks, Webhooks};
+use super::store::Webhooks;
 use super::{A2aService, auth, cached, card, rest};
 use crate::telemetry::Event as _;
 use crate::telemetry::a2a::TokenRefused;
@@ -28,13 +28,11 @@ use axum::middleware::{Next, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 use std::sync::Arc;
-use std::time::Duration;
 use tower::ServiceExt as _;
 
 /// The routes of `hub`'s agents.
 pub fn routes(hub: Arc<A2aService>) -> Router {
-    let c = &hub.config;
-    let tasks = Tasks::new(c.max_tasks, Duration::from_millis(c.task_ttl_ms), hub.pusher.clone());
+    let tasks = hub.tasks.clone();
     let mut sdk = DefaultRequestHandler::new(Executor { hub: hub.clone() }, tasks.clone());
     if tasks.pushes() {
         // The SDK's sender is made but never called: the store lists it no webhook.

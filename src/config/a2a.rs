@@ -3,6 +3,7 @@
 
 use super::jwt::JwtConfig;
 use super::push::PushConfig;
+use super::store::StoreConfig;
 use crate::stomp::Secret;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -34,6 +35,10 @@ pub struct A2aConfig {
     /// Push notifications (`[a2a.push]`): without the table they are not offered.
     #[serde(default)]
     pub push: Option<PushConfig>,
+    /// The tasks in Redis (`[a2a.store]`), shared by the bridges that name it and kept over a
+    /// restart; without the table, in memory.
+    #[serde(default)]
+    pub store: Option<StoreConfig>,
     /// The base URL clients reach the listener at, written into the cards (default:
     /// `http://<http.listen>`).
     #[serde(default)]
@@ -119,6 +124,7 @@ impl A2aConfig {
         }
         out.extend(self.jwt.iter().flat_map(JwtConfig::problems));
         out.extend(self.push.iter().flat_map(PushConfig::problems));
+        out.extend(self.store.iter().flat_map(StoreConfig::problems));
         out
     }
 

@@ -15,6 +15,7 @@ pub mod registry;
 mod report;
 mod rules;
 mod source;
+pub mod store;
 pub mod traces;
 
 use crate::envelope::civitas::Encoding;

@@ -115,7 +115,13 @@ pub struct Relay {
     /// The configuration the bridge runs on, followed on reload (the MCP tools are read from
     /// it on each listing).
     running: Mutex<Arc<Config>>,
+    /// What takes an A2A answer that no task here waits for, when the tasks are shared
+    /// (`[a2a.store]`: the task may run on another bridge, or did here before a restart).
+    adopter: Mutex<Option<Adopter>>,
 }
+
+/// See [`Relay::adopt_with`].
+pub type Adopter = Arc<dyn Fn(TaskAnswer) + Send + Sync>;
 
 /// How long a request waits for the Wise Agents registry before it goes on without it (the
 /// configured description; the default context).
@@ -137,6 +143,7 @@ impl Relay {
             publisher: Mutex::default(),
             registry: Mutex::default(),
             running: Mutex::new(Arc::new(config.clone())),
+            adopter: Mutex::default(),
         }))
     }
 
@@ -148,6 +155,12 @@ impl Relay {
     /// The Wise Agents registry, from the bridge once it has started it.
     pub fn attach_registry(&self, registry: Option<Arc<WiseRegistry>>) {
         *self.registry.lock().unwrap_or_else(|e| e.into_inner()) = registry;
+    }
+
+    /// A2A answers that no task here waits for go to `adopter` from now on, instead of being
+    /// dropped as late.
+    pub fn adopt_with(&self, adopter: Adopter) {
+        *self.adopter.lock().unwrap_or_else(|e| e.into_inner()) = Some(adopter);
     }
 
     /// The bridge runs on `config` from now on (a reload the engine took).
@@ -239,15 +252,23 @@ impl Relay {
         }
     }
 
-    /// An answer from the pipeline, to the request that waits for it (or dropped and counted).
+    /// An answer from the pipeline, to the request that waits for it; else to the adopter, or
+    /// dropped and counted.
     pub fn answer(&self, answer: TaskAnswer) {
         let waiting = self.lock().get(&answer.task).map(|(_, tx)| tx.clone());
         let task = answer.task.clone();
-        if waiting.is_none_or(|tx| tx.send(answer).is_err()) {
-            match Caller::of(&task) {
-                Caller::A2a => LateAnswer { task: &task }.emit(&self.metrics.a2a),
-                Caller::Mcp => crate::telemetry::mcp::LateAnswer { call: &task }.emit(&self.metrics.mcp),
-            }
+        let answer = match waiting {
+            Some(tx) => match tx.send(answer) {
+                Ok(()) => return,
+                Err(unsent) => unsent.0,
+            },
+            None => answer,
+        };
+        let adopter = self.adopter.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        match (Caller::of(&task), adopter) {
+            (Caller::A2a, Some(adopter)) => adopter(answer),
+            (Caller::A2a, None) => LateAnswer { task: &task }.emit(&self.metrics.a2a),
+            (Caller::Mcp, _) => crate::telemetry::mcp::LateAnswer { call: &task }.emit(&self.metrics.mcp),
         }
     }
 

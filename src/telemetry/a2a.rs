@@ -23,6 +23,8 @@ pub struct A2aMetrics {
     forbidden: AtomicU64,
     /// Reads of the JWT keys (`a2a.jwt.jwks_file`, `jwks_url`) that failed.
     keys_unread: AtomicU64,
+    /// Answers written into their task in the shared store by a bridge that does not run it.
+    adopted: AtomicU64,
     refused_lines: LogLimit,
 }
 
@@ -59,6 +61,13 @@ impl A2aMetrics {
                     "Reads of the JWT keys (a2a.jwt.jwks_file, jwks_url) that failed; the keys read before are kept.",
                 ),
                 &self.keys_unread,
+            ),
+            (
+                (
+                    "bridge_a2a_answers_adopted_total",
+                    "Wise Agents answers written into their task in the shared store (a2a.store) by this bridge, which does not run the task (another bridge does, or did before a restart).",
+                ),
+                &self.adopted,
             ),
         ] {
             let value = value.load(Ordering::Relaxed);
@@ -115,6 +124,30 @@ impl Event for KeysUnread<'_> {
             from = self.from,
             reason = self.why,
             "cannot read the JWT keys (a2a.jwt): keeping those read before"
+        );
+    }
+}
+
+/// An answer written into its task in the shared store by this bridge, which does not run it;
+/// `state` is the task's state then.
+pub struct Adopted<'a> {
+    pub task: &'a str,
+    pub state: &'a str,
+}
+
+impl Event for Adopted<'_> {
+    type Metrics = A2aMetrics;
+    type Counted = ();
+
+    fn count(&self, metrics: &A2aMetrics) {
+        metrics.adopted.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn log(&self, _: &(), _: u64) {
+        info!(
+            task = self.task,
+            state = self.state,
+            "a Wise Agents answer for an A2A task run elsewhere: written into its task"
         );
     }
 }

@@ -2,7 +2,7 @@
 //! store as the SDK's handler uses it.
 
 use super::*;
-use crate::a2a::store::{MAX_WEBHOOKS, Tasks, Webhooks};
+use crate::a2a::store::{MAX_WEBHOOKS, Memory, Tasks, Webhooks};
 use a2a::{AuthenticationInfo, TaskState, TaskStatus};
 use a2a_server::{PushConfigStore, TaskStore};
 use axum::http::{HeaderMap, StatusCode};
@@ -54,7 +54,7 @@ fn store(allow_private: bool) -> (Tasks, Arc<crate::telemetry::Metrics>) {
         ..PushConfig::default()
     };
     let pusher = Pusher::new(&config, metrics.clone()).unwrap();
-    (Tasks::new(10, Duration::from_secs(60), Some(Arc::new(pusher))), metrics)
+    (Tasks::Memory(Memory::new(10, Duration::from_secs(60), Some(Arc::new(pusher)))), metrics)
 }
 
 fn webhook(url: &str) -> TaskPushNotificationConfig {
@@ -169,7 +169,7 @@ async fn webhooks_are_set_read_and_deleted_within_their_bounds() {
     let unnamed = hooks.save(TaskPushNotificationConfig { id: None, ..public.clone() }).await.unwrap();
     assert!(unnamed.id.is_some(), "an id is given to a webhook without one");
     assert_eq!(hooks.get("t1", "w1").await.unwrap(), public);
-    assert_eq!(tasks.webhooks("t1").unwrap().len(), 2);
+    assert_eq!(tasks.webhooks("t1").await.unwrap().len(), 2);
     assert!(hooks.list("t1").await.unwrap().is_empty(), "the SDK's sender is listed none");
     for i in 2..MAX_WEBHOOKS {
         hooks.save(TaskPushNotificationConfig { id: Some(format!("n{i}")), ..public.clone() }).await.unwrap();
@@ -183,5 +183,5 @@ async fn webhooks_are_set_read_and_deleted_within_their_bounds() {
     hooks.delete("t1", "w1").await.unwrap();
     hooks.delete("t1", "w1").await.unwrap();
     assert_eq!(hooks.get("t1", "w1").await.unwrap_err().code, a2a::error_code::TASK_NOT_FOUND);
-    assert_eq!(tasks.webhooks("t1").unwrap().len(), MAX_WEBHOOKS - 1);
+    assert_eq!(tasks.webhooks("t1").await.unwrap().len(), MAX_WEBHOOKS - 1);
 }

@@ -1,9 +1,10 @@
 //! The tasks, bounded: at most `a2a.max_tasks` (a new task evicts the one that finished first,
 //! and is refused when every task is still running), a finished task kept `a2a.task_ttl_ms`;
 //! with each task its webhooks (`[a2a.push]`), whose workers it sends each new state.
-//! In memory: a restart forgets them (docs/A2A.md, "Restarts").
+//! In memory, the default: a restart forgets them (docs/A2A.md, "Where tasks are kept").
 
-use super::push::{Pusher, Updates};
+use super::MAX_WEBHOOKS;
+use crate::a2a::push::{Pusher, Updates};
 use a2a::{
     A2AError, ListTasksRequest, ListTasksResponse, Task, TaskPushNotificationConfig, TaskState, error_code,
 };
@@ -14,12 +15,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// Webhooks one task may have at most: one is what a client needs, a few let it fan out.
-pub const MAX_WEBHOOKS: usize = 10;
-
 /// The store; its clones are the same store.
 #[derive(Clone)]
-pub struct Tasks {
+pub struct Memory {
     max: usize,
     ttl: Duration,
     inner: Arc<Mutex<Inner>>,
@@ -69,9 +67,9 @@ impl Entry {
     }
 }
 
-impl Tasks {
+impl Memory {
     pub fn new(max: usize, ttl: Duration, pusher: Option<Arc<Pusher>>) -> Self {
-        Tasks { max: max.max(1), ttl, inner: Arc::default(), pusher }
+        Memory { max: max.max(1), ttl, inner: Arc::default(), pusher }
     }
 
     /// Whether push notifications are offered (`[a2a.push]`).
@@ -124,7 +122,7 @@ impl Inner {
 }
 
 #[async_trait::async_trait]
-impl TaskStore for Tasks {
+impl TaskStore for Memory {
     async fn create(&self, task: Task) -> Result<TaskVersion, A2AError> {
         let mut inner = self.lock();
         if !inner.make_room(self.max, self.ttl, Instant::now()) {
@@ -195,24 +193,19 @@ impl TaskStore for Tasks {
     }
 }
 
-/// The webhooks of the store's tasks, as the SDK's handler reads and writes them: set, read,
-/// deleted. Its `list` is what the SDK's own sender would call before each event, and lists
-/// none, so that the SDK sends nothing: the bridge's workers do ([`super::push`]);
-/// `ListTaskPushNotificationConfigs` is answered from [`Tasks::webhooks`] ([`super::handler`]).
-pub struct Webhooks(pub Tasks);
-
+/// The webhooks of the tasks (see [`super::Webhooks`]).
 #[async_trait::async_trait]
-impl PushConfigStore for Webhooks {
+impl PushConfigStore for Memory {
     async fn save(
         &self,
         mut config: TaskPushNotificationConfig,
     ) -> Result<TaskPushNotificationConfig, A2AError> {
-        let Some(pusher) = &self.0.pusher else { return Err(A2AError::push_notification_not_supported()) };
-        if let Some(why) = super::push::refusal(&config.url, pusher.config.allow_private) {
+        let Some(pusher) = &self.pusher else { return Err(A2AError::push_notification_not_supported()) };
+        if let Some(why) = crate::a2a::push::refusal(&config.url, pusher.config.allow_private) {
             return Err(A2AError::invalid_params(why));
         }
         let id = config.id.get_or_insert_with(|| uuid::Uuid::now_v7().to_string()).clone();
-        let mut inner = self.0.lock();
+        let mut inner = self.lock();
         let task_id = config.task_id.clone();
         let entry = inner.tasks.get_mut(&task_id).ok_or_else(|| A2AError::task_not_found(&task_id))?;
         let same = entry.webhooks.iter().position(|w| w.config.id.as_deref() == Some(id.as_str()));
@@ -229,7 +222,7 @@ impl PushConfigStore for Webhooks {
     }
 
     async fn get(&self, task_id: &str, config_id: &str) -> Result<TaskPushNotificationConfig, A2AError> {
-        let inner = self.0.lock();
+        let inner = self.lock();
         let webhooks = inner.tasks.get(task_id).map(|e| e.webhooks.as_slice()).unwrap_or_default();
         let found = webhooks.iter().find(|w| w.config.id.as_deref() == Some(config_id));
         found.map(|w| w.config.clone()).ok_or_else(|| {
@@ -247,14 +240,14 @@ impl PushConfigStore for Webhooks {
 
     /// Deleting a webhook that is not there is not an error (A2A 1.0: deletion is idempotent).
     async fn delete(&self, task_id: &str, config_id: &str) -> Result<(), A2AError> {
-        if let Some(entry) = self.0.lock().tasks.get_mut(task_id) {
+        if let Some(entry) = self.lock().tasks.get_mut(task_id) {
             entry.webhooks.retain(|w| w.config.id.as_deref() != Some(config_id));
         }
         Ok(())
     }
 
     async fn delete_all(&self, task_id: &str) -> Result<(), A2AError> {
-        if let Some(entry) = self.0.lock().tasks.get_mut(task_id) {
+        if let Some(entry) = self.lock().tasks.get_mut(task_id) {
             entry.webhooks.clear();
         }
         Ok(())
@@ -262,5 +255,5 @@ impl PushConfigStore for Webhooks {
 }
 
 #[cfg(test)]
-#[path = "store_tests.rs"]
+#[path = "memory_tests.rs"]
 mod tests;
