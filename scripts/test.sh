@@ -11,11 +11,10 @@
 # compiler of the workspace's own crates (its lints fail the build); nextest, the adapters'
 # tests, the load tool and the walkthroughs run what that build made. The only other cargo build
 # is the release binary, which the soaks and the image run.
-# Side by side: the brokers, Redis, Jaeger and the virtualenv are set up, and the release binary
-# is built, while that build compiles (two builds side by side finish sooner on a machine shared
-# with other work than one after the other: the release build alone took 19 minutes beside the
-# tests, and the soaks waited 4 of them); the image's base images are made while nextest and
-# pytest run.
+# Side by side, from the start: the brokers, Redis, the browser and the virtualenv are set up
+# (awaited before the lints), Jaeger is built (awaited before pytest, the only tests that use
+# it) and the release binary is built (awaited before the soaks), none of them after the debug
+# build; the image's base images are made while nextest and pytest run.
 # Each stage beside the others writes its log to a file, shown when it is joined; a failed stage
 # fails the run. The soaks and the container test, which measure what a busy machine would
 # disturb, run last, one after the other. Every stage's start and end is logged with the seconds
@@ -67,9 +66,6 @@ services() {
   # The Wise Agents registry's Redis (tests/wise_registry.rs, adapters/wiseagents): Debian's
   # redis-server on 127.0.0.1:${SAB_REDIS_PORT:-6379}.
   scripts/redis.sh start --fresh
-  # The trace backend (adapters/testing/jaeger_testing.py): Jaeger v1.75.0 with in-memory storage,
-  # OTLP on 127.0.0.1:4317/4318, its query API on 16686; built with Go the first time (minutes).
-  scripts/jaeger.sh start --fresh
   # The browser the conversations page is tested in: Debian's headless chromium.
   scripts/browser.sh >/dev/null
   scripts/python-env.sh
@@ -80,6 +76,11 @@ services() {
 # The tests that need Jaeger, Chromium or the MCP Inspector fail without them here, rather than skip.
 export SAB_SUITE=1
 beside services services
+# The trace backend (adapters/testing/jaeger_testing.py): Jaeger v1.75.0 with in-memory storage,
+# OTLP on 127.0.0.1:4317/4318, its query API on 16686; built with Go the first time (15 minutes
+# on a busy 2-core machine). Only the adapters' tests use it: it is awaited before pytest, so that
+# its build runs beside the Rust build and nextest, not before them.
+beside jaeger scripts/jaeger.sh start --fresh
 scripts/check-msrv.sh
 if cargo fmt --version >/dev/null 2>&1; then cargo fmt --all -- --check; else skip "rustfmt is not installed: formatting not checked"; fi
 
@@ -119,6 +120,7 @@ PATH="$venv_bin:$PATH" env "${linted[@]}" cargo nextest run --locked --workspace
 # The framework adapters (adapters/): pytest, end to end through the bridge binary built above
 # against ActiveMQ Classic, RabbitMQ and Artemis. A failure fails the run; so does collecting no
 # test (pytest's exit 5).
+rejoin jaeger
 say "pytest"
 status=0
 "${SAB_VENV:-.venv}/bin/python" -m pytest adapters -q -p no:cacheprovider || status=$?
