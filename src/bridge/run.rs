@@ -102,7 +102,7 @@ async fn proxy(
         }
         (None, _) => Default::default(),
     };
-    let registry = crate::wise_registry::member::start(&config, &cards, &shutdown).await?;
+    let registry = crate::wise_registry::member::start(&config, &cards, &shutdown, &metrics).await?;
     let mode = Settlement::choose(config.delivery.mode);
     let split = mode == Settlement::Confirm;
     let base = client_config(&config).map_err(|e| BridgeError::Config(e.to_string()))?;

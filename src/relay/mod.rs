@@ -14,7 +14,9 @@ use crate::stomp::{Client, Command, Frame, SessionError};
 use crate::telemetry::Event;
 use crate::telemetry::Metrics;
 use crate::telemetry::a2a::{DefaultContext, LateAnswer};
+use crate::telemetry::registry::RegistryUnavailable;
 use crate::wise_registry::member::WiseRegistry;
+use crate::wise_registry::store::RegistryError;
 pub mod trace;
 
 use std::collections::HashMap;
@@ -173,24 +175,45 @@ impl Relay {
         self.running.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// The registry, unless Redis is known not to answer (the registry's stage or its keeper
+    /// found so, or a call here timed out): a request then goes on at once without it, rather
+    /// than wait [`REGISTRY_WAIT`] for nothing. The keeper's next check (every 10 s) that Redis
+    /// answers, or the stage's, lets requests use it again.
     fn registry(&self) -> Option<Arc<WiseRegistry>> {
+        if self.metrics.registry.is_down() {
+            return None;
+        }
         self.registry.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// `read` on the registry within [`REGISTRY_WAIT`]; why not, when it failed. Redis not
+    /// answering (in time) is recorded, so that the next requests do not wait for it too.
+    async fn ask_registry<T>(
+        &self,
+        read: impl Future<Output = Result<T, RegistryError>>,
+    ) -> Result<T, String> {
+        let error = match tokio::time::timeout(REGISTRY_WAIT, read).await {
+            Ok(Ok(value)) => return Ok(value),
+            Ok(Err(error)) if !error.is_unavailable() => return Err(error.to_string()),
+            Ok(Err(error)) => error.to_string(),
+            Err(_) => "the Wise Agents registry did not answer in time".to_owned(),
+        };
+        RegistryUnavailable { error: &error }.emit(&self.metrics.registry);
+        Err(error)
     }
 
     /// `agent`'s description in the Wise Agents registry (what a coordinator reads there):
     /// none without the registry, or when Redis does not answer within [`REGISTRY_WAIT`].
     pub async fn registered_description(&self, agent: &str) -> Option<String> {
-        let registry = self.registry();
-        let read = async { registry?.description(agent).await.ok().flatten() };
-        tokio::time::timeout(REGISTRY_WAIT, read).await.ok().flatten()
+        let registry = self.registry()?;
+        self.ask_registry(registry.description(agent)).await.ok().flatten()
     }
 
     /// The agents of the Wise Agents registry: none without the registry, or when Redis does
     /// not answer within [`REGISTRY_WAIT`].
     pub async fn registered(&self) -> Vec<String> {
-        let registry = self.registry();
-        let read = async { registry?.agent_names().await.ok() };
-        tokio::time::timeout(REGISTRY_WAIT, read).await.ok().flatten().unwrap_or_default()
+        let Some(registry) = self.registry() else { return Vec::new() };
+        self.ask_registry(registry.agent_names()).await.unwrap_or_default()
     }
 
     /// The Wise Agents context a request with the caller's `context_id` asks in, under the
@@ -203,11 +226,15 @@ impl Relay {
         if known == context_id || context_id.is_empty() {
             return known.to_owned();
         }
-        let Some(registry) = self.registry() else { return known.to_owned() };
-        let reason = match tokio::time::timeout(REGISTRY_WAIT, registry.make_context(context_id)).await {
-            Ok(Ok(())) => return context_id.to_owned(),
-            Ok(Err(error)) => error.to_string(),
-            Err(_) => "the Wise Agents registry did not answer in time".to_owned(),
+        let reason = match self.registry() {
+            Some(registry) => match self.ask_registry(registry.make_context(context_id)).await {
+                Ok(()) => return context_id.to_owned(),
+                Err(reason) => reason,
+            },
+            None if self.metrics.registry.is_down() => {
+                "the Wise Agents registry (Redis) does not answer: not waited for".to_owned()
+            }
+            None => return known.to_owned(),
         };
         DefaultContext { context: context_id, reason: &reason }.emit(&self.metrics.a2a);
         known.to_owned()

@@ -89,3 +89,29 @@ fn a_reload_is_followed() {
     relay.follow(&config);
     assert_eq!(relay.running().mcp.as_ref().unwrap().tools, ["Echo", "News"]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn once_the_registry_did_not_answer_in_time_the_next_requests_do_not_wait_for_it() {
+    use crate::telemetry::registry::RegistryAnswered;
+    use tokio::time::Instant;
+    // Connections to it are made (the kernel's backlog) and never answered: a paused Redis.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let mut config = (*relay().running()).clone();
+    config.wiseagents.registry = Some(crate::config::registry::RegistryConfig { port, ..Default::default() });
+    let relay = Relay::of(&config, Arc::new(Metrics::default())).unwrap();
+    relay.attach_registry(WiseRegistry::of(&config, &HashMap::new()).map(Arc::new));
+
+    let first = Instant::now();
+    assert_eq!(relay.context_for("01a2-uuid").await, "default");
+    assert!(first.elapsed() >= REGISTRY_WAIT, "the first request waits for it");
+    assert!(relay.metrics.registry.is_down());
+    let second = Instant::now();
+    assert_eq!(relay.context_for("01b3-uuid").await, "default");
+    assert_eq!(relay.registered_description("Echo").await, None);
+    assert_eq!(second.elapsed(), Duration::ZERO, "the next ones do not");
+
+    // Redis answers again (the keeper's or the stage's call): requests use the registry again.
+    RegistryAnswered.emit(&relay.metrics.registry);
+    assert!(relay.registry().is_some());
+}

@@ -12,6 +12,8 @@ use crate::envelope::Intent;
 use crate::envelope::wiseagents::WiseMessage;
 use crate::names::is_glob;
 use crate::stomp::Frame;
+use crate::telemetry::registry::{RegistryAnswered, RegistryUnavailable};
+use crate::telemetry::{Event as _, Metrics};
 use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::Mutex;
@@ -28,6 +30,7 @@ pub async fn start(
     config: &Config,
     cards: &HashMap<String, String>,
     shutdown: &CancellationToken,
+    metrics: &Arc<Metrics>,
 ) -> Result<Option<Arc<WiseRegistry>>, RegistryError> {
     let Some(registry) = WiseRegistry::of(config, cards) else { return Ok(None) };
     match registry.start().await {
@@ -39,14 +42,23 @@ pub async fn start(
         started => started?,
     }
     let registry = Arc::new(registry);
-    let (keeper, shutdown) = (registry.clone(), shutdown.clone());
+    let (keeper, shutdown, metrics) = (registry.clone(), shutdown.clone(), metrics.clone());
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(REFRESH);
         tick.tick().await;
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => break,
-                _ = tick.tick() => keeper.refresh().await,
+                _ = tick.tick() => match keeper.refresh().await {
+                    // Redis answers again: the A2A and MCP requests use the registry again.
+                    Ok(()) => {
+                        RegistryAnswered.emit(&metrics.registry);
+                    }
+                    Err(error) if error.is_unavailable() => {
+                        RegistryUnavailable { error: &error.to_string() }.emit(&metrics.registry);
+                    }
+                    Err(_) => {}
+                },
             }
         }
     });
@@ -171,7 +183,7 @@ impl WiseRegistry {
 
     /// Periodically: a member missing from `agents` (Redis restarted empty, another instance
     /// stopped) is registered again.
-    pub async fn refresh(&self) {
+    pub async fn refresh(&self) -> Result<(), RegistryError> {
         let mut guard = self.store.lock().await;
         let result = async {
             let store = connected(&mut guard, &self.config).await?;
@@ -184,10 +196,11 @@ impl WiseRegistry {
             Ok::<(), RegistryError>(())
         }
         .await;
-        if let Err(error) = result {
-            forget_broken(&mut guard, &error);
+        if let Err(error) = &result {
+            forget_broken(&mut guard, error);
             warn!(%error, "the Wise Agents registry could not be checked");
         }
+        result
     }
 
     /// The frame's Wise Agents message, if the registry has work to do before it is published:
