@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from a2a.types import GetTaskRequest, ListTasksRequest, SubscribeToTaskRequest, TaskState
 
 from a2a_testing import (
@@ -176,10 +175,24 @@ def test_the_answer_taken_by_the_other_bridge_ends_the_stream_of_the_one_that_ru
     run(scenario)
 
 
-@pytest.mark.parametrize("redis_paused", [False, True], ids=["", "redis-paused-10s"])
 def test_both_bridges_restarted_one_after_the_other_under_100_streaming_tasks_every_task_completes(
-    broker: Broker, tmp_path: Path, closing: Closing, redis_paused: bool
+    broker: Broker, tmp_path: Path, closing: Closing
 ) -> None:
+    restarts(broker, tmp_path, closing, redis_paused=False)
+
+
+def test_the_same_with_redis_paused_for_10_s_before_the_answers_delays_them_and_loses_none(
+    tmp_path: Path, closing: Closing
+) -> None:
+    # On ActiveMQ only: what the pause holds is the store's, the same on every broker.
+    restarts(Broker(), tmp_path, closing, redis_paused=True)
+
+
+def restarts(broker: Broker, tmp_path: Path, closing: Closing, redis_paused: bool) -> None:
+    """100 streaming tasks, half on each bridge; A restarted (its clients follow their tasks on
+    B meanwhile), then B (every client follows its task on the new A); then the answers, with
+    Redis paused for 10 s first when ``redis_paused``: every task completes on its stream and
+    reads COMPLETED on the new B, and the two new bridges adopted every answer."""
     names = Names(broker)
     slow = names.agent("Slow")
     agent = WiseAgent(broker, slow)
