@@ -11,10 +11,10 @@
 # compiler of the workspace's own crates (its lints fail the build); nextest, the adapters'
 # tests, the load tool and the walkthroughs run what that build made. The only other cargo build
 # is the release binary, which the soaks and the image run.
-# Side by side, from the start: the brokers, Redis, the browser and the virtualenv are set up
-# (awaited before the lints), Jaeger is built (awaited before pytest, the only tests that use
-# it) and the release binary is built (awaited before the soaks), none of them after the debug
-# build; the image's base images are made while nextest and pytest run.
+# Side by side: while that build compiles, the brokers, Redis, the browser and the virtualenv
+# are set up (awaited before the lints) and Jaeger is built (awaited before pytest, the only
+# tests that use it); once it is built, the release binary is built (awaited before the soaks)
+# and the image's base images are made while nextest and pytest run.
 # Each stage beside the others writes its log to a file, shown when it is joined; a failed stage
 # fails the run. The soaks and the container test, which measure what a busy machine would
 # disturb, run last, one after the other. Every stage's start and end is logged with the seconds
@@ -95,11 +95,13 @@ if cargo clippy --version >/dev/null 2>&1; then
 else
   skip "clippy is not installed: lints not checked"
 fi
-# The release binary (the soaks', the image's), beside everything up to the soaks.
-beside release cargo build --release --locked --bin stomp-agent-bridge
 say "building the workspace (every target, debug, linted)"
 env "${linted[@]}" cargo build --locked --workspace --all-targets
 say "built"
+# The release binary (the soaks', the image's), beside everything up to the soaks. Started
+# beside the debug build instead, on a fresh 2-core machine with two busy loops beside the run,
+# it slowed that build by 400 s, which nextest and all after it waited for, and saved less.
+beside release cargo build --release --locked --bin stomp-agent-bridge
 
 rejoin services
 # The Python (ruff.toml, adapters/pyproject.toml): ruff's formatting of every tracked Python file,
