@@ -54,18 +54,22 @@ def store_section(names: Names) -> str:
 
 
 class Group:
-    """Bridges serving ``agent`` with their tasks in one Redis: started, killed and restarted
-    as a test needs, each one on a listener of its own."""
+    """A Wise Agents agent answered by the test (``agent``, named ``slow``) and the bridges that
+    serve it with their tasks in one Redis: started, killed and restarted as a test needs, each
+    on a listener of its own."""
 
-    def __init__(self, broker: Broker, names: Names, tmp: Path, closing: Closing, agent: str) -> None:
-        self.broker, self.names, self.tmp, self.closing, self.agent = broker, names, tmp, closing, agent
+    def __init__(self, broker: Broker, tmp: Path, closing: Closing) -> None:
+        self.broker, self.names, self.tmp, self.closing = broker, Names(broker), tmp, closing
+        self.slow = self.names.agent("Slow")
+        self.agent = WiseAgent(broker, self.slow)
+        closing(self.agent, self.agent.close)
         self.started = 0
 
     def start(self) -> A2ABridge:
         self.started += 1
         tmp = self.tmp / f"bridge{self.started}"
         tmp.mkdir()
-        bridge = A2ABridge(self.broker, self.names, tmp, [self.agent], extra=store_section(self.names))
+        bridge = A2ABridge(self.broker, self.names, tmp, [self.slow], extra=store_section(self.names))
         return self.closing(bridge, bridge.stop)
 
 
@@ -98,11 +102,8 @@ async def adopted(http: httpx.AsyncClient, bridge: A2ABridge) -> float:
 def test_a_task_started_on_a_bridge_killed_with_kill_9_is_read_followed_and_answered_on_another(
     broker: Broker, tmp_path: Path, closing: Closing
 ) -> None:
-    names = Names(broker)
-    slow = names.agent("Slow")
-    agent = WiseAgent(broker, slow)
-    closing(agent, agent.close)
-    group = Group(broker, names, tmp_path, closing, slow)
+    group = Group(broker, tmp_path, closing)
+    slow, agent = group.slow, group.agent
     a, b = group.start(), group.start()
 
     async def scenario() -> None:
@@ -140,11 +141,8 @@ def test_a_task_started_on_a_bridge_killed_with_kill_9_is_read_followed_and_answ
 def test_the_answer_taken_by_the_other_bridge_ends_the_stream_of_the_one_that_runs_the_task(
     broker: Broker, tmp_path: Path, closing: Closing
 ) -> None:
-    names = Names(broker)
-    slow = names.agent("Slow")
-    agent = WiseAgent(broker, slow)
-    closing(agent, agent.close)
-    group = Group(broker, names, tmp_path, closing, slow)
+    group = Group(broker, tmp_path, closing)
+    slow, agent = group.slow, group.agent
     a, b = group.start(), group.start()
 
     async def scenario() -> None:
@@ -193,11 +191,8 @@ def restarts(broker: Broker, tmp_path: Path, closing: Closing, redis_paused: boo
     B meanwhile), then B (every client follows its task on the new A); then the answers, with
     Redis paused for 10 s first when ``redis_paused``: every task completes on its stream and
     reads COMPLETED on the new B, and the two new bridges adopted every answer."""
-    names = Names(broker)
-    slow = names.agent("Slow")
-    agent = WiseAgent(broker, slow)
-    closing(agent, agent.close)
-    group = Group(broker, names, tmp_path, closing, slow)
+    group = Group(broker, tmp_path, closing)
+    slow, agent = group.slow, group.agent
     a, b = group.start(), group.start()
 
     async def follow_on(bridge: A2ABridge, http: httpx.AsyncClient, ids: list[str]) -> list[EventStream]:

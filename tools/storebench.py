@@ -6,7 +6,7 @@ agent and completed by its answer: the broker's round trip is in it) and N seque
 calls of those tasks, from one httpx client on one keep-alive connection: p50 and p99 of each,
 and the bridge's CPU per call.
 
-  .venv/bin/python tools/a2abench.py [--broker activemq|rabbitmq|artemis] [--bridge PATH]
+  .venv/bin/python tools/storebench.py [--broker activemq|rabbitmq|artemis] [--bridge PATH]
                                      [--requests 500] [--warmup 50]
 
 The brokers and Redis are the tests' (scripts/brokers.sh, scripts/redis.sh; ``SAB_REDIS_PORT``)."""
