@@ -114,9 +114,8 @@ impl Shared {
         let keys = [self.key("task:", &task.id), self.key("ended", ""), self.key("hooks:", &task.id)];
         let expected = expected.map(|v| v.to_string()).unwrap_or_default();
         let (now, ttl) = (now_ms().to_string(), millis(self.ttl).to_string());
-        let args = [&self.prefix, &task.id, &json, &state, flag(terminal), &now, &ttl, &expected];
-        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-        let args: Vec<&str> = args.iter().map(|a| a.as_str()).collect();
+        let args: [&str; 8] = [&self.prefix, &task.id, &json, &state, flag(terminal), &now, &ttl, &expected];
+        let keys: [&str; 3] = [&keys[0], &keys[1], &keys[2]];
         let Reply::Array(Some(out)) = self.eval(scripts::UPDATE, &keys, &args).await? else {
             return Err(A2AError::internal("the A2A task store's update answered no list"));
         };
@@ -271,7 +270,7 @@ impl TaskStore for Shared {
         let keys = [self.key("task:", &task.id), self.key("created", ""), self.key("ended", "")];
         let (now, ttl) = (now_ms().to_string(), millis(self.ttl).to_string());
         let (max, running) = (self.max.to_string(), millis(self.running_ttl).to_string());
-        let args = [
+        let args: [&str; 10] = [
             &self.prefix,
             &task.id,
             &json,
@@ -283,8 +282,7 @@ impl TaskStore for Shared {
             &max,
             &running,
         ];
-        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-        let args: Vec<&str> = args.iter().map(|a| a.as_str()).collect();
+        let keys: [&str; 3] = [&keys[0], &keys[1], &keys[2]];
         match self.eval(scripts::CREATE, &keys, &args).await?.into_int().unwrap_or(0) {
             0 => Err(A2AError::internal(format!(
                 "the bridges hold {} A2A tasks, all still running (a2a.max_tasks): try again later",
@@ -370,10 +368,9 @@ fn state_of(state: &TaskState) -> String {
     serde_json::to_string(state).unwrap_or_default()
 }
 
-fn flag(on: bool) -> &'static String {
-    static ON: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| "1".into());
-    static OFF: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| "0".into());
-    if on { &ON } else { &OFF }
+/// A boolean as the scripts read it.
+fn flag(on: bool) -> &'static str {
+    if on { "1" } else { "0" }
 }
 
 fn now_ms() -> u128 {
