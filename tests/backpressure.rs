@@ -28,6 +28,8 @@ const RSS_TOLERANCE_KIB: u64 = 1024;
 /// is reported as a stall (its connection heart-beats, so a late receipt never resets it).
 /// The bridge's SUBSCRIBEs wait for their receipts as long, at its start.
 const RECEIPT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long past the receipt timeout a stall lasts before the test takes it for the full inbox.
+const HELD_FOR: Duration = Duration::from_secs(3);
 /// `delivery.shutdown_timeout_ms` here: how long a stopping bridge waits for the batches the
 /// broker holds back (they never settle while nobody consumes).
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
@@ -104,14 +106,31 @@ async fn bridge_into(broker: Broker, family: &str, n: usize) -> (BridgeProcess, 
     (bridge, inbox)
 }
 
-/// [`bridge_into`] a `backpressure.*` inbox; returns once the bridge says it is stalled, with
-/// the inbox and how long after the last send that was.
+/// [`bridge_into`] a `backpressure.*` inbox; returns once the bridge is held at the full inbox,
+/// with the inbox and how long after the last send that was.
 async fn stalled_bridge(broker: Broker) -> (BridgeProcess, String, Duration) {
     let (bridge, inbox) = bridge_into(broker, "backpressure", N).await;
     // Nobody consumes the inbox: the broker takes what fits in 1 MB, then confirms nothing.
     let sent = Instant::now();
-    wait_readyz(&bridge, 60, |code, body| code == 503 && body.contains("publishing stalled"));
+    let deadline = sent + Duration::from_secs(60);
+    while !held_at_the_full_inbox(&bridge) {
+        assert!(Instant::now() < deadline, "not held within 60 s:\n{}", bridge.http_get("/metrics").1);
+        std::thread::sleep(Duration::from_millis(50));
+    }
     (bridge, inbox, sent.elapsed())
+}
+
+/// Whether the bridge is held by the full inbox, not by a busy broker's late receipt (a stall
+/// too, which ends by itself: one of 2 s on a loaded machine once made this test watch a bridge
+/// that went on): it says it is stalled, holds its whole bound, and has waited well past the
+/// receipt timeout.
+fn held_at_the_full_inbox(bridge: &BridgeProcess) -> bool {
+    let (code, ready) = bridge.http_get("/readyz");
+    let (_, m) = bridge.http_get("/metrics");
+    code == 503
+        && ready.contains("publishing stalled")
+        && metric(&m, "bridge_unacknowledged") == IN_FLIGHT
+        && metric(&m, "bridge_publish_stalled_seconds") >= (RECEIPT_TIMEOUT + HELD_FOR).as_secs_f64()
 }
 
 /// Consumes `inbox` until every `msg <i>` came; how often each came.
