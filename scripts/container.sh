@@ -130,6 +130,8 @@ runtime_rootfs() { # dir
   find "$dir/usr/share/ca-certificates" -name '*.crt' | sort | xargs cat >"$dir/etc/ssl/certs/ca-certificates.crt"
   find "$dir/usr/share/doc" -type f ! -name copyright -delete
   rm -rf "$dir/usr/share/man" "$dir/usr/share/lintian" "$dir/usr/share/info"
+  # glibc's character-set converters (8 MB), loaded by iconv(3) only: the bridge never calls it.
+  find "$dir/usr/lib" -type d -name gconv -prune -exec rm -rf {} +
   printf 'root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$dir/etc/passwd"
   printf 'root:x:0:\nnobody:x:65534:\nnonroot:x:65532:\n' >"$dir/etc/group"
   printf 'passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n' >"$dir/etc/nsswitch.conf"
@@ -231,7 +233,7 @@ build() {
   log "building the release binary (cargo build --release --locked)"
   cargo build --release --locked --quiet --bin stomp-agent-bridge
   mkdir -p .container/bin
-  cp target/release/stomp-agent-bridge .container/bin/stomp-agent-bridge
+  cp "${CARGO_TARGET_DIR:-target}/release/stomp-agent-bridge" .container/bin/stomp-agent-bridge
   log "building $bridge_image from the Dockerfile (BUILD=host, RUNTIME_IMAGE=$runtime_image)"
   podman build -q --build-arg BUILD=host --build-arg "RUNTIME_IMAGE=$runtime_image" -t "$bridge_image" . >/dev/null
   podman image prune -f >/dev/null
