@@ -12,7 +12,7 @@
 # from the module (a placeholder page is served); the API is all the tests read.
 # State (binary cache, configuration, pid file, log) under $SAB_JAEGER_STATE, else
 # /var/lib/stomp-agent-bridge/jaeger; the binary is cached as <state>/v1.75.0/jaeger, so that
-# only the first start builds (some 3 minutes on 2 cores; its log is <state>/build.log).
+# only the first start builds (some 4 minutes on 2 cores; its log is <state>/build.log).
 # Usage: scripts/jaeger.sh start|stop|restart|status [--fresh]
 # A `start` reuses a Jaeger that already answers. With --fresh (scripts/test.sh uses it), a Jaeger
 # this script started is restarted, so that its in-memory store begins empty; one it did not
