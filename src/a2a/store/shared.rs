@@ -115,7 +115,7 @@ impl Shared {
         let expected = expected.map(|v| v.to_string()).unwrap_or_default();
         let (now, ttl) = (now_ms().to_string(), millis(self.ttl).to_string());
         let args: [&str; 8] = [&self.prefix, &task.id, &json, &state, flag(terminal), &now, &ttl, &expected];
-        let keys: [&str; 3] = [&keys[0], &keys[1], &keys[2]];
+        let keys = keys.each_ref().map(String::as_str);
         let Reply::Array(Some(out)) = self.eval(scripts::UPDATE, &keys, &args).await? else {
             return Err(A2AError::internal("the A2A task store's update answered no list"));
         };
@@ -282,7 +282,7 @@ impl TaskStore for Shared {
             &max,
             &running,
         ];
-        let keys: [&str; 3] = [&keys[0], &keys[1], &keys[2]];
+        let keys = keys.each_ref().map(String::as_str);
         match self.eval(scripts::CREATE, &keys, &args).await?.into_int().unwrap_or(0) {
             0 => Err(A2AError::internal(format!(
                 "the bridges hold {} A2A tasks, all still running (a2a.max_tasks): try again later",
