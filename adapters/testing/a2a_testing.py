@@ -752,13 +752,17 @@ class OutboundBridge:
 class AgentSubprocess:
     """An a2a-sdk agent in a process of its own (a2a_agent_process.py): a ``BlockingExecutor``
     that is never released, which writes ``received <text>`` on its standard output for each
-    message, so that a test knows a call is under way, and kills it (``kill()``: SIGKILL)."""
+    message, so that a test knows a call is under way, and kills it (``kill()``: SIGKILL). Or
+    another agent that writes ``url <url>`` first: ``command``, its command line."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, command: Sequence[str] | None = None) -> None:
         script = Path(__file__).with_name("a2a_agent_process.py")
         self.lines: queue.Queue[str] = queue.Queue()
         self.proc = subprocess.Popen(
-            [sys.executable, str(script), name], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True
+            list(command or [sys.executable, str(script), name]),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         threading.Thread(target=self._read, daemon=True).start()
         self.url = self.wait_line("url ").removeprefix("url ")

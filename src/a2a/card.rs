@@ -1,8 +1,8 @@
-//! Each served agent's AgentCard (A2A 1.0): its JSON-RPC and HTTP+JSON interfaces at `/a2a/<Agent>`,
-//! streaming, text in and out, and the bearer scheme when a token is required (a JWT with
-//! `[a2a.jwt]`).
+//! Each served agent's AgentCard (A2A 1.0): its JSON-RPC and HTTP+JSON interfaces at `/a2a/<Agent>`
+//! (and A2A 0.3's JSON-RPC, last), streaming, text in and out, and the bearer scheme when a
+//! token is required (a JWT with `[a2a.jwt]`).
 
-use super::A2aService;
+use super::{A2aService, v03};
 use a2a::{AgentCapabilities, AgentCard, AgentInterface, AgentSkill, HttpAuthSecurityScheme, SecurityScheme};
 use std::collections::HashMap;
 
@@ -12,9 +12,11 @@ pub const OUTPUT_MODES: [&str; 1] = ["text/plain"];
 
 const SCHEME: &str = "bearer";
 
-/// The bindings served, at one URL, in the order of the bridge's preference (A2A 1.0 §5.6:
-/// the first is preferred): JSON-RPC at the URL itself, HTTP+JSON below it.
-const BINDINGS: [&str; 2] = ["JSONRPC", "HTTP+JSON"];
+/// The interfaces served (binding and protocol version), at one URL, in the order of the
+/// bridge's preference (A2A 1.0 §5.6: the first is preferred): JSON-RPC at the URL itself,
+/// HTTP+JSON below it, and A2A 0.3's JSON-RPC at the URL itself, for the clients that speak
+/// only 0.3 (they read the card's 0.3 fields, which name it).
+const INTERFACES: [(&str, &str); 3] = [("JSONRPC", "1.0"), ("HTTP+JSON", "1.0"), ("JSONRPC", v03::VERSION)];
 
 /// `agent`'s card, its interface under `base` (the listener's public URL).
 pub fn card(hub: &A2aService, agent: &str, base: &str, about: String) -> AgentCard {
@@ -47,12 +49,12 @@ pub fn card(hub: &A2aService, agent: &str, base: &str, about: String) -> AgentCa
         name: agent.to_owned(),
         description: about.clone(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
-        supported_interfaces: BINDINGS
+        supported_interfaces: INTERFACES
             .iter()
-            .map(|binding| AgentInterface {
+            .map(|(binding, version)| AgentInterface {
                 url: format!("{}/a2a/{agent}", base.trim_end_matches('/')),
                 protocol_binding: (*binding).into(),
-                protocol_version: "1.0".into(),
+                protocol_version: (*version).into(),
                 tenant: None,
             })
             .collect(),

@@ -1,5 +1,6 @@
 //! A2A 1.0 both ways (docs/A2A.md): native Wise Agents agents served as A2A agents (below),
-//! and the A2A agents proxied, called by the stage in [`call`].
+//! and the A2A agents proxied, called by the stage in [`call`]; A2A 0.3 both ways on the
+//! JSON-RPC binding, as the 1.0 calls it is made ([`v03`]).
 //!
 //! The official Rust SDK (`a2a-server`) serves the JSON-RPC binding, keeps each task's
 //! lifecycle and streams it over SSE; this module is what it calls: an executor that asks the
@@ -26,6 +27,7 @@ pub mod serve;
 mod store;
 mod stream;
 pub mod trace;
+mod v03;
 
 use crate::config::Config;
 use crate::config::a2a::A2aConfig;

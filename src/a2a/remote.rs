@@ -1,10 +1,11 @@
 //! One A2A agent the bridge calls: how it is reached (its card, read once; its client, with
-//! the bearer token and the call's `traceparent`), one attempt of a call, and the `CancelTask`
-//! of a call that gave up.
+//! the bearer token and the call's `traceparent`, in A2A 1.0 or, for an agent whose card says
+//! only 0.3, in 0.3), one attempt of a call, and the `CancelTask` of a call that gave up.
 
 use super::call::{DEFAULT_MAX_ATTEMPTS, DEFAULT_MAX_CALLS};
 use super::error::A2aFailure;
 use super::stream::{Folded, ends};
+use super::v03::{self, Transport03};
 use crate::config::AgentConfig;
 use crate::stomp::{Secret, TlsOptions, tls_client_config};
 use a2a::{
@@ -12,12 +13,13 @@ use a2a::{
     StreamResponse, SubscribeToTaskRequest, Task, TaskId, error_code,
 };
 use a2a_client::A2AClient;
-use a2a_client::agent_card::AgentCardResolver;
 use a2a_client::auth::AuthInterceptor;
 use a2a_client::jsonrpc::JsonRpcTransport;
 use a2a_client::middleware::CallInterceptor;
+use a2a_client::transport::Transport;
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
+use serde_json::Value;
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 use tokio::sync::{Mutex, Semaphore};
@@ -45,7 +47,20 @@ pub struct Card {
     /// Whether it streams (`capabilities.streaming`): then it is called with
     /// `SendStreamingMessage`.
     pub streaming: bool,
+    /// The A2A version it is called in.
+    pub version: Version,
 }
+
+/// The A2A version of the JSON-RPC interface an agent is called on: 1.0, or 0.3 for an agent
+/// whose card names no 1.x interface and says 0.3 (`protocolVersion`, or an interface's).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Version {
+    V1,
+    V03,
+}
+
+/// A client of either version: the SDK's, on its transport or on the bridge's 0.3 one.
+type Client = A2AClient<Box<dyn Transport>>;
 
 impl Remote {
     pub fn of(agent: &AgentConfig) -> Result<Remote, A2aFailure> {
@@ -68,9 +83,18 @@ impl Remote {
         })
     }
 
-    /// The card at `<url>/.well-known/agent-card.json`.
-    async fn card(&self) -> Result<AgentCard, A2AError> {
-        AgentCardResolver::new(Some(self.http.clone())).resolve(&self.url).await
+    /// The card at `<url>/.well-known/agent-card.json`, as JSON (a 0.3 card is not the SDK's
+    /// `AgentCard`).
+    async fn card(&self) -> Result<Value, A2AError> {
+        let url = format!("{}/.well-known/agent-card.json", self.url.trim_end_matches('/'));
+        let unread =
+            |e: String| A2AError::internal(format!("the agent card at {url} could not be read: {e}"));
+        let answer = self.http.get(&url).send().await.map_err(|e| unread(e.to_string()))?;
+        if !answer.status().is_success() {
+            return Err(unread(format!("HTTP {}", answer.status())));
+        }
+        let body = answer.bytes().await.map_err(|e| unread(e.to_string()))?;
+        serde_json::from_slice(&body).map_err(|e| unread(e.to_string()))
     }
 
     /// What the card says, read once (again after a failure).
@@ -81,8 +105,8 @@ impl Remote {
         }
         let card = self.card().await?;
         let refused = |why: String| A2AError::new(a2a::error_code::UNSUPPORTED_OPERATION, why);
-        let endpoint = jsonrpc_url(&card)
-            .ok_or_else(|| refused("the agent's card names no JSON-RPC interface".into()))?;
+        let card = Card::of(card)?;
+        let endpoint = card.endpoint.clone();
         // The token was given for the agent's URL: never sent to another origin, nor in clear.
         if self.token.is_some() && origin(&endpoint) != origin(&self.url) {
             let why = format!(
@@ -91,16 +115,19 @@ impl Remote {
             );
             return Err(refused(why));
         }
-        let streaming = card.capabilities.streaming.unwrap_or(false);
-        let card = Card { endpoint, description: description(&card), streaming };
         *known = Some(card.clone());
         Ok(card)
     }
 
     /// Its client for `card`'s endpoint, with the bearer token if configured and the call's
     /// `traceparent`.
-    fn client(&self, card: &Card, traceparent: Option<&str>) -> A2AClient<JsonRpcTransport> {
-        let client = A2AClient::new(JsonRpcTransport::new(self.http.clone(), card.endpoint.clone()));
+    fn client(&self, card: &Card, traceparent: Option<&str>) -> Client {
+        let (http, endpoint) = (self.http.clone(), card.endpoint.clone());
+        let transport: Box<dyn Transport> = match card.version {
+            Version::V1 => Box::new(JsonRpcTransport::new(http, endpoint)),
+            Version::V03 => Box::new(Transport03::new(http, endpoint)),
+        };
+        let client = A2AClient::new(transport);
         let mut interceptors: Vec<Arc<dyn CallInterceptor>> = Vec::new();
         if let Some(token) = &self.token {
             interceptors.push(Arc::new(AuthInterceptor::bearer(token.expose())));
@@ -200,7 +227,7 @@ enum Resumed {
 
 /// What became of task `id`: a failure to reach the agent is the attempt's error (the task is
 /// kept for the next attempt); any other refusal of `SubscribeToTask` is judged by `GetTask`.
-async fn resume(client: &A2AClient<JsonRpcTransport>, id: TaskId) -> Result<Resumed, A2AError> {
+async fn resume(client: &Client, id: TaskId) -> Result<Resumed, A2AError> {
     match client.subscribe_to_task(&SubscribeToTaskRequest { id: id.clone(), tenant: None }).await {
         Ok(events) => return Ok(Resumed::Stream(events)),
         Err(e) if e.code == error_code::INTERNAL_ERROR => return Err(e),
@@ -267,17 +294,20 @@ impl CallInterceptor for Traceparent {
 /// What a coordinator reads of the agent in the Wise Agents registry: the card's description
 /// and its skills.
 fn description(card: &AgentCard) -> String {
-    let skills: Vec<String> = card
-        .skills
-        .iter()
-        .map(|s| match s.description.is_empty() {
-            true => s.name.clone(),
-            false => format!("{} ({})", s.name, s.description),
+    described(card.description.clone(), card.skills.iter().map(|s| (s.name.clone(), s.description.clone())))
+}
+
+/// A card's `description` with its `skills` (name, description) said after it.
+fn described(description: String, skills: impl Iterator<Item = (String, String)>) -> String {
+    let skills: Vec<String> = skills
+        .map(|(name, about)| match about.is_empty() {
+            true => name,
+            false => format!("{name} ({about})"),
         })
         .collect();
     match skills.is_empty() {
-        true => card.description.clone(),
-        false => format!("{} Skills: {}.", card.description.trim_end(), skills.join("; ")),
+        true => description,
+        false => format!("{} Skills: {}.", description.trim_end(), skills.join("; ")),
     }
 }
 
@@ -288,9 +318,52 @@ pub fn origin(url: &str) -> String {
     format!("{scheme}://{authority}").to_ascii_lowercase()
 }
 
-/// The URL of the card's JSON-RPC interface (A2A 1.0 `supportedInterfaces`).
+impl Card {
+    /// What the bridge takes from `card`: its A2A 1.x JSON-RPC interface (`supportedInterfaces`)
+    /// when it names one, else its A2A 0.3 JSON-RPC interface (an interface of 0.x, or a 0.3
+    /// card's `url` or `additionalInterfaces`); or why it cannot be called (a card that names
+    /// no such interface is refused, one that cannot be read is an error of the attempt).
+    fn of(card: Value) -> Result<Card, A2AError> {
+        let refused = |why: &str| A2AError::new(a2a::error_code::UNSUPPORTED_OPERATION, why);
+        let interfaces =
+            card.get("supportedInterfaces").and_then(Value::as_array).cloned().unwrap_or_default();
+        let jsonrpc = |major: &str| {
+            interfaces.iter().find(|i| {
+                i.get("protocolBinding").and_then(Value::as_str) == Some("JSONRPC")
+                    && i.get("protocolVersion").and_then(Value::as_str).unwrap_or("1").split('.').next()
+                        == Some(major)
+            })
+        };
+        let url = |i: &Value| i.get("url").and_then(Value::as_str).map(str::to_owned);
+        if jsonrpc("1").is_some() {
+            let card: AgentCard = serde_json::from_value(card)
+                .map_err(|e| A2AError::internal(format!("failed to parse agent card: {e}")))?;
+            let endpoint =
+                jsonrpc_url(&card).ok_or_else(|| refused("the agent's card names no JSON-RPC interface"))?;
+            let streaming = card.capabilities.streaming.unwrap_or(false);
+            return Ok(Card { endpoint, description: description(&card), streaming, version: Version::V1 });
+        }
+        let endpoint = jsonrpc("0").and_then(url).or_else(|| v03::jsonrpc_url(&card));
+        let endpoint = endpoint.ok_or_else(|| refused("the agent's card names no JSON-RPC interface"))?;
+        let streaming = card.pointer("/capabilities/streaming").and_then(Value::as_bool).unwrap_or(false);
+        let about = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+        let skills = card.get("skills").and_then(Value::as_array).cloned().unwrap_or_default();
+        let skills = skills.iter().map(|s| (about(s, "name"), about(s, "description")));
+        let description = described(about(&card, "description"), skills);
+        Ok(Card { endpoint, description, streaming, version: Version::V03 })
+    }
+}
+
+/// The URL of the card's A2A 1.x JSON-RPC interface (`supportedInterfaces`).
 fn jsonrpc_url(card: &AgentCard) -> Option<String> {
-    card.supported_interfaces.iter().find(|i| i.protocol_binding == "JSONRPC").map(|i| i.url.clone())
+    let v1 = |i: &&a2a::AgentInterface| {
+        i.protocol_version.split('.').next() == Some("1") || i.protocol_version.is_empty()
+    };
+    card.supported_interfaces
+        .iter()
+        .filter(v1)
+        .find(|i| i.protocol_binding == "JSONRPC")
+        .map(|i| i.url.clone())
 }
 
 #[cfg(test)]

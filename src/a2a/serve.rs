@@ -7,20 +7,21 @@
 //! 401, or 403 for a JWT not allowed this agent: nothing is published), the body is within
 //! `a2a.max_body_bytes` (else 413), an HTTP+JSON call names A2A 1.x in `A2A-Version` (as the
 //! SDK checks on JSON-RPC), and a message has what A2A 1.0 requires (else `-32602`, or 400
-//! `INVALID_ARGUMENT` on HTTP+JSON).
+//! `INVALID_ARGUMENT` on HTTP+JSON). A JSON-RPC call of A2A 0.3 is made the 1.0 call it is
+//! first, and its answer written back in 0.3 ([`v03`]).
 
 use super::executor::{AGENT_HEADER, Executor};
 use super::handler::Handler;
 use super::jwt::Refusal;
 use super::required::{self, Missing};
 use super::store::Webhooks;
-use super::{A2aService, auth, cached, card, rest};
+use super::{A2aService, auth, cached, card, rest, v03};
 use crate::telemetry::Event as _;
 use crate::telemetry::a2a::TokenRefused;
 use a2a::{A2AError, AgentCapabilities, JsonRpcResponse};
 use a2a_server::DefaultRequestHandler;
 use axum::Router;
-use axum::body::{Body, HttpBody as _};
+use axum::body::{Body, Bytes, HttpBody as _};
 use axum::extract::{OriginalUri, Path, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -118,14 +119,20 @@ fn served<'a>(hub: &A2aService, path: &'a str) -> Option<&'a str> {
 async fn guard(State(hub): State<Arc<A2aService>>, request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
     match admit(&hub, parts, body).await {
-        Ok(request) => next.run(request).await,
+        Ok((request, None)) => next.run(request).await,
+        Ok((request, Some(legacy))) => v03::answer(legacy, next.run(request).await).await,
         Err(refused) => last(refused),
     }
 }
 
 /// The request, with its body read and its agent named in [`AGENT_HEADER`], if it may reach
-/// the SDK; else what it is answered.
-async fn admit(hub: &A2aService, mut parts: Parts, body: Body) -> Result<Request, Response> {
+/// the SDK (an A2A 0.3 call made the 1.0 call it is, and its method, whose answer is written
+/// back in 0.3's shapes); else what it is answered.
+async fn admit(
+    hub: &A2aService,
+    mut parts: Parts,
+    body: Body,
+) -> Result<(Request, Option<v03::Method>), Response> {
     // Inside the nest the path is `/`: the agent is in the path as the client sent it.
     let path = parts.extensions.get::<OriginalUri>().map_or(parts.uri.path(), |o| o.0.path());
     let Some(agent) = served(hub, path).map(str::to_owned) else {
@@ -137,6 +144,10 @@ async fn admit(hub: &A2aService, mut parts: Parts, body: Body) -> Result<Request
     let Ok(body) = axum::body::to_bytes(body, hub.config.max_body_bytes).await else {
         let why = format!("the request is larger than a2a.max_body_bytes ({})\n", hub.config.max_body_bytes);
         return Err((StatusCode::PAYLOAD_TOO_LARGE, why).into_response());
+    };
+    let (legacy, body) = match Binding::of(path) {
+        Binding::JsonRpc => v1_of(&mut parts.headers, body).map_err(|refused| *refused)?,
+        Binding::HttpJson => (None, body),
     };
     let refused = match Binding::of(path) {
         Binding::JsonRpc => invalid_params(hub, &parts.headers, &body),
@@ -150,7 +161,16 @@ async fn admit(hub: &A2aService, mut parts: Parts, body: Body) -> Result<Request
     }
     let value = HeaderValue::from_str(&agent).map_err(|_| StatusCode::NOT_FOUND.into_response())?;
     parts.headers.insert(AGENT_HEADER, value);
-    Ok(Request::from_parts(parts, Body::from(body)))
+    Ok((Request::from_parts(parts, Body::from(body)), legacy))
+}
+
+/// A JSON-RPC `body` as A2A 1.0: an A2A 0.3 call is made the 1.0 call it is (its `A2A-Version`
+/// in `headers` 1.0 now), with its method, whose answer is written back in 0.3's shapes.
+fn v1_of(headers: &mut HeaderMap, body: Bytes) -> Result<(Option<v03::Method>, Bytes), Box<Response>> {
+    let Some(read) = v03::read(headers, &body) else { return Ok((None, body)) };
+    let (method, v1) = read.map_err(Box::new)?;
+    headers.insert("a2a-version", v03::v1_version());
+    Ok((Some(method), v1.into()))
 }
 
 /// `answer` as the last on its connection when its request's body was not read whole (a
@@ -215,7 +235,7 @@ async fn agent_card(
         return (StatusCode::NOT_FOUND, "no such A2A agent here (GET /a2a lists them)\n").into_response();
     }
     let description = hub.description(&agent).await;
-    let card = card::card(&hub, &agent, &hub.base_url, description);
+    let card = v03::card(&card::card(&hub, &agent, &hub.base_url, description));
     cached::answer(&card, &headers, |tag| hub.cards.since(&agent, tag, time::OffsetDateTime::now_utc()))
 }
 

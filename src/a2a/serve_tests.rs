@@ -313,3 +313,83 @@ async fn an_http_json_delete_answers_an_empty_json_object() {
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(answer.ends_with("\r\n\r\n{}"), "{answer}");
 }
+
+/// A JSON-RPC call as an A2A 0.3 client sends it: no `A2A-Version`.
+fn post_v03(body: &str) -> String {
+    post("/a2a/Echo", Some("s3cret"), body).replace("a2a-version: 1.0\r\n", "")
+}
+
+#[tokio::test]
+async fn an_a2a_0_3_client_is_served_in_0_3_s_shapes_by_the_same_tasks() {
+    let send = r#"{"jsonrpc":"2.0","id":"s1","method":"message/send","params":{"configuration":{"blocking":true},
+        "message":{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"hi"}]}}}"#;
+    let hub = hub();
+    let answer = exchange(hub.clone(), post_v03(send)).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let body: serde_json::Value = serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    let task = &body["result"];
+    assert_eq!((body["id"].as_str(), task["kind"].as_str()), (Some("s1"), Some("task")), "{answer}");
+    // No broker: the task failed, said in 0.3's words.
+    assert_eq!(task["status"]["state"], "failed", "{answer}");
+    assert_eq!(task["status"]["message"]["role"], "agent", "{answer}");
+    assert_eq!(task["status"]["message"]["parts"][0]["kind"], "text", "{answer}");
+
+    // The same task, read by a 0.3 `tasks/get` and by a 1.0 `GetTask`.
+    let id = task["id"].as_str().unwrap();
+    let get = format!(r#"{{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{{"id":"{id}"}}}}"#);
+    let get_v1 = format!(r#"{{"jsonrpc":"2.0","id":3,"method":"GetTask","params":{{"id":"{id}"}}}}"#);
+    let answers = exchanges(hub, vec![post_v03(&get), post("/a2a/Echo", Some("s3cret"), &get_v1)]).await;
+    assert!(
+        answers[0].contains(r#""kind":"task""#) && answers[0].contains(r#""state":"failed""#),
+        "{}",
+        answers[0]
+    );
+    assert!(answers[1].contains("TASK_STATE_FAILED") && !answers[1].contains(r#""kind""#), "{}", answers[1]);
+}
+
+#[tokio::test]
+async fn a_0_3_stream_s_events_are_0_3_s_and_the_refusals_are_json_rpc_errors() {
+    let stream = r#"{"jsonrpc":"2.0","id":1,"method":"message/stream","params":{
+        "message":{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"hi"}]}}}"#;
+    let answer = exchange(hub(), post_v03(stream)).await;
+    assert!(answer.contains("content-type: text/event-stream"), "{answer}");
+    // No broker: the stream is the failed task's last status.
+    assert!(answer.contains(r#""kind":"status-update""#) && answer.contains(r#""final":true"#), "{answer}");
+    assert!(answer.contains(r#""state":"failed""#), "{answer}");
+    assert!(!answer.contains("TASK_STATE_"), "{answer}");
+
+    let get = r#"{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"id":"t1"}}"#;
+    let answer = exchange(hub(), post("/a2a/Echo", Some("s3cret"), get)).await;
+    assert_eq!(rpc_error(&answer)["code"], -32009, "{answer}");
+    let bad = r#"{"jsonrpc":"2.0","id":3,"method":"message/send","params":{"message":{"role":"user"}}}"#;
+    let answer = exchange(hub(), post_v03(bad)).await;
+    assert_eq!(rpc_error(&answer)["code"], -32602, "{answer}");
+    let missing = r#"{"jsonrpc":"2.0","id":4,"method":"tasks/get","params":{"id":"no-such-task"}}"#;
+    let answer = exchange(hub(), post_v03(missing)).await;
+    assert_eq!(rpc_error(&answer)["code"], -32001, "{answer}");
+    // The refusals of 1.0 (here, a message without its id) are made on the 1.0 call.
+    let bare =
+        r#"{"jsonrpc":"2.0","id":5,"method":"message/send","params":{"message":{"role":"user","parts":[]}}}"#;
+    let answer = exchange(hub(), post_v03(bare)).await;
+    assert!(rpc_error(&answer)["message"].as_str().unwrap_or_default().contains("messageId"), "{answer}");
+}
+
+#[tokio::test]
+async fn the_card_names_the_0_3_interface_last_and_in_0_3_s_fields() {
+    let get = "GET /a2a/Echo/.well-known/agent-card.json HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n";
+    let answer = exchange(hub(), get.to_owned()).await;
+    let card: serde_json::Value = serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    let versions: Vec<&str> = card["supportedInterfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i["protocolVersion"].as_str())
+        .collect();
+    assert_eq!(versions, ["1.0", "1.0", "0.3"], "{card}");
+    assert_eq!(card["url"], "http://127.0.0.1:9464/a2a/Echo", "{card}");
+    assert_eq!(
+        (card["preferredTransport"].as_str(), card["protocolVersion"].as_str()),
+        (Some("JSONRPC"), Some("0.3"))
+    );
+    assert_eq!(card["securitySchemes"]["bearer"]["type"], "http", "{card}");
+}

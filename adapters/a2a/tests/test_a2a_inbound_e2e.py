@@ -64,7 +64,7 @@ COMPLETED = TaskState.TASK_STATE_COMPLETED
 WORKING = TaskState.TASK_STATE_WORKING
 FAILED = TaskState.TASK_STATE_FAILED
 CANCELED = TaskState.TASK_STATE_CANCELED
-# The card's two interfaces, as the SDK names them (``ClientConfig.supported_protocol_bindings``).
+# The card's two A2A 1.0 interfaces, as the SDK names them (``ClientConfig.supported_protocol_bindings``).
 BINDINGS = ["JSONRPC", "HTTP+JSON"]
 OTHER = {"JSONRPC": "HTTP+JSON", "HTTP+JSON": "JSONRPC"}
 
@@ -155,6 +155,7 @@ def test_card_and_listing(broker, tmp_path, closing):
             assert [(i.url, i.protocol_binding, i.protocol_version) for i in card.supported_interfaces] == [
                 (bridge.agent_url(echo), "JSONRPC", "1.0"),
                 (bridge.agent_url(echo), "HTTP+JSON", "1.0"),
+                (bridge.agent_url(echo), "JSONRPC", "0.3"),
             ], card
             assert card.capabilities.streaming, card
             assert list(card.default_output_modes) == ["text/plain"], card
