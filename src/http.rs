@@ -7,8 +7,6 @@
 pub mod tls;
 
 use crate::a2a::A2aService;
-use crate::config::mcp::McpConfig;
-use crate::relay::Relay;
 use crate::telemetry::Metrics;
 use axum::Router;
 use axum::extract::State;
@@ -27,8 +25,8 @@ const TEXT: &str = "text/plain; charset=utf-8";
 pub struct Services {
     /// The A2A service (`[a2a]`).
     pub a2a: Option<Arc<A2aService>>,
-    /// The MCP server (`[mcp]`): the relay its calls ask through, and its settings at start.
-    pub mcp: Option<(Arc<Relay>, McpConfig)>,
+    /// The MCP server (`[mcp]`).
+    pub mcp: Option<crate::mcp::McpService>,
 }
 
 /// Serves until `shutdown` fires.
@@ -50,8 +48,8 @@ pub async fn serve(
     if let Some(tasks) = services.a2a {
         routes = routes.merge(crate::a2a::serve::routes(tasks));
     }
-    if let Some((relay, config)) = services.mcp {
-        routes = routes.merge(crate::mcp::serve::routes(relay, &config, shutdown.child_token()));
+    if let Some(mcp) = services.mcp {
+        routes = routes.merge(crate::mcp::serve::routes(mcp, shutdown.child_token()));
     }
     let stopped = shutdown.cancelled_owned();
     let served = match tls {

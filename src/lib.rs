@@ -22,11 +22,12 @@
 //!    does.
 //! 9. [`relay`]: the requests asked on the broker for callers over HTTP (an A2A task, an MCP
 //!    tool call), each waiting for its answers.
-//! 10. [`a2a`]: A2A 1.0 both ways: native Wise Agents agents served as A2A agents (the
-//!     official SDK's JSON-RPC server, an executor that asks through the relay, a task store),
-//!     and the stage that calls the A2A agents proxied (`protocol = "a2a"`).
+//! 10. [`a2a`]: A2A 1.0 (and 0.3) both ways: native Wise Agents agents served as A2A agents
+//!     (the official SDK's JSON-RPC server, an executor that asks through the relay, a task
+//!     store), the stage that calls the A2A agents proxied (`protocol = "a2a"`), and the JWT
+//!     checker.
 //! 11. [`mcp`]: the society's agents as MCP tools (the official SDK's Streamable HTTP server,
-//!     a handler that asks through the relay).
+//!     a handler that asks through the relay; its JWTs checked by [`a2a`]'s checker).
 //! 12. [`mirror`]: mirror mode: a broker-made copy of the Wise Agents traffic, published
 //!     again in every format.
 //! 13. [`deadletter`]: the dead-letter queue for operators: list, pick and replay.

@@ -229,7 +229,15 @@ async fn serve(config: Config, path: &Path, set_level: SetLevel) -> ExitCode {
         Some(Ok(a2a)) => a2a,
         None => None,
     };
-    let services = stomp_agent_bridge::http::Services { a2a, mcp: relay.clone().zip(config.mcp.clone()) };
+    let mcp = match relay.as_ref().map(|relay| stomp_agent_bridge::mcp::McpService::of(&config, relay)) {
+        Some(Err(e)) => {
+            tracing::error!(error = %e, "cannot serve MCP ([mcp])");
+            return ExitCode::FAILURE;
+        }
+        Some(Ok(mcp)) => mcp,
+        None => None,
+    };
+    let services = stomp_agent_bridge::http::Services { a2a, mcp };
     if !config.http.listen.is_empty() {
         let tls = match (&config.http.cert_file, &config.http.key_file) {
             (Some(cert), Some(key)) => match stomp_agent_bridge::http::tls::server_config(cert, key) {

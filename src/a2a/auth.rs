@@ -3,10 +3,10 @@
 //! for this agent.
 
 use super::A2aService;
-use super::jwt::Refusal;
+use super::jwt::{Refusal, bearer};
 use crate::telemetry::Event as _;
 use crate::telemetry::a2a::KeysUnread;
-use axum::http::{HeaderMap, header};
+use axum::http::HeaderMap;
 
 /// Whether the request with `headers` may call `agent`.
 pub async fn authorize(hub: &A2aService, headers: &HeaderMap, agent: &str) -> Result<(), Refusal> {
@@ -25,11 +25,4 @@ pub async fn authorize(hub: &A2aService, headers: &HeaderMap, agent: &str) -> Re
     };
     let metrics = &hub.relay.metrics.a2a;
     jwt.check(given, agent, |u| KeysUnread { from: &u.from, why: &u.why }.emit(metrics)).await
-}
-
-/// The bearer token of `Authorization`, if it has one (RFC 6750: the scheme in any case).
-fn bearer(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
 }

@@ -60,7 +60,7 @@ impl A2aService {
     /// `[a2a.jwt]`, its keys are read again on a period beside it (on the runtime).
     pub fn of(config: &Config, relay: &Arc<Relay>) -> Result<Option<Arc<A2aService>>, String> {
         let Some(a2a) = config.a2a.clone() else { return Ok(None) };
-        let jwt = a2a.jwt.as_ref().map(jwt::Jwt::new).transpose()?.map(Arc::new);
+        let jwt = a2a.jwt.as_ref().map(|j| jwt::Jwt::new(j, "a2a.jwt")).transpose()?.map(Arc::new);
         if let Some(jwt) = &jwt {
             let metrics = relay.metrics.clone();
             jwt::spawn_refresh(jwt, move |u| KeysUnread { from: &u.from, why: &u.why }.emit(&metrics.a2a));

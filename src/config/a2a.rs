@@ -122,7 +122,7 @@ impl A2aConfig {
         if self.reply_timeout_ms > super::MAX_REPLY_TIMEOUT_MS {
             bad("reply_timeout_ms", format!("must be at most {} (a day)", super::MAX_REPLY_TIMEOUT_MS));
         }
-        out.extend(self.jwt.iter().flat_map(JwtConfig::problems));
+        out.extend(self.jwt.iter().flat_map(|j| j.problems("a2a.jwt")));
         out.extend(self.push.iter().flat_map(PushConfig::problems));
         out.extend(self.store.iter().flat_map(StoreConfig::problems));
         out

@@ -162,6 +162,7 @@ fn mcp_refused(old: Option<&McpConfig>, new: Option<&McpConfig>) -> Option<&'sta
         (
             c.token_file.clone(),
             c.token.clone(),
+            c.jwt.clone(),
             c.reply_timeout_ms,
             c.max_calls,
             c.max_body_bytes,

@@ -1,4 +1,5 @@
-//! `[a2a.jwt]`: JWT bearer tokens checked against the keys of a JWKS (docs/A2A.md, "Tokens").
+//! `[a2a.jwt]` and `[mcp.jwt]`: JWT bearer tokens checked against the keys of a JWKS (docs/A2A.md,
+//! "Tokens"; docs/MCP.md, "Security").
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -57,10 +58,11 @@ fn default_claim() -> String {
 }
 
 impl JwtConfig {
-    /// The rules that relate its keys, each broken one as its key (under `a2a.jwt.`) and why.
-    pub(super) fn problems(&self) -> Vec<(String, String)> {
+    /// The rules that relate its keys, each broken one as its key (under `section`, e.g.
+    /// `a2a.jwt`) and why.
+    pub(super) fn problems(&self, section: &str) -> Vec<(String, String)> {
         let mut out = Vec::new();
-        let mut bad = |key: &str, why: String| out.push((format!("a2a.jwt.{key}"), why));
+        let mut bad = |key: &str, why: String| out.push((format!("{section}.{key}"), why));
         if self.jwks_file.is_none() && self.jwks_url.is_none() {
             bad("jwks_file", "set jwks_file, jwks_url or both: the keys tokens are checked with".into());
         }
@@ -116,7 +118,7 @@ mod tests {
         let c = parse("jwks_file = \"keys.json\"\nissuer = \"https://idp\"\naudience = \"bridge\"");
         assert_eq!((c.jwks_refresh_ms, c.jwks_min_refresh_ms, c.leeway_ms), (300_000, 30_000, 60_000));
         assert_eq!(c.claim, "scope");
-        assert_eq!(c.problems(), []);
+        assert_eq!(c.problems("a2a.jwt"), []);
         assert_eq!(c.allowed("Any"), None);
     }
 
@@ -126,7 +128,7 @@ mod tests {
             "jwks_url = \"ftp://idp\"\nissuer = \"\"\naudience = \" \"\njwks_refresh_ms = 10\n\
              [allow]\n\"a b\" = [\"x\"]\nWeather = []",
         );
-        let text: String = c.problems().iter().map(|(k, why)| format!("{k}: {why}\n")).collect();
+        let text: String = c.problems("a2a.jwt").iter().map(|(k, why)| format!("{k}: {why}\n")).collect();
         for expected in [
             "a2a.jwt.jwks_url: \"ftp://idp\"",
             "a2a.jwt.issuer: must not be empty",
@@ -138,7 +140,7 @@ mod tests {
             assert!(text.contains(expected), "{expected}: {text}");
         }
         let none = parse("issuer = \"i\"\naudience = \"a\"");
-        assert!(none.problems()[0].1.contains("set jwks_file, jwks_url or both"));
+        assert!(none.problems("a2a.jwt")[0].1.contains("set jwks_file, jwks_url or both"));
     }
 
     #[test]

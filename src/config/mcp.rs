@@ -1,6 +1,7 @@
 //! `[mcp]`: the agents of the society served as MCP tools on the `[http]` listener
 //! (docs/MCP.md).
 
+use super::jwt::JwtConfig;
 use crate::stomp::Secret;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -21,12 +22,17 @@ pub struct McpConfig {
     pub descriptions: BTreeMap<String, String>,
     /// A file holding the bearer token every MCP request must carry
     /// (`Authorization: Bearer <token>`), one trailing line end dropped; relative to the
-    /// configuration file. Without it the tools are open to whoever reaches the listener.
+    /// configuration file. Without it (and without `[mcp.jwt]`) the tools are open to whoever
+    /// reaches the listener.
     #[serde(default)]
     pub token_file: Option<PathBuf>,
     /// The token read from `token_file` (never written out, never logged).
     #[serde(skip)]
     pub token: Option<Secret>,
+    /// JWT bearer tokens, as `[a2a.jwt]` has them (the keys, what a token must say, and with
+    /// `allow` which tools a token may list and call); beside `token_file`, either is accepted.
+    #[serde(default)]
+    pub jwt: Option<JwtConfig>,
     /// How long a tool call waits for its Wise Agents answer before it ends as a tool error.
     #[serde(default = "default_reply_timeout_ms")]
     pub reply_timeout_ms: u64,
@@ -67,6 +73,7 @@ impl McpConfig {
             descriptions: BTreeMap::new(),
             token_file: None,
             token: None,
+            jwt: None,
             reply_timeout_ms: default_reply_timeout_ms(),
             max_calls: default_max_calls(),
             max_body_bytes: default_max_body_bytes(),
@@ -112,6 +119,7 @@ impl McpConfig {
         if self.reply_timeout_ms > super::MAX_REPLY_TIMEOUT_MS {
             bad("reply_timeout_ms", format!("must be at most {} (a day)", super::MAX_REPLY_TIMEOUT_MS));
         }
+        out.extend(self.jwt.iter().flat_map(|j| j.problems("mcp.jwt")));
         out
     }
 

@@ -37,3 +37,11 @@ fn a_tool_is_a_name_or_one_a_glob_matches() {
     assert!(config.serves("Assistant") && config.serves("WeatherCiv"));
     assert!(!config.serves("Other") && !config.serves("Weather/x"));
 }
+
+#[test]
+fn a_jwt_table_is_judged_as_a2a_s_and_named_under_mcp() {
+    let jwt: super::JwtConfig = toml::from_str("issuer = \"\"\naudience = \"bridge\"").unwrap();
+    let found = problems(|c| c.jwt = Some(jwt));
+    let keys: Vec<&str> = found.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(keys, ["mcp.jwt.jwks_file", "mcp.jwt.issuer"], "{found:?}");
+}

@@ -612,7 +612,7 @@ impl Config {
 
     /// Makes each relative file read at run time (`broker.ca_file`, `cert_file`, `key_file`, those
     /// of `broker.address_tls`, `agents[].ca_file`, `http.cert_file`, `key_file`,
-    /// `a2a.jwt.jwks_file`) relative to the
+    /// `a2a.jwt.jwks_file`, `mcp.jwt.jwks_file`) relative to the
     /// folder of the configuration file at `path`, as `passcode_file` and `token_file` are: the
     /// bridge reads the same files whatever folder it is started from.
     fn anchor_files(&mut self, path: &Path) {
@@ -629,9 +629,9 @@ impl Config {
         std::iter::once(own).chain(tls).flatten().for_each(anchor);
         self.agents.iter_mut().for_each(|a| anchor(&mut a.ca_file));
         [&mut self.http.cert_file, &mut self.http.key_file].into_iter().for_each(anchor);
-        if let Some(jwt) = self.a2a.as_mut().and_then(|a| a.jwt.as_mut()) {
-            anchor(&mut jwt.jwks_file);
-        }
+        let a2a = self.a2a.as_mut().and_then(|a| a.jwt.as_mut());
+        let mcp = self.mcp.as_mut().and_then(|m| m.jwt.as_mut());
+        a2a.into_iter().chain(mcp).for_each(|jwt| anchor(&mut jwt.jwks_file));
     }
 
     /// Puts the text of `broker.passcode_file` (relative to the configuration file at

@@ -7,6 +7,9 @@ mod call;
 pub mod serve;
 pub mod tools;
 
+use crate::a2a::jwt::{Claims, Jwt, Refusal};
+use crate::config::Config;
+use crate::config::mcp::McpConfig;
 use crate::envelope::trace::SpanContext;
 use crate::relay::Relay;
 use crate::telemetry::Event;
@@ -22,18 +25,51 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
 
+/// The MCP server (`[mcp]`): the relay its calls ask through, its settings at start, and the
+/// checker of its JWTs (`[mcp.jwt]`).
+pub struct McpService {
+    pub relay: Arc<Relay>,
+    pub config: McpConfig,
+    pub jwt: Option<Arc<Jwt>>,
+}
+
+impl McpService {
+    /// The server of `config`'s `[mcp]`, if it is set, asking through `relay`; with
+    /// `[mcp.jwt]`, its keys are read again on a period beside it (on the runtime).
+    pub fn of(config: &Config, relay: &Arc<Relay>) -> Result<Option<McpService>, String> {
+        let Some(mcp) = config.mcp.clone() else { return Ok(None) };
+        let jwt = mcp.jwt.as_ref().map(|j| serve::checker(j, relay)).transpose()?;
+        Ok(Some(McpService { relay: relay.clone(), config: mcp, jwt }))
+    }
+}
+
 /// The MCP server's handler: every agent of `mcp.tools` a tool.
 #[derive(Clone)]
 pub struct Tools {
     relay: Arc<Relay>,
     /// A permit per call waiting for its answer (`mcp.max_calls`).
     calls: Arc<Semaphore>,
+    /// The checker of `[mcp.jwt]`: with a JWT, a request lists and calls only the tools its
+    /// `allow` lets it.
+    jwt: Option<Arc<Jwt>>,
 }
 
 impl Tools {
-    pub fn new(relay: Arc<Relay>, max_calls: usize) -> Tools {
+    pub fn new(relay: Arc<Relay>, max_calls: usize, jwt: Option<Arc<Jwt>>) -> Tools {
         relay.metrics.mcp.served.enable();
-        Tools { relay, calls: Arc::new(Semaphore::new(max_calls)) }
+        Tools { relay, calls: Arc::new(Semaphore::new(max_calls)), jwt }
+    }
+
+    /// Why the request of `context` may not call `tool`, if it may not: its JWT's claims
+    /// (when it came with a JWT) hold none of the values `mcp.jwt.allow` gives the tool.
+    fn forbidden(&self, context: &RequestContext<RoleServer>, tool: &str) -> Option<String> {
+        let parts = context.extensions.get::<axum::http::request::Parts>()?;
+        let claims = parts.extensions.get::<Claims>()?;
+        let refused = self.jwt.as_ref()?.allows(claims, tool).err()?;
+        match refused {
+            Refusal::NotAllowed(why) | Refusal::Invalid(why) => Some(why),
+            Refusal::Missing => Some("no token".into()),
+        }
     }
 
     /// The tools served now (the running configuration's, the registry's agents), their
@@ -92,9 +128,11 @@ impl ServerHandler for Tools {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.listed().await))
+        let mut tools = self.listed().await;
+        tools.retain(|tool| self.forbidden(&context, &tool.name).is_none());
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -111,6 +149,11 @@ impl ServerHandler for Tools {
             let why = format!("unknown tool {name:?} (tools/list lists them)");
             refused(&why);
             return Err(ErrorData::invalid_params(why, None));
+        }
+        if let Some(why) = self.forbidden(&context, name) {
+            let why = format!("this token may not call {name}: {why}");
+            refused(&why);
+            return Err(ErrorData::invalid_request(why, None));
         }
         let question = match tools::question(request.arguments.as_ref()) {
             Ok(question) => question,

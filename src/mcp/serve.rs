@@ -1,13 +1,15 @@
 //! The MCP route, on the operator's listener: `/mcp`, the SDK's Streamable HTTP service,
 //! stateless (no session to lose on a restart or to share between bridges; a request of the
-//! 2025 versions with `initialize` is served so too). A request is checked here first: the
-//! bearer token is right when one is set (else 401: nothing is asked); the body limit and the
-//! `Host` check are the SDK's (413, 403).
+//! 2025 versions with `initialize` is served so too). A request is checked here first: with
+//! `mcp.token_file` or `[mcp.jwt]`, it carries that token or a JWT the table accepts (else 401:
+//! nothing is asked; a JWT's claims go with the request, for the tools it may list and call);
+//! the body limit and the `Host` check are the SDK's (413, 403).
 
-use super::Tools;
-use crate::config::mcp::McpConfig;
-use crate::relay::Relay;
+use super::{McpService, Tools};
+use crate::a2a::jwt::{Jwt, Refusal, bearer};
 use crate::stomp::Secret;
+use crate::telemetry::Event as _;
+use crate::telemetry::mcp::{KeysUnread, TokenRefused};
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
@@ -18,9 +20,10 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-/// The route of `relay`'s tools under `config` (its token, body limit and hosts, fixed at start).
-pub fn routes(relay: Arc<Relay>, config: &McpConfig, shutdown: CancellationToken) -> Router {
-    let tools = Tools::new(relay.clone(), config.max_calls);
+/// The route of `mcp`'s tools (its token, JWT, body limit and hosts, fixed at start).
+pub fn routes(mcp: McpService, shutdown: CancellationToken) -> Router {
+    let McpService { relay, config, jwt } = mcp;
+    let tools = Tools::new(relay.clone(), config.max_calls, jwt.clone());
     let settings = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
@@ -32,26 +35,60 @@ pub fn routes(relay: Arc<Relay>, config: &McpConfig, shutdown: CancellationToken
         Arc::new(NeverSessionManager::default()),
         settings,
     );
-    let guard = Guard { relay, token: config.token.clone() };
+    let guard = Guard { relay, token: config.token.clone(), jwt };
     Router::new().route_service("/mcp", service).layer(from_fn_with_state(Arc::new(guard), check_token))
 }
 
-struct Guard {
-    relay: Arc<Relay>,
-    token: Option<Secret>,
+/// `jwt`'s checker, its keys read again on a period beside the server (on the runtime).
+pub fn checker(jwt: &crate::config::jwt::JwtConfig, relay: &crate::relay::Relay) -> Result<Arc<Jwt>, String> {
+    let jwt = Arc::new(Jwt::new(jwt, "mcp.jwt")?);
+    let metrics = relay.metrics.clone();
+    crate::a2a::jwt::spawn_refresh(&jwt, move |u| {
+        KeysUnread { from: &u.from, why: &u.why }.emit(&metrics.mcp)
+    });
+    Ok(jwt)
 }
 
-async fn check_token(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
-    if let Some(token) = &guard.token {
-        let given = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-        let bearer = given.and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")));
-        if !bearer.is_some_and(|b| token.matches(b.trim())) {
-            guard.relay.metrics.mcp.served.unauthorized();
-            // Its body unread, the connection closes after the answer: say so (src/a2a/serve.rs).
-            let challenge = [(header::WWW_AUTHENTICATE, "Bearer"), (header::CONNECTION, "close")];
-            return (StatusCode::UNAUTHORIZED, challenge, "a bearer token is required (mcp.token_file)\n")
-                .into_response();
-        }
+struct Guard {
+    relay: Arc<crate::relay::Relay>,
+    token: Option<Secret>,
+    jwt: Option<Arc<Jwt>>,
+}
+
+async fn check_token(State(guard): State<Arc<Guard>>, mut request: Request, next: Next) -> Response {
+    if guard.token.is_none() && guard.jwt.is_none() {
+        return next.run(request).await;
     }
-    next.run(request).await
+    let refused = match bearer(request.headers()) {
+        None => Refusal::Missing,
+        Some(given) if guard.token.as_ref().is_some_and(|t| t.matches(given)) => {
+            return next.run(request).await;
+        }
+        Some(given) => match &guard.jwt {
+            None => Refusal::Invalid("it is not the token of mcp.token_file".into()),
+            Some(jwt) => {
+                let metrics = &guard.relay.metrics.mcp;
+                match jwt.verify(given, |u| KeysUnread { from: &u.from, why: &u.why }.emit(metrics)).await {
+                    Ok(claims) => {
+                        request.extensions_mut().insert(claims);
+                        return next.run(request).await;
+                    }
+                    Err(refused) => refused,
+                }
+            }
+        },
+    };
+    refusal(&guard, refused)
+}
+
+/// 401 with the `Bearer` challenge (`invalid_token` when a token was given), and why; the
+/// body unread, the connection closes after the answer, and says so (src/a2a/serve.rs).
+fn refusal(guard: &Guard, refused: Refusal) -> Response {
+    let (challenge, why) = match &refused {
+        Refusal::Missing => ("Bearer", "a bearer token is required (mcp.token_file or mcp.jwt)"),
+        Refusal::Invalid(why) | Refusal::NotAllowed(why) => ("Bearer error=\"invalid_token\"", why.as_str()),
+    };
+    TokenRefused { why }.emit(&guard.relay.metrics.mcp);
+    let headers = [(header::WWW_AUTHENTICATE, challenge), (header::CONNECTION, "close")];
+    (StatusCode::UNAUTHORIZED, headers, format!("{why}\n")).into_response()
 }

@@ -1,10 +1,12 @@
 //! What the MCP server lets an operator observe: its tool calls by how they ended, those still
-//! waiting for their Wise Agents answer, answers that came for no waiting call, and requests
-//! refused for their token.
+//! waiting for their Wise Agents answer, answers that came for no waiting call, requests
+//! refused for their token, and failed reads of the JWT keys (`[mcp.jwt]`).
 
 use super::Event;
 use super::limit::LogLimit;
 use super::served::{Names, Served};
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
 use tracing::{info, warn};
 
 /// How a tool call ended, one counter each: `answered` (the agent's answer is the result),
@@ -19,6 +21,10 @@ pub struct McpMetrics {
     pub served: Served<{ ENDS.len() }>,
     /// The lines of [`CallEnded`] with a reason.
     ended_lines: LogLimit,
+    /// The lines of [`TokenRefused`].
+    refused_lines: LogLimit,
+    /// Reads of the JWT keys (`mcp.jwt.jwks_file`, `jwks_url`) that failed.
+    keys_unread: AtomicU64,
 }
 
 const NAMES: Names = Names {
@@ -37,6 +43,61 @@ const NAMES: Names = Names {
 impl McpMetrics {
     pub(super) fn render(&self, out: &mut String) {
         self.served.render(out, &NAMES, &ENDS);
+        if !self.served.is_enabled() {
+            return;
+        }
+        let (name, help) = (
+            "bridge_mcp_jwt_key_reads_failed_total",
+            "Reads of the JWT keys (mcp.jwt.jwks_file, jwks_url) that failed; the keys read before are kept.",
+        );
+        let value = self.keys_unread.load(Ordering::Relaxed);
+        let _ = write!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}\n");
+    }
+}
+
+/// A request refused with 401 for its bearer token (none, a wrong one, an invalid JWT); `why`
+/// never holds the token.
+pub struct TokenRefused<'a> {
+    pub why: &'a str,
+}
+
+impl Event for TokenRefused<'_> {
+    type Metrics = McpMetrics;
+    type Counted = ();
+
+    fn count(&self, metrics: &McpMetrics) {
+        metrics.served.unauthorized();
+    }
+
+    fn limit<'m>(&self, metrics: &'m McpMetrics) -> Option<&'m LogLimit> {
+        Some(&metrics.refused_lines)
+    }
+
+    fn log(&self, _: &(), left_out: u64) {
+        info!(status = 401, reason = self.why, left_out, "MCP request refused for its token");
+    }
+}
+
+/// A read of the JWT keys of `[mcp.jwt]` failed; the keys read before are kept.
+pub struct KeysUnread<'a> {
+    pub from: &'a str,
+    pub why: &'a str,
+}
+
+impl Event for KeysUnread<'_> {
+    type Metrics = McpMetrics;
+    type Counted = ();
+
+    fn count(&self, metrics: &McpMetrics) {
+        metrics.keys_unread.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn log(&self, _: &(), _: u64) {
+        warn!(
+            from = self.from,
+            reason = self.why,
+            "cannot read the JWT keys (mcp.jwt): keeping those read before"
+        );
     }
 }
 

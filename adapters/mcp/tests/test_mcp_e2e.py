@@ -222,7 +222,8 @@ def test_a_request_without_the_right_bearer_token_is_refused_and_nothing_is_aske
         await refused(None)
         await refused("wrong")
         answer = httpx.post(bridge.url, json={}, headers={"Authorization": "Bearer wrong"}, timeout=WAIT)
-        assert answer.status_code == 401 and answer.headers["www-authenticate"] == "Bearer", answer
+        challenge = answer.headers["www-authenticate"]
+        assert answer.status_code == 401 and challenge == 'Bearer error="invalid_token"', answer
         async with bridge.client(token="s3cret") as client:
             return text_of(await client.call_tool(guarded, {"text": "let me in"}))
 

@@ -62,7 +62,7 @@ fn signing_key(value: serde_json::Value) -> Option<Key> {
     Some(Key { kid: jwk.common.key_id, algorithm, key })
 }
 
-/// The key set, from where `[a2a.jwt]` says.
+/// The key set, from where `[a2a.jwt]` (or `[mcp.jwt]`) says.
 pub struct Keys {
     file: Option<PathBuf>,
     url: Option<String>,
@@ -91,12 +91,12 @@ pub struct Unread {
 impl Keys {
     pub fn new(file: Option<PathBuf>, url: Option<String>, min_refetch: Duration) -> Result<Keys, String> {
         let tls = crate::stomp::transport::tls_client_config(&Default::default())
-            .map_err(|e| format!("a2a.jwt: cannot make the TLS configuration: {e}"))?;
+            .map_err(|e| format!("cannot make the TLS configuration: {e}"))?;
         let http = reqwest::Client::builder()
             .use_preconfigured_tls(tls)
             .timeout(FETCH_TIMEOUT)
             .build()
-            .map_err(|e| format!("a2a.jwt: cannot make the HTTP client: {e}"))?;
+            .map_err(|e| format!("cannot make the HTTP client: {e}"))?;
         let held = RwLock::default();
         let refetched = std::sync::Mutex::new(None);
         Ok(Keys { file, url, http, held, reading: Mutex::new(()), refetched, min_refetch })

@@ -1,6 +1,7 @@
-//! JWT bearer tokens (`[a2a.jwt]`, docs/A2A.md "Tokens"): a token's signature checked with a
-//! key of the configured JWK set, its issuer, audience, expiry and not-before, then the
-//! allow-list of the agent it calls by one of its claims.
+//! JWT bearer tokens (`[a2a.jwt]`, docs/A2A.md "Tokens"; `[mcp.jwt]`, docs/MCP.md): a token's
+//! signature checked with a key of the configured JWK set, its issuer, audience, expiry and
+//! not-before ([`Jwt::verify`]), then the allow-list of the agent it calls by one of its claims
+//! ([`Jwt::allows`]).
 
 mod crypto;
 mod keys;
@@ -24,21 +25,28 @@ pub enum Refusal {
     NotAllowed(String),
 }
 
-/// The checker of `[a2a.jwt]`'s tokens.
+/// The checker of `[a2a.jwt]`'s (or `[mcp.jwt]`'s) tokens.
 pub struct Jwt {
     config: JwtConfig,
     keys: Keys,
+    /// The table it is configured by (`a2a.jwt`, `mcp.jwt`), in what it says.
+    section: &'static str,
 }
 
+/// The claims of a token [`Jwt::verify`] accepted.
+#[derive(Debug, Clone)]
+pub struct Claims(Map<String, Value>);
+
 impl Jwt {
-    /// The checker of `config`, with the keys of its file; those of its URL are read by
-    /// [`Jwt::refresh`] (at start and on a period: [`spawn_refresh`]).
-    pub fn new(config: &JwtConfig) -> Result<Jwt, String> {
+    /// The checker of `config` (the table `section`), with the keys of its file; those of its
+    /// URL are read by [`Jwt::refresh`] (at start and on a period: [`spawn_refresh`]).
+    pub fn new(config: &JwtConfig, section: &'static str) -> Result<Jwt, String> {
         crypto::install();
         let min = Duration::from_millis(config.jwks_min_refresh_ms);
-        let keys = Keys::new(config.jwks_file.clone(), config.jwks_url.clone(), min)?;
-        keys.read_file().map_err(|u| format!("a2a.jwt.jwks_file: cannot read {}: {}", u.from, u.why))?;
-        Ok(Jwt { config: config.clone(), keys })
+        let keys = Keys::new(config.jwks_file.clone(), config.jwks_url.clone(), min)
+            .map_err(|why| format!("{section}: {why}"))?;
+        keys.read_file().map_err(|u| format!("{section}.jwks_file: cannot read {}: {}", u.from, u.why))?;
+        Ok(Jwt { config: config.clone(), keys, section })
     }
 
     /// Reads the keys again; what could not be read keeps its keys and is said.
@@ -69,9 +77,15 @@ impl Jwt {
         self.keys.len()
     }
 
-    /// Whether `token` may call `agent`; a read of the key set's URL that a token's unknown
-    /// `kid` asked for and that failed is handed to `failed`.
+    /// Whether `token` may call `agent`: [`Jwt::verify`], then [`Jwt::allows`].
     pub async fn check(&self, token: &str, agent: &str, failed: impl Fn(Unread)) -> Result<(), Refusal> {
+        self.allows(&self.verify(token, failed).await?, agent)
+    }
+
+    /// The claims of `token` if it is valid: signed by a key of the set, of the issuer and for
+    /// the audience configured, in time. A read of the key set's URL that a token's unknown
+    /// `kid` asked for and that failed is handed to `failed`.
+    pub async fn verify(&self, token: &str, failed: impl Fn(Unread)) -> Result<Claims, Refusal> {
         let invalid = |why: String| Refusal::Invalid(why);
         let header = decode_header(token).map_err(|e| invalid(format!("not a JWT ({e})")))?;
         if !crypto::supports(header.alg) {
@@ -97,9 +111,9 @@ impl Jwt {
             }));
         };
         let claims = decode::<Map<String, Value>>(token, &key, &self.validation(header.alg))
-            .map_err(|e| invalid(reason(e.kind())))?
+            .map_err(|e| invalid(reason(e.kind(), self.section)))?
             .claims;
-        self.allowed(&claims, agent)
+        Ok(Claims(claims))
     }
 
     fn validation(&self, algorithm: Algorithm) -> Validation {
@@ -112,8 +126,8 @@ impl Jwt {
         v
     }
 
-    /// Whether `claims` hold one of the values `a2a.jwt.allow` gives `agent`.
-    fn allowed(&self, claims: &Map<String, Value>, agent: &str) -> Result<(), Refusal> {
+    /// Whether `claims` hold one of the values the table's `allow` gives `agent`.
+    pub fn allows(&self, Claims(claims): &Claims, agent: &str) -> Result<(), Refusal> {
         let Some(allowed) = self.config.allowed(agent) else { return Ok(()) };
         let claim = &self.config.claim;
         let held: Vec<&str> = match claims.get(claim) {
@@ -125,23 +139,31 @@ impl Jwt {
             return Ok(());
         }
         Err(Refusal::NotAllowed(format!(
-            "its {claim:?} claim holds none of the values a2a.jwt.allow gives {agent}"
+            "its {claim:?} claim holds none of the values {}.allow gives {agent}",
+            self.section
         )))
     }
 }
 
-/// What a refused token is told, in words.
-fn reason(kind: &jsonwebtoken::errors::ErrorKind) -> String {
+/// What a refused token is told, in words (`section`: the table it is checked by).
+fn reason(kind: &jsonwebtoken::errors::ErrorKind, section: &str) -> String {
     use jsonwebtoken::errors::ErrorKind::*;
     match kind {
         InvalidSignature => "its signature does not match the key".into(),
         ExpiredSignature => "it has expired (exp)".into(),
         ImmatureSignature => "it is not valid yet (nbf)".into(),
-        InvalidIssuer => "its issuer (iss) is not a2a.jwt.issuer".into(),
-        InvalidAudience => "its audience (aud) does not hold a2a.jwt.audience".into(),
+        InvalidIssuer => format!("its issuer (iss) is not {section}.issuer"),
+        InvalidAudience => format!("its audience (aud) does not hold {section}.audience"),
         MissingRequiredClaim(claim) => format!("it has no {claim:?} claim"),
         other => format!("it is not valid ({other:?})"),
     }
+}
+
+/// The bearer token of `Authorization`, if it has one (RFC 6750: the scheme in any case).
+pub fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let value = headers.get(axum::http::header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
 }
 
 /// Reads `jwt`'s URL now and starts its periodic reads, beside the service.

@@ -80,7 +80,7 @@ fn checker(dir: &std::path::Path, keys: Vec<serde_json::Value>, allow: &str) -> 
         "jwks_file = {:?}\nissuer = \"https://idp.test\"\naudience = \"bridge\"\nleeway_ms = 0\n[allow]\n{allow}",
         file.display().to_string()
     );
-    Jwt::new(&toml::from_str::<JwtConfig>(&text).unwrap()).unwrap()
+    Jwt::new(&toml::from_str::<JwtConfig>(&text).unwrap(), "a2a.jwt").unwrap()
 }
 
 fn dir(name: &str) -> std::path::PathBuf {
@@ -192,6 +192,6 @@ fn a_set_keeps_its_signing_keys_and_skips_the_others() {
 #[test]
 fn a_missing_key_file_is_said_at_start() {
     let text = "jwks_file = \"/nonexistent/jwks.json\"\nissuer = \"i\"\naudience = \"a\"";
-    let err = Jwt::new(&toml::from_str::<JwtConfig>(text).unwrap()).err().unwrap();
+    let err = Jwt::new(&toml::from_str::<JwtConfig>(text).unwrap(), "a2a.jwt").err().unwrap();
     assert!(err.contains("a2a.jwt.jwks_file: cannot read /nonexistent/jwks.json"), "{err}");
 }
