@@ -1,7 +1,9 @@
 //! The society's agents as MCP tools (docs/MCP.md): the official Rust SDK (`rmcp`) serves the
 //! Streamable HTTP transport, stateless, at `/mcp` on the `[http]` listener; this module is
 //! its handler. `tools/list` lists the agents of `mcp.tools` ([`tools`], pure); `tools/call`
-//! asks the agent on the broker through the [`Relay`], as an A2A task does ([`call`]).
+//! asks the agent on the broker through the [`Relay`], as an A2A task does ([`call`]); for a
+//! client that declares MCP's tasks extension (`io.modelcontextprotocol/tasks`), as a task that
+//! it polls (`tasks/get`) and may cancel, kept by the SDK's task manager.
 
 mod call;
 pub mod serve;
@@ -16,14 +18,21 @@ use crate::telemetry::Event;
 use crate::telemetry::mcp::CallEnded;
 use call::{Asked, Progress};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, CreateTaskResult, GetTaskParams,
+    GetTaskResult, Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
+use rmcp::task_manager::{TaskExit, TaskManager, TaskOptions};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+/// How long a task's result is kept after its reply timeout, for the client to fetch it
+/// (`tasks/get`); the task's TTL is the two together.
+const TASK_KEPT_MS: u64 = 300_000;
 
 /// The MCP server (`[mcp]`): the relay its calls ask through, its settings at start, and the
 /// checker of its JWTs (`[mcp.jwt]`).
@@ -52,12 +61,46 @@ pub struct Tools {
     /// The checker of `[mcp.jwt]`: with a JWT, a request lists and calls only the tools its
     /// `allow` lets it.
     jwt: Option<Arc<Jwt>>,
+    /// The calls made tasks (`io.modelcontextprotocol/tasks`), running and ended, until their
+    /// TTL: the SDK's task manager.
+    tasks: TaskManager,
 }
 
 impl Tools {
     pub fn new(relay: Arc<Relay>, max_calls: usize, jwt: Option<Arc<Jwt>>) -> Tools {
         relay.metrics.mcp.served.enable();
-        Tools { relay, calls: Arc::new(Semaphore::new(max_calls)), jwt }
+        Tools { relay, calls: Arc::new(Semaphore::new(max_calls)), jwt, tasks: TaskManager::new() }
+    }
+
+    /// `asked`'s call of `agent` as a task: asked now, its result kept for `tasks/get`; a
+    /// `tasks/cancel` ends its wait (the task is then `cancelled`). It holds `permit` (one of
+    /// `mcp.max_calls`) until its answer or its end.
+    fn task(
+        &self,
+        agent: String,
+        question: tools::Question,
+        permit: OwnedSemaphorePermit,
+        asked: Asked,
+    ) -> CreateTaskResult {
+        let relay = self.relay.clone();
+        let ttl = asked.reply_timeout.as_millis() as u64 + TASK_KEPT_MS;
+        let task = self.tasks.spawn(TaskOptions::new().with_ttl_ms(ttl), move |task| {
+            Box::pin(async move {
+                let _permit = permit;
+                let gone = asked.gone.clone();
+                let asking = call::ask(relay, &agent, question, asked);
+                tokio::pin!(asking);
+                tokio::select! {
+                    result = &mut asking => Ok(result),
+                    _ = task.cancelled() => {
+                        gone.cancel();
+                        asking.await;
+                        Err(TaskExit::Cancelled)
+                    }
+                }
+            })
+        });
+        CreateTaskResult::new(task)
     }
 
     /// Why the request of `context` may not call `tool`, if it may not: its JWT's claims
@@ -120,7 +163,7 @@ fn arrived(context: &RequestContext<RoleServer>) -> Option<SpanContext> {
 impl ServerHandler for Tools {
     fn get_info(&self) -> ServerConfig {
         let implementation = Implementation::new("stomp-agent-bridge", env!("CARGO_PKG_VERSION"));
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tasks().build())
             .with_server_info(implementation)
             .with_instructions("Each tool asks one agent of the Wise Agents society over its broker.")
     }
@@ -162,11 +205,21 @@ impl ServerHandler for Tools {
                 return Ok(tools::failure(why).into());
             }
         };
-        let Ok(_call) = self.calls.clone().try_acquire_owned() else {
+        let Ok(permit) = self.calls.clone().try_acquire_owned() else {
             let why = "the bridge has mcp.max_calls calls waiting for their answers: try again later";
             refused(why);
             return Ok(tools::failure(why.into()).into());
         };
+        if context.client_capabilities().is_some_and(|c| c.supports_tasks()) {
+            // A task outlives its request: it is ended by tasks/cancel, not by the request's end.
+            let asked = Asked {
+                reply_timeout: self.reply_timeout(),
+                progress: None,
+                gone: CancellationToken::new(),
+                arrived: arrived(&context),
+            };
+            return Ok(CallToolResponse::Task(self.task(name.to_owned(), question, permit, asked)));
+        }
         let asked = Asked {
             reply_timeout: self.reply_timeout(),
             progress: context
@@ -176,6 +229,33 @@ impl ServerHandler for Tools {
             gone: context.ct.clone(),
             arrived: arrived(&context),
         };
-        Ok(call::ask(self.relay.clone(), name, question, asked).await.into())
+        let answer = call::ask(self.relay.clone(), name, question, asked).await;
+        drop(permit);
+        Ok(answer.into())
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        Ok(GetTaskResult::new(self.tasks.get_task(&request.task_id)?))
+    }
+
+    /// No call asks its client for input: a response to none is ignored, as the spec says.
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.update_task(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.cancel_task(&request.task_id)
     }
 }

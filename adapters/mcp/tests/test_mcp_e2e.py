@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -306,3 +307,63 @@ def test_bad_input_gets_a_clear_error_and_the_bridge_stays_ready(tmp_path: Path,
     assert httpx.post(bridge.url, content="{}", headers={**headers, "host": "evil.example"}).status_code == 403
     assert agent.requests.qsize() == 0, "no bad request reached the agent"
     assert bridge.ready()
+
+
+# The MCP Python SDK (mcp 2.3.0) has no client of the tasks extension: these requests are
+# written as MCP 2026-07-28 has them (SEP-2575's per-request `_meta`, SEP-2243's headers,
+# SEP-2663's capability).
+TASKS_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+}
+
+
+def test_a_client_of_the_tasks_extension_gets_a_task_it_polls_and_can_cancel(tmp_path: Path, closing: Closing) -> None:
+    broker = Broker()
+    names = Names(broker)
+    echo, silent = names.agent("Echo"), names.agent("Silent")
+    wise_agent(broker, echo, closing, lambda m: f"echo: {m['_message']}")
+    quiet = wise_agent(broker, silent, closing)
+    bridge = serve(closing, broker, names, tmp_path, [echo, silent], native=[echo, silent])
+    headers = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28",
+    }
+
+    def rpc(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": TASKS_META}}
+        # SEP-2243's headers: the method, and the tool or task it names.
+        name = str(params.get("name") or params.get("taskId") or "")
+        named = {"mcp-name": name} if name else {}
+        answer = httpx.post(bridge.url, json=body, headers={**headers, "mcp-method": method, **named}, timeout=WAIT)
+        assert answer.status_code == 200, answer.text
+        got: dict[str, Any] = answer.json()
+        assert "error" not in got, got
+        result: dict[str, Any] = got["result"]
+        return result
+
+    def until_ended(task_id: str) -> dict[str, Any]:
+        """``tasks/get`` as the client polls it, every ``pollIntervalMs``, until the task ends."""
+        deadline = time.monotonic() + WAIT
+        while True:
+            task = rpc("tasks/get", {"taskId": task_id})
+            if task["status"] not in ("working", "input_required"):
+                return task
+            assert time.monotonic() < deadline, f"task {task_id} still {task['status']} after {WAIT} s"
+            time.sleep(task.get("pollIntervalMs", 1000) / 1000)  # the client's poll, as the server asks
+
+    created = rpc("tools/call", {"name": echo, "arguments": {"text": "as a task"}})
+    assert created["status"] == "working" and created["taskId"], created
+    ended = until_ended(created["taskId"])
+    assert ended["status"] == "completed", ended
+    assert ended["result"]["content"][0]["text"] == "echo: as a task", ended
+
+    # One that is never answered: canceled, it ends cancelled and nothing waits for it.
+    created = rpc("tools/call", {"name": silent, "arguments": {"text": "never answered"}})
+    assert quiet.next_request(WAIT)["_message"] == "never answered"
+    rpc("tasks/cancel", {"taskId": created["taskId"]})
+    assert until_ended(created["taskId"])["status"] == "cancelled"
+    assert bridge.metric("bridge_mcp_calls_waiting") == 0
+    assert bridge.metric("bridge_mcp_calls_total", end="answered") == 1
+    assert bridge.metric("bridge_mcp_calls_total", end="failed") == 1
