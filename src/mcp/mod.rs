@@ -25,6 +25,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::task_manager::{TaskExit, TaskManager, TaskOptions};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -52,6 +53,14 @@ impl McpService {
     }
 }
 
+/// What a request was let in with, as the guard found it ([`serve`]): `mcp.token_file`'s
+/// token, or a JWT of `[mcp.jwt]` and its claims. None goes with a request when neither is set.
+#[derive(Debug, Clone)]
+pub enum Principal {
+    Token,
+    Jwt(Claims),
+}
+
 /// The MCP server's handler: every agent of `mcp.tools` a tool.
 #[derive(Clone)]
 pub struct Tools {
@@ -64,12 +73,17 @@ pub struct Tools {
     /// The calls made tasks (`io.modelcontextprotocol/tasks`), running and ended, until their
     /// TTL: the SDK's task manager.
     tasks: TaskManager,
+    /// Who made each task kept (the [`owner`] of its request): only they read or cancel it. At
+    /// most `mcp.max_calls` are kept.
+    owners: Arc<std::sync::Mutex<HashMap<String, String>>>,
+    max_calls: usize,
 }
 
 impl Tools {
     pub fn new(relay: Arc<Relay>, max_calls: usize, jwt: Option<Arc<Jwt>>) -> Tools {
         relay.metrics.mcp.served.enable();
-        Tools { relay, calls: Arc::new(Semaphore::new(max_calls)), jwt, tasks: TaskManager::new() }
+        let (tasks, owners) = (TaskManager::new(), Arc::default());
+        Tools { relay, calls: Arc::new(Semaphore::new(max_calls)), jwt, tasks, owners, max_calls }
     }
 
     /// `asked`'s call of `agent` as a task: asked now, its result kept for `tasks/get`; a
@@ -81,7 +95,13 @@ impl Tools {
         question: tools::Question,
         permit: OwnedSemaphorePermit,
         asked: Asked,
-    ) -> CreateTaskResult {
+        owner: String,
+    ) -> Result<CreateTaskResult, String> {
+        let mut owners = lock(&self.owners);
+        owners.retain(|id, _| self.tasks.get_task(id).is_ok());
+        if owners.len() >= self.max_calls {
+            return Err("the bridge keeps mcp.max_calls tasks (running, or ended and not yet expired): try again later".into());
+        }
         let relay = self.relay.clone();
         let ttl = asked.reply_timeout.as_millis() as u64 + TASK_KEPT_MS;
         let task = self.tasks.spawn(TaskOptions::new().with_ttl_ms(ttl), move |task| {
@@ -100,15 +120,34 @@ impl Tools {
                 }
             })
         });
-        CreateTaskResult::new(task)
+        owners.insert(task.task_id.clone(), owner);
+        Ok(CreateTaskResult::new(task))
+    }
+
+    /// `task_id` if the request of `context` may read or cancel it: its request's [`owner`]
+    /// made it; else "unknown task", as for one that is not kept.
+    fn owned<'a>(
+        &self,
+        context: &RequestContext<RoleServer>,
+        task_id: &'a str,
+    ) -> Result<&'a str, ErrorData> {
+        match lock(&self.owners).get(task_id) {
+            Some(owner) if *owner == self::owner(context) => Ok(task_id),
+            _ => Err(ErrorData::invalid_params(format!("unknown task: {task_id}"), None)),
+        }
     }
 
     /// Why the request of `context` may not call `tool`, if it may not: its JWT's claims
     /// (when it came with a JWT) hold none of the values `mcp.jwt.allow` gives the tool.
+    /// With `[mcp.jwt]`, a request the guard let in with neither is refused (it never is: the
+    /// check does not rest on that).
     fn forbidden(&self, context: &RequestContext<RoleServer>, tool: &str) -> Option<String> {
-        let parts = context.extensions.get::<axum::http::request::Parts>()?;
-        let claims = parts.extensions.get::<Claims>()?;
-        let refused = self.jwt.as_ref()?.allows(claims, tool).err()?;
+        let jwt = self.jwt.as_ref()?;
+        let refused = match principal(context) {
+            None => return Some("the request came with no credentials the bridge checked".into()),
+            Some(Principal::Token) => return None,
+            Some(Principal::Jwt(claims)) => jwt.allows(claims, tool).err()?,
+        };
         match refused {
             Refusal::NotAllowed(why) | Refusal::Invalid(why) => Some(why),
             Refusal::Missing => Some("no token".into()),
@@ -148,6 +187,25 @@ impl Tools {
         let ms = self.relay.running().mcp.as_ref().map_or(120_000, |m| m.reply_timeout_ms);
         Duration::from_millis(ms)
     }
+}
+
+/// What the request of `context` was let in with, if anything.
+fn principal(context: &RequestContext<RoleServer>) -> Option<&Principal> {
+    context.extensions.get::<axum::http::request::Parts>()?.extensions.get::<Principal>()
+}
+
+/// Who made the request of `context`, as its tasks' owner: a JWT's holder, the static token's
+/// (one for all who hold it), or anyone when the server takes requests without a token.
+fn owner(context: &RequestContext<RoleServer>) -> String {
+    match principal(context) {
+        Some(Principal::Jwt(claims)) => format!("jwt {}", claims.holder()),
+        Some(Principal::Token) => "token".into(),
+        None => String::new(),
+    }
+}
+
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The span a call continues: its `_meta.traceparent` (SEP-414), else the HTTP request's
@@ -218,7 +276,13 @@ impl ServerHandler for Tools {
                 gone: CancellationToken::new(),
                 arrived: arrived(&context),
             };
-            return Ok(CallToolResponse::Task(self.task(name.to_owned(), question, permit, asked)));
+            return match self.task(name.to_owned(), question, permit, asked, owner(&context)) {
+                Ok(task) => Ok(CallToolResponse::Task(task)),
+                Err(why) => {
+                    refused(&why);
+                    Ok(tools::failure(why).into())
+                }
+            };
         }
         let asked = Asked {
             reply_timeout: self.reply_timeout(),
@@ -237,25 +301,25 @@ impl ServerHandler for Tools {
     async fn get_task(
         &self,
         request: GetTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        Ok(GetTaskResult::new(self.tasks.get_task(&request.task_id)?))
+        Ok(GetTaskResult::new(self.tasks.get_task(self.owned(&context, &request.task_id)?)?))
     }
 
     /// No call asks its client for input: a response to none is ignored, as the spec says.
     async fn update_task(
         &self,
         request: UpdateTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.tasks.update_task(&request.task_id, request.input_responses)
+        self.tasks.update_task(self.owned(&context, &request.task_id)?, request.input_responses)
     }
 
     async fn cancel_task(
         &self,
         request: CancelTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.tasks.cancel_task(&request.task_id)
+        self.tasks.cancel_task(self.owned(&context, &request.task_id)?)
     }
 }

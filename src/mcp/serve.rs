@@ -2,10 +2,11 @@
 //! stateless (no session to lose on a restart or to share between bridges; a request of the
 //! 2025 versions with `initialize` is served so too). A request is checked here first: with
 //! `mcp.token_file` or `[mcp.jwt]`, it carries that token or a JWT the table accepts (else 401:
-//! nothing is asked; a JWT's claims go with the request, for the tools it may list and call);
+//! nothing is asked; which of them it was goes with the request, a JWT's claims for the tools it
+//! may list and call, and as the owner of the tasks it makes);
 //! the body limit and the `Host` check are the SDK's (413, 403).
 
-use super::{McpService, Tools};
+use super::{McpService, Principal, Tools};
 use crate::a2a::jwt::{Jwt, Refusal, bearer};
 use crate::stomp::Secret;
 use crate::telemetry::Event as _;
@@ -70,7 +71,7 @@ async fn check_token(State(guard): State<Arc<Guard>>, mut request: Request, next
                 let metrics = &guard.relay.metrics.mcp;
                 match jwt.verify(given, |u| KeysUnread { from: &u.from, why: &u.why }.emit(metrics)).await {
                     Ok(claims) => {
-                        request.extensions_mut().insert(claims);
+                        request.extensions_mut().insert(Principal::Jwt(claims));
                         return next.run(request).await;
                     }
                     Err(refused) => refused,

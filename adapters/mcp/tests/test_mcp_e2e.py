@@ -318,6 +318,37 @@ TASKS_META = {
 }
 
 
+def task_rpc(bridge: McpBridge, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """One request of a client of the tasks extension; its result."""
+    headers = {
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": method,
+    }
+    # SEP-2243's headers: the method, and the tool or task it names.
+    name = str(params.get("name") or params.get("taskId") or "")
+    named = {"mcp-name": name} if name else {}
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": TASKS_META}}
+    answer = httpx.post(bridge.url, json=body, headers={**headers, **named}, timeout=WAIT)
+    assert answer.status_code == 200, answer.text
+    got: dict[str, Any] = answer.json()
+    assert "error" not in got, got
+    result: dict[str, Any] = got["result"]
+    return result
+
+
+def until_ended(bridge: McpBridge, task_id: str) -> dict[str, Any]:
+    """``tasks/get`` as the client polls it, every ``pollIntervalMs``, until the task ends."""
+    deadline = time.monotonic() + WAIT
+    while True:
+        task = task_rpc(bridge, "tasks/get", {"taskId": task_id})
+        if task["status"] not in ("working", "input_required"):
+            return task
+        assert time.monotonic() < deadline, f"task {task_id} still {task['status']} after {WAIT} s"
+        time.sleep(task.get("pollIntervalMs", 1000) / 1000)  # the client's poll, as the server asks
+
+
 def test_a_client_of_the_tasks_extension_gets_a_task_it_polls_and_can_cancel(tmp_path: Path, closing: Closing) -> None:
     broker = Broker()
     names = Names(broker)
@@ -325,45 +356,32 @@ def test_a_client_of_the_tasks_extension_gets_a_task_it_polls_and_can_cancel(tmp
     wise_agent(broker, echo, closing, lambda m: f"echo: {m['_message']}")
     quiet = wise_agent(broker, silent, closing)
     bridge = serve(closing, broker, names, tmp_path, [echo, silent], native=[echo, silent])
-    headers = {
-        "content-type": "application/json",
-        "accept": "application/json, text/event-stream",
-        "mcp-protocol-version": "2026-07-28",
-    }
 
-    def rpc(method: str, params: dict[str, Any]) -> dict[str, Any]:
-        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": TASKS_META}}
-        # SEP-2243's headers: the method, and the tool or task it names.
-        name = str(params.get("name") or params.get("taskId") or "")
-        named = {"mcp-name": name} if name else {}
-        answer = httpx.post(bridge.url, json=body, headers={**headers, "mcp-method": method, **named}, timeout=WAIT)
-        assert answer.status_code == 200, answer.text
-        got: dict[str, Any] = answer.json()
-        assert "error" not in got, got
-        result: dict[str, Any] = got["result"]
-        return result
-
-    def until_ended(task_id: str) -> dict[str, Any]:
-        """``tasks/get`` as the client polls it, every ``pollIntervalMs``, until the task ends."""
-        deadline = time.monotonic() + WAIT
-        while True:
-            task = rpc("tasks/get", {"taskId": task_id})
-            if task["status"] not in ("working", "input_required"):
-                return task
-            assert time.monotonic() < deadline, f"task {task_id} still {task['status']} after {WAIT} s"
-            time.sleep(task.get("pollIntervalMs", 1000) / 1000)  # the client's poll, as the server asks
-
-    created = rpc("tools/call", {"name": echo, "arguments": {"text": "as a task"}})
+    created = task_rpc(bridge, "tools/call", {"name": echo, "arguments": {"text": "as a task"}})
     assert created["status"] == "working" and created["taskId"], created
-    ended = until_ended(created["taskId"])
+    ended = until_ended(bridge, created["taskId"])
     assert ended["status"] == "completed", ended
     assert ended["result"]["content"][0]["text"] == "echo: as a task", ended
 
     # One that is never answered: canceled, it ends cancelled and nothing waits for it.
-    created = rpc("tools/call", {"name": silent, "arguments": {"text": "never answered"}})
+    created = task_rpc(bridge, "tools/call", {"name": silent, "arguments": {"text": "never answered"}})
     assert quiet.next_request(WAIT)["_message"] == "never answered"
-    rpc("tasks/cancel", {"taskId": created["taskId"]})
-    assert until_ended(created["taskId"])["status"] == "cancelled"
+    task_rpc(bridge, "tasks/cancel", {"taskId": created["taskId"]})
+    assert until_ended(bridge, created["taskId"])["status"] == "cancelled"
     assert bridge.metric("bridge_mcp_calls_waiting") == 0
     assert bridge.metric("bridge_mcp_calls_total", end="answered") == 1
     assert bridge.metric("bridge_mcp_calls_total", end="failed") == 1
+
+
+def test_no_more_than_max_calls_tasks_are_kept_ended_ones_included(tmp_path: Path, closing: Closing) -> None:
+    broker = Broker()
+    names = Names(broker)
+    echo = names.agent("Echo")
+    agent = wise_agent(broker, echo, closing, lambda m: f"echo: {m['_message']}")
+    bridge = serve(closing, broker, names, tmp_path, [echo], native=[echo], max_calls=1)
+    created = task_rpc(bridge, "tools/call", {"name": echo, "arguments": {"text": "first"}})
+    assert until_ended(bridge, created["taskId"])["status"] == "completed"
+    refused = task_rpc(bridge, "tools/call", {"name": echo, "arguments": {"text": "second"}})
+    assert refused["isError"] is True and "keeps mcp.max_calls tasks" in refused["content"][0]["text"], refused
+    assert agent.next_request(WAIT)["_message"] == "first"
+    assert agent.requests.empty(), "the refused call asked nothing"

@@ -6,8 +6,8 @@ What the bridge promises: with ``[mcp.jwt]`` (as ``[a2a.jwt]`` has it), a token 
 of the set, of the configured issuer and audience, not expired, passes beside ``token_file``'s;
 any other is 401 with ``WWW-Authenticate: Bearer error="invalid_token"`` and why, and no token
 at all 401 ``Bearer``; ``tools/list`` lists only the tools ``mcp.jwt.allow`` lets the token call,
-and a call of another is refused with why and asks nothing; no token is ever written to the
-log."""
+and a call of another is refused with why and asks nothing; a task (MCP's tasks extension) is
+read and canceled only by a token of the same subject; no token is ever written to the log."""
 
 from __future__ import annotations
 
@@ -34,6 +34,28 @@ def rpc(bridge: McpBridge, token: str | None, method: str, params: dict[str, Any
     auth = {"authorization": f"Bearer {token}"} if token else {}
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
     return httpx.post(bridge.url, content=body, headers={**HEADERS, **auth}, timeout=WAIT)
+
+
+def task_rpc(bridge: McpBridge, token: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """One request of MCP 2026-07-28 from a client of the tasks extension (test_mcp_e2e.py says
+    how it is written); its JSON-RPC answer."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+    }
+    name = str(params.get("name") or params.get("taskId"))
+    headers = {
+        **HEADERS,
+        "authorization": f"Bearer {token}",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": method,
+        "mcp-name": name,
+    }
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
+    answer = httpx.post(bridge.url, json=body, headers=headers, timeout=WAIT)
+    assert answer.status_code == 200, answer.text
+    got: dict[str, Any] = answer.json()
+    return got
 
 
 def test_jwt_bearer_tokens_choose_the_tools_a_client_lists_and_calls(tmp_path: Path, closing: Closing) -> None:
@@ -86,6 +108,17 @@ def test_jwt_bearer_tokens_choose_the_tools_a_client_lists_and_calls(tmp_path: P
     assert tools == sorted([guarded, open_]) and text == "echo: with a JWT", (tools, text)
     first = agents[0].next_request(WAIT)
     assert first["_message"] == "with a JWT", "nothing of the refused calls reached the guarded agent"
+    # A task is its maker's: a token of another subject neither reads nor cancels it.
+    alice = mint(key, "k1", "RS256", sub="alice", scope="tools:guarded")
+    bob = mint(key, "k1", "RS256", sub="bob", scope="tools:guarded")
+    created = task_rpc(bridge, alice, "tools/call", {"name": guarded, "arguments": {"text": "alice's"}})
+    task_id = created["result"]["taskId"]
+    for method in ("tasks/get", "tasks/cancel"):
+        stranger = task_rpc(bridge, bob, method, {"taskId": task_id})
+        assert "unknown task" in stranger["error"]["message"], stranger
+    assert task_rpc(bridge, alice, "tasks/get", {"taskId": task_id})["result"]["taskId"] == task_id
+    assert agents[0].next_request(WAIT)["_message"] == "alice's"
+
     unauthorized = bridge.metric("bridge_mcp_unauthorized_total")
     assert unauthorized == 4, unauthorized
 
@@ -93,5 +126,5 @@ def test_jwt_bearer_tokens_choose_the_tools_a_client_lists_and_calls(tmp_path: P
     bridge.process.wait_log('"message":"stopped"', WAIT)
     log = "".join(bridge.process.log)
     assert log.count("MCP request refused for its token") == 4, log
-    for token in (allowed, other, expired, foreign):
+    for token in (allowed, other, expired, foreign, alice, bob):
         assert token.split(".")[2] not in log, "a token's signature is in the log"

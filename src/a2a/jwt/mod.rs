@@ -37,6 +37,14 @@ pub struct Jwt {
 #[derive(Debug, Clone)]
 pub struct Claims(Map<String, Value>);
 
+impl Claims {
+    /// Who holds the token: its issuer and subject (`iss sub`; `-` for a claim it lacks).
+    pub fn holder(&self) -> String {
+        let claim = |key: &str| self.0.get(key).and_then(Value::as_str).unwrap_or("-").to_owned();
+        format!("{} {}", claim("iss"), claim("sub"))
+    }
+}
+
 impl Jwt {
     /// The checker of `config` (the table `section`), with the keys of its file; those of its
     /// URL are read by [`Jwt::refresh`] (at start and on a period: [`spawn_refresh`]).

@@ -159,11 +159,13 @@ fn rewritten(method: Method, response: &[u8]) -> Vec<u8> {
 /// An SSE body whose events' `data` are rewritten: whole events are taken as they complete,
 /// comments and ids pass as they are.
 fn events(method: Method, body: Body) -> impl futures_util::Stream<Item = Result<Bytes, axum::Error>> {
-    let mut pending: Vec<u8> = Vec::new();
+    let mut cut = Events::default();
     body.into_data_stream().filter_map(move |chunk| {
-        let out = chunk.map(|chunk| {
-            let events = whole_events(&mut pending, &chunk);
-            Bytes::from(events.iter().flat_map(|event| rewritten_event(method, event)).collect::<Vec<u8>>())
+        let out = chunk.and_then(|chunk| {
+            let events = cut.feed(&chunk).map_err(axum::Error::new)?;
+            Ok(Bytes::from(
+                events.iter().flat_map(|event| rewritten_event(method, event)).collect::<Vec<u8>>(),
+            ))
         });
         std::future::ready(match out {
             Ok(bytes) if bytes.is_empty() => None,
@@ -172,17 +174,59 @@ fn events(method: Method, body: Body) -> impl futures_util::Stream<Item = Result
     })
 }
 
-/// The SSE events that `chunk` completes, each with the blank line that ends it, after what
-/// `pending` held of them; what is left is kept in `pending`. Lines are read as ending at `\n`
-/// (a `\r` before it is dropped: a JSON text has none of its own), so that `\r\n` ends them
-/// too, as SSE allows and sse-starlette writes.
-fn whole_events(pending: &mut Vec<u8>, chunk: &[u8]) -> Vec<Vec<u8>> {
-    pending.extend(chunk.iter().filter(|b| **b != b'\r'));
-    let mut events = Vec::new();
-    while let Some(end) = pending.windows(2).position(|w| w == b"\n\n") {
-        events.push(pending.drain(..end + 2).collect());
+/// The largest SSE event taken, as the SDK's client takes them (a2a-go's `MaxSSETokenSize`).
+const MAX_EVENT_BYTES: usize = 10 << 20;
+
+/// An SSE byte stream cut into its events, whatever its chunks. Lines end at `\n`, `\r\n` or a
+/// lone `\r` (as SSE allows; sse-starlette writes `\r\n`), each made `\n`; an event ends at a
+/// blank line.
+#[derive(Default)]
+pub struct Events {
+    pending: Vec<u8>,
+    /// How much of `pending` holds no event's end (not scanned again).
+    scanned: usize,
+    /// The last byte taken was a `\r`: a `\n` right after it belongs to it.
+    after_cr: bool,
+}
+
+impl Events {
+    /// The events `chunk` completes, each with the blank line that ends it; what is left is
+    /// kept for the next chunk. An event longer than [`MAX_EVENT_BYTES`] is an error.
+    pub fn feed(&mut self, chunk: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+        for &b in chunk {
+            match b {
+                b'\n' if self.after_cr => self.after_cr = false,
+                b'\r' => (self.pending.push(b'\n'), self.after_cr = true).1,
+                _ => (self.pending.push(b), self.after_cr = false).1,
+            }
+        }
+        let mut events = Vec::new();
+        loop {
+            let from = self.scanned.saturating_sub(1);
+            match self.pending[from..].windows(2).position(|w| w == b"\n\n") {
+                Some(at) => {
+                    events.push(self.pending.drain(..from + at + 2).collect());
+                    self.scanned = 0;
+                }
+                None => {
+                    self.scanned = self.pending.len();
+                    break;
+                }
+            }
+        }
+        if self.pending.len() > MAX_EVENT_BYTES {
+            return Err(format!("an SSE event longer than {MAX_EVENT_BYTES} bytes"));
+        }
+        Ok(events)
     }
-    events
+
+    /// What was left when the stream ended, as its last event (a server may end it without the
+    /// blank line); `None` when nothing but line ends was left.
+    pub fn rest(&mut self) -> Option<Vec<u8>> {
+        self.scanned = 0;
+        let rest = std::mem::take(&mut self.pending);
+        rest.iter().any(|b| *b != b'\n').then_some(rest)
+    }
 }
 
 /// One SSE event (its lines and the blank line that ends it) with its `data` line rewritten.

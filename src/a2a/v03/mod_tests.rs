@@ -125,3 +125,17 @@ fn the_card_has_0_3_s_fields_beside_1_0_s() {
     let read: AgentCard = serde_json::from_value(written).unwrap();
     assert_eq!(read, card);
 }
+
+#[test]
+fn events_end_at_any_line_end_and_what_is_left_is_the_last() {
+    let mut cut = Events::default();
+    let events = cut.feed(b"data: 1\r\n\r\ndata: 2\r\rdata: 3\r").unwrap();
+    assert_eq!(events, [b"data: 1\n\n".to_vec(), b"data: 2\n\n".to_vec()]);
+    // The CR that ended "data: 3" is followed by its LF in the next chunk: one line end.
+    assert_eq!(cut.feed(b"\n").unwrap(), Vec::<Vec<u8>>::new());
+    assert_eq!(cut.rest(), Some(b"data: 3\n".to_vec()));
+    assert_eq!(cut.rest(), None);
+    let mut cut = Events::default();
+    let big = vec![b'x'; MAX_EVENT_BYTES + 1];
+    assert!(cut.feed(&big).unwrap_err().contains("longer than"));
+}

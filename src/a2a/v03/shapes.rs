@@ -281,11 +281,17 @@ fn part_to_v03(part: &Value) -> Value {
     Value::Object(to)
 }
 
+/// An event's `taskId` and `contextId`, which 0.3 requires (ProtoJSON leaves an empty one out).
+fn ids(from: &Map<String, Value>) -> Map<String, Value> {
+    let id = |key: &str| from.get(key).cloned().unwrap_or_else(|| "".into());
+    Map::from_iter([("taskId".to_owned(), id("taskId")), ("contextId".to_owned(), id("contextId"))])
+}
+
 fn artifact_to_v03(artifact: &Value) -> Value {
     let from = artifact.as_object().cloned().unwrap_or_default();
     let mut to = Map::new();
-    let keys = [("artifactId", ""), ("name", ""), ("description", ""), ("metadata", ""), ("extensions", "")];
-    copy(&from, &mut to, &keys);
+    to.insert("artifactId".into(), from.get("artifactId").cloned().unwrap_or_else(|| "".into()));
+    copy(&from, &mut to, &[("name", ""), ("description", ""), ("metadata", ""), ("extensions", "")]);
     to.insert("parts".into(), parts_to_v03(from.get("parts")));
     Value::Object(to)
 }
@@ -307,22 +313,18 @@ pub fn event_to_v03(event: &Value) -> Value {
         let from = update.as_object().cloned().unwrap_or_default();
         let status = from.get("status").map_or_else(|| json!({"state": "unknown"}), status_to_v03);
         let last = status.get("state").and_then(Value::as_str).is_some_and(|s| FINAL.contains(&s));
-        let mut to = Map::new();
+        let mut to = ids(&from);
         to.insert("kind".into(), "status-update".into());
-        copy(&from, &mut to, &[("taskId", ""), ("contextId", ""), ("metadata", "")]);
+        copy(&from, &mut to, &[("metadata", "")]);
         to.insert("status".into(), status);
         to.insert("final".into(), last.into());
         return Value::Object(to);
     }
     if let Some(update) = event.get("artifactUpdate") {
         let from = update.as_object().cloned().unwrap_or_default();
-        let mut to = Map::new();
+        let mut to = ids(&from);
         to.insert("kind".into(), "artifact-update".into());
-        copy(
-            &from,
-            &mut to,
-            &[("taskId", ""), ("contextId", ""), ("append", ""), ("lastChunk", ""), ("metadata", "")],
-        );
+        copy(&from, &mut to, &[("append", ""), ("lastChunk", ""), ("metadata", "")]);
         to.insert("artifact".into(), artifact_to_v03(from.get("artifact").unwrap_or(&Value::Null)));
         return Value::Object(to);
     }

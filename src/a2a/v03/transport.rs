@@ -6,7 +6,7 @@
 //! Only what the bridge calls: `message/send`, `message/stream`, `tasks/get`, `tasks/cancel` and
 //! `tasks/resubscribe`.
 
-use super::shapes;
+use super::{Events, shapes};
 use a2a::{
     A2AError, AgentCard, CancelTaskRequest, DeleteTaskPushNotificationConfigRequest,
     GetExtendedAgentCardRequest, GetTaskPushNotificationConfigRequest, GetTaskRequest,
@@ -19,6 +19,7 @@ use a2a_pb::protojson_conv::{self, ProtoJsonPayload};
 use futures_util::StreamExt as _;
 use futures_util::stream::BoxStream;
 use serde_json::{Value, json};
+use std::collections::VecDeque;
 
 /// The JSON-RPC binding of one A2A 0.3 agent, at its card's `url`.
 pub struct Transport03 {
@@ -59,10 +60,12 @@ impl Transport03 {
         let status = answer.status();
         let body =
             answer.bytes().await.map_err(|e| A2AError::internal(format!("HTTP response failed: {e}")))?;
-        result(&body).map_err(|e| match status.is_success() {
-            true => e,
-            false => A2AError::internal(format!("HTTP {status}: {}", e.message)),
-        })
+        // A JSON-RPC error is the call's whatever the HTTP status; another body, with a failed
+        // status, is that status.
+        if !status.is_success() && serde_json::from_slice::<Value>(&body).is_err() {
+            return Err(A2AError::internal(format!("HTTP {status}")));
+        }
+        result(&body)
     }
 
     /// `method`'s events, each made 1.0's; an answer that is not a stream is its error.
@@ -83,16 +86,35 @@ impl Transport03 {
             result(&body)?;
             return Err(A2AError::internal("a stream was asked for and a single answer came"));
         }
-        let mut pending = Vec::new();
-        let events = answer.bytes_stream().flat_map(move |chunk| {
-            let events: Vec<Result<StreamResponse, A2AError>> = match chunk {
-                Ok(chunk) => {
-                    super::whole_events(&mut pending, &chunk).iter().filter_map(|e| event(e)).collect()
+        let state = (answer.bytes_stream().boxed(), Events::default(), VecDeque::new(), false);
+        let events =
+            futures_util::stream::unfold(state, |(mut bytes, mut cut, mut ready, mut ended)| async move {
+                loop {
+                    if let Some(next) = ready.pop_front() {
+                        return Some((next, (bytes, cut, ready, ended)));
+                    }
+                    if ended {
+                        return None;
+                    }
+                    match bytes.next().await {
+                        Some(Ok(chunk)) => match cut.feed(&chunk) {
+                            Ok(whole) => ready.extend(whole.iter().filter_map(|e| event(e))),
+                            Err(why) => {
+                                ready.push_back(Err(A2AError::internal(why)));
+                                ended = true;
+                            }
+                        },
+                        Some(Err(e)) => {
+                            ready.push_back(Err(A2AError::internal(format!("SSE stream error: {e}"))));
+                            ended = true;
+                        }
+                        None => {
+                            ready.extend(cut.rest().and_then(|e| event(&e)));
+                            ended = true;
+                        }
+                    }
                 }
-                Err(e) => vec![Err(A2AError::internal(format!("SSE stream error: {e}")))],
-            };
-            futures_util::stream::iter(events)
-        });
+            });
         Ok(events.boxed())
     }
 }

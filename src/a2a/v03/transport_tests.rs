@@ -14,10 +14,9 @@ fn a_json_rpc_error_is_the_call_s_error_with_its_code() {
 fn an_event_of_a_0_3_stream_is_read_as_the_sdk_s_1_0_event() {
     // As sse-starlette (the a2a-sdk 0.3 server's) writes it, lines ended by CRLF: the splitter
     // has dropped the CRs.
-    let mut pending = Vec::new();
     let status = r#"{"jsonrpc":"2.0","id":"1","result":{"kind":"status-update","taskId":"t1","contextId":"c1","final":true,"status":{"state":"completed","timestamp":"2026-12-07T22:00:00.123456+00:00"}}}"#;
     let chunk = format!("event: message\r\ndata: {status}\r\n\r\n: ping\r\n\r\n");
-    let events = super::super::whole_events(&mut pending, chunk.as_bytes());
+    let events = Events::default().feed(chunk.as_bytes()).unwrap();
     assert_eq!(events.len(), 2);
     let Some(Ok(StreamResponse::StatusUpdate(update))) = event(&events[0]) else {
         panic!("{:?}", event(&events[0]))
