@@ -198,7 +198,7 @@ impl Relay {
             Ok(Err(error)) => error.to_string(),
             Err(_) => "the Wise Agents registry did not answer in time".to_owned(),
         };
-        RegistryUnavailable { error: &error }.emit(&self.metrics.registry);
+        RegistryUnavailable { error: &error, retried: false }.emit(&self.metrics.registry);
         Err(error)
     }
 

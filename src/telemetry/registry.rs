@@ -92,10 +92,13 @@ impl RegistryMetrics {
     }
 }
 
-/// A registry call failed on Redis: the message waits and the call is tried again. Logged
-/// when Redis goes away, not on every retry.
+/// A registry call failed on Redis: logged when Redis goes away, not on every call. `retried`:
+/// a message's call, which waits and is tried again (counted in the retries); else a call that
+/// holds no message (the membership keeper's check, an HTTP request's read), which only says
+/// Redis is away.
 pub struct RegistryUnavailable<'a> {
     pub error: &'a str,
+    pub retried: bool,
 }
 
 impl Event for RegistryUnavailable<'_> {
@@ -104,7 +107,9 @@ impl Event for RegistryUnavailable<'_> {
     type Counted = Option<i64>;
 
     fn count(&self, metrics: &RegistryMetrics) -> Option<i64> {
-        metrics.retries.fetch_add(1, Ordering::Relaxed);
+        if self.retried {
+            metrics.retries.fetch_add(1, Ordering::Relaxed);
+        }
         let mut since = metrics.down_since.lock().unwrap_or_else(|e| e.into_inner());
         let gone = since.is_none().then(|| metrics.held());
         since.get_or_insert_with(Instant::now);
@@ -143,5 +148,30 @@ impl Event for RegistryAnswered {
                 held, "the Wise Agents registry (Redis) answers again: delivering the messages held for it"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn retries(metrics: &RegistryMetrics) -> String {
+        metrics.enable();
+        let mut out = String::new();
+        metrics.render(&mut out);
+        out.lines().find(|l| l.starts_with("bridge_registry_retries_total ")).unwrap_or_default().to_owned()
+    }
+
+    #[test]
+    fn redis_found_away_by_a_call_that_holds_no_message_is_down_but_no_retry() {
+        let metrics = RegistryMetrics::default();
+        RegistryUnavailable { error: "refused", retried: false }.emit(&metrics);
+        assert!(metrics.is_down());
+        assert_eq!(retries(&metrics), "bridge_registry_retries_total 0");
+        RegistryUnavailable { error: "refused", retried: true }.emit(&metrics);
+        RegistryUnavailable { error: "refused", retried: true }.emit(&metrics);
+        assert_eq!(retries(&metrics), "bridge_registry_retries_total 2");
+        RegistryAnswered.emit(&metrics);
+        assert!(!metrics.is_down());
     }
 }

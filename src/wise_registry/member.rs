@@ -55,7 +55,7 @@ pub async fn start(
                         RegistryAnswered.emit(&metrics.registry);
                     }
                     Err(error) if error.is_unavailable() => {
-                        RegistryUnavailable { error: &error.to_string() }.emit(&metrics.registry);
+                        RegistryUnavailable { error: &error.to_string(), retried: false }.emit(&metrics.registry);
                     }
                     Err(_) => {}
                 },

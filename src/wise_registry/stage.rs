@@ -121,7 +121,7 @@ async fn until_answered(
     loop {
         match registry.apply(frame, wise, source).await {
             Err(error) if error.is_unavailable() => {
-                RegistryUnavailable { error: &error.to_string() }.emit(&metrics.registry);
+                RegistryUnavailable { error: &error.to_string(), retried: true }.emit(&metrics.registry);
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(MAX_BACKOFF);
             }
