@@ -213,6 +213,22 @@ fn one_malloc_arena() {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn one_malloc_arena() {}
 
+/// The services of the HTTP listener that `config` asks for (`[a2a]`, `[mcp]`), asking through
+/// `relay`; `None`, its error logged, when one cannot be made (the bridge does not start).
+fn services(
+    config: &Config,
+    relay: Option<&Arc<stomp_agent_bridge::relay::Relay>>,
+) -> Option<stomp_agent_bridge::http::Services> {
+    let Some(relay) = relay else { return Some(stomp_agent_bridge::http::Services { a2a: None, mcp: None }) };
+    let a2a = stomp_agent_bridge::a2a::A2aService::of(config, relay)
+        .map_err(|e| tracing::error!(error = %e, "cannot serve A2A ([a2a])"))
+        .ok()?;
+    let mcp = stomp_agent_bridge::mcp::McpService::of(config, relay)
+        .map_err(|e| tracing::error!(error = %e, "cannot serve MCP ([mcp])"))
+        .ok()?;
+    Some(stomp_agent_bridge::http::Services { a2a, mcp })
+}
+
 async fn serve(config: Config, path: &Path, set_level: SetLevel) -> ExitCode {
     let metrics = Arc::new(Metrics::default());
     if let Err(e) = metrics.traces.install(&config.traces) {
@@ -221,23 +237,7 @@ async fn serve(config: Config, path: &Path, set_level: SetLevel) -> ExitCode {
     }
     let shutdown = CancellationToken::new();
     let relay = stomp_agent_bridge::relay::Relay::of(&config, metrics.clone());
-    let a2a = match relay.as_ref().map(|relay| stomp_agent_bridge::a2a::A2aService::of(&config, relay)) {
-        Some(Err(e)) => {
-            tracing::error!(error = %e, "cannot serve A2A ([a2a])");
-            return ExitCode::FAILURE;
-        }
-        Some(Ok(a2a)) => a2a,
-        None => None,
-    };
-    let mcp = match relay.as_ref().map(|relay| stomp_agent_bridge::mcp::McpService::of(&config, relay)) {
-        Some(Err(e)) => {
-            tracing::error!(error = %e, "cannot serve MCP ([mcp])");
-            return ExitCode::FAILURE;
-        }
-        Some(Ok(mcp)) => mcp,
-        None => None,
-    };
-    let services = stomp_agent_bridge::http::Services { a2a, mcp };
+    let Some(services) = services(&config, relay.as_ref()) else { return ExitCode::FAILURE };
     if !config.http.listen.is_empty() {
         let tls = match (&config.http.cert_file, &config.http.key_file) {
             (Some(cert), Some(key)) => match stomp_agent_bridge::http::tls::server_config(cert, key) {
