@@ -188,6 +188,8 @@ async fn open_streams(client: Arc<Client2>, streams: usize) -> Vec<oneshot::Send
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let args = Args::parse();
+    // The SDK's client is reqwest's without a provider of its own (as the bridge's A2A calls).
+    let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
     let bin = args.bridge.clone().unwrap_or_else(support::sibling_bridge);
     let (echo, silent) = (unique("a2a.echo").replace('.', "_"), unique("a2a.silent").replace('.', "_"));
     echo_agent(args.broker, &echo).await;
