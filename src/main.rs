@@ -190,7 +190,20 @@ fn run(path: &Path, log_format: Option<String>) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(serve(config, path, set_level))
+    // The daemon runs as a task, not as the future `block_on` polls: a task that wakes
+    // `block_on`'s own future makes the scheduler poll the I/O driver first (an `epoll_wait`
+    // that returns at once), two per message when the engine was that future; between tasks
+    // a wake-up is a push on the run queue (docs/PERFORMANCE.md, "Where the CPU goes").
+    let path = path.to_owned();
+    runtime.block_on(async move {
+        match tokio::spawn(async move { serve(config, &path, set_level).await }).await {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("the bridge's task ended abnormally: {e}");
+                ExitCode::FAILURE
+            }
+        }
+    })
 }
 
 /// One malloc arena for the whole daemon, unless `MALLOC_ARENA_MAX` says otherwise. glibc's
