@@ -142,29 +142,32 @@ impl CivitasMessage {
     /// ([`EnvelopeError::Signed`], dead-lettered with kind `signed`): the bridge has no key
     /// to verify it (see docs/MAPPING.md).
     pub fn decode(body: &[u8], encoding: Encoding) -> Result<Self, EnvelopeError> {
-        /// The keys of a signed envelope, read before anything else: its `sig` holds
+        /// The keys of a signed msgpack envelope, read before anything else: its `sig` holds
         /// msgpack binaries (nonce, signature) that JSON values cannot.
         #[derive(Deserialize)]
         struct Signed {
             msg: Option<serde::de::IgnoredAny>,
             sig: Option<serde::de::IgnoredAny>,
         }
-        let signed: Option<Signed> = match encoding {
-            Encoding::Json => serde_json::from_slice(body).ok(),
-            Encoding::Msgpack => from_msgpack(body).ok(),
+        let value: Value = match encoding {
+            // JSON is read once: its signed envelope is a map like any other.
+            Encoding::Json => serde_json::from_slice(body)?,
+            Encoding::Msgpack => {
+                let signed: Option<Signed> = from_msgpack(body).ok();
+                if signed.is_some_and(|s| s.msg.is_some() && s.sig.is_some()) {
+                    return Err(EnvelopeError::Signed);
+                }
+                from_msgpack(body).map_err(|e| EnvelopeError::Msgpack(e.to_string()))?
+            }
         };
-        if signed.is_some_and(|s| s.msg.is_some() && s.sig.is_some()) {
+        let Value::Object(map) = value else {
+            return Err(EnvelopeError::invalid("body", "a Civitas message is a map"));
+        };
+        let present = |key| map.get(key).is_some_and(|v: &Value| !v.is_null());
+        if present("msg") && present("sig") {
             return Err(EnvelopeError::Signed);
         }
-        let value: Value = match encoding {
-            Encoding::Json => serde_json::from_slice(body)?,
-            Encoding::Msgpack => from_msgpack(body).map_err(|e| EnvelopeError::Msgpack(e.to_string()))?,
-        };
-        let value = match value {
-            Value::Object(map) => Value::Object(map),
-            _ => return Err(EnvelopeError::invalid("body", "a Civitas message is a map")),
-        };
-        Ok(serde_json::from_value(value)?)
+        Ok(serde_json::from_value(Value::Object(map))?)
     }
 
     pub fn encode(&self, encoding: Encoding) -> Result<Vec<u8>, EnvelopeError> {
