@@ -183,7 +183,10 @@ fn run(path: &Path, log_format: Option<String>) -> ExitCode {
     // threads (a connection's event loop, the engine, the other connection) was a wake-up on
     // another core; on one thread the bridge used a third to a half less CPU per message and
     // answered sooner, on all three brokers (docs/PERFORMANCE.md, "One thread").
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    let coalesce = std::time::Duration::from_micros(config.delivery.coalesce_us);
+    stomp_agent_bridge::bridge::wakeups::install(&mut builder, coalesce);
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("cannot start the runtime: {e}");

@@ -16,6 +16,7 @@ pub mod settle;
 #[cfg(not(feature = "internals"))]
 mod settle;
 mod subscriptions;
+pub mod wakeups;
 
 pub use run::{Attached, run, run_with};
 

@@ -69,6 +69,11 @@ pub struct DeliveryConfig {
     /// "Batches"). Unset: the broker's (`Settlement::unconfirmed_cap`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unconfirmed_max: Option<usize>,
+    /// A busy bridge (woken within this many microseconds of going to sleep) waits this long
+    /// before it sleeps again, so that what arrives meanwhile is handled in one wake-up; an
+    /// idle one sleeps at once (docs/PERFORMANCE.md, "Wake-ups"). 0: never waits.
+    #[serde(default = "default_coalesce_us")]
+    pub coalesce_us: u64,
 }
 
 impl Default for DeliveryConfig {
@@ -89,6 +94,7 @@ impl Default for DeliveryConfig {
             reply_timeout_ms: 0,
             max_body_bytes: default_max_body_bytes(),
             unconfirmed_max: None,
+            coalesce_us: default_coalesce_us(),
         }
     }
 }
@@ -122,6 +128,9 @@ const fn default_max_hops() -> u32 {
 }
 const fn default_max_body_bytes() -> usize {
     crate::stomp::Limits::DEFAULT_MAX_FRAME_BYTES
+}
+const fn default_coalesce_us() -> u64 {
+    500
 }
 const fn default_correlation_capacity() -> usize {
     10_000

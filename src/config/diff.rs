@@ -79,7 +79,7 @@ fn refused_keys(old: &Config, new: &Config, d: &mut Diff) {
     .into_iter()
     .chain(changed!(w, nw, "wiseagents": discovery))
     .chain(
-        changed!(o, n, "delivery": mode, exclusive, unconfirmed_max, receipt_timeout_ms, shutdown_timeout_ms),
+        changed!(o, n, "delivery": mode, exclusive, unconfirmed_max, receipt_timeout_ms, shutdown_timeout_ms, coalesce_us),
     )
     .map(|(key, changed)| (key, changed, RESTART));
     let queues = "cannot change without a restart (it renames every queue consumed)";

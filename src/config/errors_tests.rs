@@ -121,7 +121,7 @@ fn values_set_by_the_environment_name_the_variable_instead_of_a_line() {
         r#"error: broker.url: cannot set broker.url.host: `broker.url` is not a table
  --> the environment variable BRIDGE__BROKER__URL__HOST (over DIR/c.toml)
 
-error: delivery.batchmax: unknown key, expected one of dead_letter, in_flight, batch_max, batches_in_flight, mode, max_attempts, shutdown_timeout_ms, receipt_timeout_ms, max_hops, exclusive, correlation_capacity, correlation_ttl_ms, reply_timeout_ms, max_body_bytes, unconfirmed_max
+error: delivery.batchmax: unknown key, expected one of dead_letter, in_flight, batch_max, batches_in_flight, mode, max_attempts, shutdown_timeout_ms, receipt_timeout_ms, max_hops, exclusive, correlation_capacity, correlation_ttl_ms, reply_timeout_ms, max_body_bytes, unconfirmed_max, coalesce_us
  --> the environment variable BRIDGE__DELIVERY__BATCHMAX (over DIR/c.toml)
   = help: did you mean `batch_max`?
 
@@ -263,6 +263,15 @@ fn a_cap_of_no_unconfirmed_sends_is_refused_and_an_unset_one_is_the_brokers() {
     );
     let unset: Config = toml::from_str("[broker]\nurl = \"stomp://127.0.0.1:61613\"\n").unwrap();
     assert_eq!(unset.delivery.unconfirmed_max, None);
+}
+
+#[test]
+fn a_coalescing_wait_past_10_ms_is_refused_and_an_unset_one_is_500_us() {
+    let text = "[broker]\nurl = \"stomp://127.0.0.1:61613\"\n[delivery]\ncoalesce_us = 10001\n";
+    let out = report("coalesce", text, &[]);
+    assert!(out.starts_with("error: delivery.coalesce_us: must be at most 10000 (10 ms)\n"), "{out}");
+    let unset: Config = toml::from_str("[broker]\nurl = \"stomp://127.0.0.1:61613\"\n").unwrap();
+    assert_eq!(unset.delivery.coalesce_us, 500);
 }
 
 #[test]

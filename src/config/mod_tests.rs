@@ -451,6 +451,7 @@ fn every_delivery_key() -> DeliveryConfig {
         reply_timeout_ms: 30_000,
         max_body_bytes: 4096,
         unconfirmed_max: Some(12),
+        coalesce_us: 250,
     }
 }
 

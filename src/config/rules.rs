@@ -9,6 +9,9 @@ use crate::envelope::codecs::Framework;
 use crate::names::{glob_matches, is_glob};
 use crate::stomp::BrokerUrl;
 
+/// The longest `delivery.coalesce_us`.
+const MAX_COALESCE_US: u64 = 10_000;
+
 impl Config {
     /// Checks what types alone cannot; every problem is reported, not just the first.
     pub fn validate(&self, file: &str) -> Result<(), ConfigError> {
@@ -219,6 +222,11 @@ impl Config {
         }
         if self.delivery.max_hops == 0 {
             bad("delivery.max_hops", "must be at least 1".into());
+        }
+        // A wait past a few milliseconds adds to every busy message's latency for no fewer
+        // wake-ups (docs/PERFORMANCE.md, "Wake-ups").
+        if self.delivery.coalesce_us > MAX_COALESCE_US {
+            bad("delivery.coalesce_us", format!("must be at most {MAX_COALESCE_US} (10 ms)"));
         }
     }
 

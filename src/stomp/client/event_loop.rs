@@ -219,15 +219,18 @@ impl EventLoop {
     /// after ERROR; RabbitMQ does not always, so the client does).
     fn on_read(&mut self, item: Option<Result<Wire, FrameError>>) -> Result<(), SessionError> {
         match item {
-            Some(Ok(Wire::Frame(frame))) => match self.session.on_frame(frame) {
-                Inbound::Deliver(message) => self.pending.push_back(Event::Message(message)),
-                Inbound::Error(error) => {
-                    debug!(broker = %self.url(), error = %error, "broker sent ERROR");
-                    self.pending.push_back(Event::BrokerError(error.clone()));
-                    return Err(SessionError::Broker(error));
+            Some(Ok(Wire::Frame(frame))) => {
+                super::FRAMES_READ.fetch_add(1, Ordering::Relaxed);
+                match self.session.on_frame(frame) {
+                    Inbound::Deliver(message) => self.pending.push_back(Event::Message(message)),
+                    Inbound::Error(error) => {
+                        debug!(broker = %self.url(), error = %error, "broker sent ERROR");
+                        self.pending.push_back(Event::BrokerError(error.clone()));
+                        return Err(SessionError::Broker(error));
+                    }
+                    Inbound::Nothing => {}
                 }
-                Inbound::Nothing => {}
-            },
+            }
             Some(Ok(Wire::Heartbeat)) => {}
             Some(Err(e)) => return Err(e.into()),
             None => return Err(SessionError::ConnectionLost("closed by the broker".into())),
