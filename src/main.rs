@@ -201,6 +201,8 @@ fn run(path: &Path, log_format: Option<String>) -> ExitCode {
     runtime.block_on(async move {
         match tokio::spawn(async move { serve(config, &path, set_level).await }).await {
             Ok(code) => code,
+            // A panic ends the process as it did on the main thread (its message already said).
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
             Err(e) => {
                 eprintln!("the bridge's task ended abnormally: {e}");
                 ExitCode::FAILURE

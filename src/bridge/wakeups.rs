@@ -7,10 +7,10 @@
 //! switch, an `epoll_wait`, a read and a write of a few hundred bytes. The thread is busy when
 //! both hold:
 //! - it was woken within the window of going to sleep (what it waits for comes that often);
-//! - its wake-ups find more than one broker frame each, on average: the frames come from
+//! - its wake-ups find more than 1.5 broker frames each, on average: the frames come from
 //!   independent messages, so waiting gathers several. One caller asking one thing at a time
-//!   (a lone A2A client: a RECEIPT, then the answer) makes wake-ups of one frame each, each
-//!   caused by the last: lingering would only delay each step.
+//!   (a lone A2A client: a RECEIPT, then the answer) makes wake-ups of one frame or none,
+//!   each caused by the last: lingering would only delay each step.
 //!
 //! A busy thread waits the window out before sleeping, then reads everything that came
 //! meanwhile and writes what it caused together. Otherwise it sleeps at once, and what wakes
@@ -21,8 +21,11 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-/// Frames per wake-up, on average, above which waiting gathers several (in sixteenths).
-const GATHERS: u64 = 24;
+/// The average's unit: a 256th of a frame, fine enough that rounding each step down cannot
+/// carry a steady one frame per wake-up (256) past [`GATHERS`].
+const FRAME: u64 = 256;
+/// Frames per wake-up, on average, above which waiting gathers several: 1.5.
+const GATHERS: u64 = FRAME * 3 / 2;
 
 /// The policy, decided from the instants and frame counts it is given.
 #[derive(Debug)]
@@ -33,7 +36,7 @@ pub struct Coalescing {
     /// Whether its last wait ended within the window.
     woken_soon: bool,
     /// The frames read when the thread last had nothing to do, and the average per wake-up
-    /// (in sixteenths, each wake-up weighing an eighth).
+    /// (in [`FRAME`]s, each wake-up weighing an eighth).
     frames_at_sleep: u64,
     per_wake: u64,
 }
@@ -46,12 +49,17 @@ impl Coalescing {
     /// The thread has nothing to do at `now`, `frames` read so far: how long it lingers
     /// before it sleeps.
     pub fn before_sleep(&mut self, now: Instant, frames: u64) -> Duration {
-        let found = frames.saturating_sub(self.frames_at_sleep).min(1 << 20) * 16;
+        let found = frames.saturating_sub(self.frames_at_sleep).min(1 << 20) * FRAME;
         self.per_wake = self.per_wake - self.per_wake / 8 + found / 8;
         self.frames_at_sleep = frames;
         let linger = if self.woken_soon && self.per_wake > GATHERS { self.window } else { Duration::ZERO };
         self.waiting_since = Some(now + linger);
         linger
+    }
+
+    /// The thread lingered until `now` (a sleep ends a little past what it asked for).
+    pub fn lingered(&mut self, now: Instant) {
+        self.waiting_since = Some(now);
     }
 
     /// The thread woke at `now`.
@@ -74,6 +82,7 @@ pub fn install(builder: &mut tokio::runtime::Builder, window: Duration) {
             parked.lock().unwrap_or_else(PoisonError::into_inner).before_sleep(Instant::now(), frames);
         if !linger.is_zero() {
             std::thread::sleep(linger);
+            parked.lock().unwrap_or_else(PoisonError::into_inner).lingered(Instant::now());
         }
     });
     builder.on_thread_unpark(move || {

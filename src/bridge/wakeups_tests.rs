@@ -78,3 +78,37 @@ fn the_window_is_measured_from_the_end_of_the_linger() {
     read += 4;
     assert_eq!(c.before_sleep(at + WINDOW + us(410), read), WINDOW, "its wait was shorter than the window");
 }
+
+#[test]
+fn a_chain_of_one_frame_wake_ups_with_a_pair_now_and_then_never_lingers() {
+    let t0 = Instant::now();
+    let mut c = Coalescing::new(WINDOW);
+    let mut read = 0;
+    c.before_sleep(t0, read);
+    // A STOMP request and reply at a time: one frame per wake-up, two every tenth (a RECEIPT
+    // and the answer read together). Rounding the average down must not carry it upwards.
+    for i in 0..1_000 {
+        let frames = if i % 10 == 9 { 2 } else { 1 };
+        let (linger, _) = run(&mut c, t0 + us(200 * i), &mut read, 1, 150, frames);
+        assert_eq!(linger, Duration::ZERO, "wake-up {i}");
+    }
+}
+
+#[test]
+fn it_lingers_above_one_and_a_half_frames_per_wake_up_and_not_below() {
+    let t0 = Instant::now();
+    // 1.33, 2 and 1.67 frames per wake-up; the average is recent, so below 1.5 it never lingers
+    // and above it always does.
+    for (pattern, lingers) in [(&[1u64, 1, 2][..], false), (&[2, 2][..], true), (&[1, 2, 2][..], true)] {
+        let mut c = Coalescing::new(WINDOW);
+        let mut read = 0;
+        c.before_sleep(t0, read);
+        for i in 0..300 {
+            let frames = pattern[i % pattern.len()];
+            let (linger, _) = run(&mut c, t0 + us(200 * i as u64), &mut read, 1, 150, frames);
+            if i >= 100 {
+                assert_eq!(linger.is_zero(), !lingers, "frames per wake-up {pattern:?}, wake-up {i}");
+            }
+        }
+    }
+}

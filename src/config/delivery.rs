@@ -69,9 +69,10 @@ pub struct DeliveryConfig {
     /// "Batches"). Unset: the broker's (`Settlement::unconfirmed_cap`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unconfirmed_max: Option<usize>,
-    /// A busy bridge (woken within this many microseconds of going to sleep) waits this long
-    /// before it sleeps again, so that what arrives meanwhile is handled in one wake-up; an
-    /// idle one sleeps at once (docs/PERFORMANCE.md, "Wake-ups"). 0: never waits.
+    /// A busy bridge (woken within this many microseconds of going to sleep, its wake-ups
+    /// finding more than 1.5 broker frames each on average) waits this long before it sleeps
+    /// again, so that what arrives meanwhile is handled in one wake-up; otherwise it sleeps at
+    /// once (docs/PERFORMANCE.md, "Wake-ups"). 0: never waits.
     #[serde(default = "default_coalesce_us")]
     pub coalesce_us: u64,
 }

@@ -111,6 +111,20 @@ fn reserved_types_are_refused_both_ways() {
 }
 
 #[test]
+fn a_json_body_is_read_once_a_repeated_key_the_last_and_a_list_is_not_a_message() {
+    // JSON keeps the last of a repeated key: a signed envelope still, not an empty message.
+    let body = br#"{"msg": {"sender": "S"}, "sig": null, "sig": {"alg": "ed25519"}}"#;
+    assert!(matches!(CivitasMessage::decode(body, Encoding::Json), Err(EnvelopeError::Signed)));
+    // A null msg or sig is no signature: a message with defaults, as Civitas would read it.
+    let body = br#"{"msg": null, "sig": {"alg": "ed25519"}, "sender": "S"}"#;
+    assert_eq!(CivitasMessage::decode(body, Encoding::Json).unwrap().sender, "S");
+    // A list of two is no envelope of either kind.
+    let body = br#"[{"sender": "S"}, {"alg": "ed25519"}]"#;
+    let err = CivitasMessage::decode(body, Encoding::Json).unwrap_err();
+    assert!(matches!(err, EnvelopeError::InvalidField { .. }), "{err:?}");
+}
+
+#[test]
 fn a_signed_envelope_is_refused_in_json_and_in_msgpack_with_binary_nonce() {
     let body =
         br#"{"v": 2, "msg": {"sender": "S", "payload": {"message": "hi"}}, "sig": {"alg": "ed25519"}}"#;

@@ -16,11 +16,12 @@ use tokio_rustls::TlsConnector;
 mod config;
 mod event_loop;
 
-/// Frames read from brokers by every client of the process so far: how much each wake-up of
-/// the runtime's thread found to do (`bridge::wakeups`).
-pub static FRAMES_READ: AtomicU64 = AtomicU64::new(0);
 pub use config::{Backoff, ClientConfig};
 use event_loop::{Connection, EventLoop};
+
+/// Frames read from brokers by every client of the process so far: how much each wake-up of
+/// the runtime's thread found to do (`bridge::wakeups`).
+pub(crate) static FRAMES_READ: AtomicU64 = AtomicU64::new(0);
 
 /// What the client tells its consumer.
 #[derive(Debug)]
