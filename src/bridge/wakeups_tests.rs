@@ -27,6 +27,21 @@ fn run(
     (linger, at)
 }
 
+/// A thread woken every 200 µs (150 µs after it went to sleep) `wakes` times, with the frames
+/// of `pattern` in turn: whether it lingered after each wake-up.
+fn lingered(pattern: &[u64], wakes: usize) -> Vec<bool> {
+    let t0 = Instant::now();
+    let mut c = Coalescing::new(WINDOW);
+    let mut read = 0;
+    c.before_sleep(t0, read);
+    (0..wakes)
+        .map(|i| {
+            let frames = pattern[i % pattern.len()];
+            run(&mut c, t0 + us(200 * i as u64), &mut read, 1, 150, frames).0 > Duration::ZERO
+        })
+        .collect()
+}
+
 #[test]
 fn an_idle_thread_sleeps_at_once() {
     let t0 = Instant::now();
@@ -52,17 +67,10 @@ fn frames_that_come_often_and_together_make_it_linger_until_they_stop() {
 
 #[test]
 fn one_frame_per_wake_up_is_a_chain_of_steps_and_is_never_delayed() {
-    let t0 = Instant::now();
-    let mut c = Coalescing::new(WINDOW);
-    let mut read = 0;
-    c.before_sleep(t0, read);
     // A lone A2A client: woken every 150 µs, each time by the one frame its last step caused
     // (or by its HTTP request: none).
-    for i in 0..50 {
-        let frames = if i % 3 == 1 { 0 } else { 1 };
-        let (linger, _) = run(&mut c, t0 + us(200 * i), &mut read, 1, 150, frames);
-        assert_eq!(linger, Duration::ZERO, "wake-up {i}");
-    }
+    let lingered = lingered(&[1, 0, 1], 50);
+    assert_eq!(lingered.iter().position(|l| *l), None, "a wake-up lingered");
 }
 
 #[test]
@@ -81,34 +89,19 @@ fn the_window_is_measured_from_the_end_of_the_linger() {
 
 #[test]
 fn a_chain_of_one_frame_wake_ups_with_a_pair_now_and_then_never_lingers() {
-    let t0 = Instant::now();
-    let mut c = Coalescing::new(WINDOW);
-    let mut read = 0;
-    c.before_sleep(t0, read);
     // A STOMP request and reply at a time: one frame per wake-up, two every tenth (a RECEIPT
     // and the answer read together). Rounding the average down must not carry it upwards.
-    for i in 0..1_000 {
-        let frames = if i % 10 == 9 { 2 } else { 1 };
-        let (linger, _) = run(&mut c, t0 + us(200 * i), &mut read, 1, 150, frames);
-        assert_eq!(linger, Duration::ZERO, "wake-up {i}");
-    }
+    let lingered = lingered(&[1, 1, 1, 1, 1, 1, 1, 1, 1, 2], 1_000);
+    assert_eq!(lingered.iter().position(|l| *l), None, "a wake-up lingered");
 }
 
 #[test]
 fn it_lingers_above_one_and_a_half_frames_per_wake_up_and_not_below() {
-    let t0 = Instant::now();
     // 1.33, 2 and 1.67 frames per wake-up; the average is recent, so below 1.5 it never lingers
     // and above it always does.
     for (pattern, lingers) in [(&[1u64, 1, 2][..], false), (&[2, 2][..], true), (&[1, 2, 2][..], true)] {
-        let mut c = Coalescing::new(WINDOW);
-        let mut read = 0;
-        c.before_sleep(t0, read);
-        for i in 0..300 {
-            let frames = pattern[i % pattern.len()];
-            let (linger, _) = run(&mut c, t0 + us(200 * i as u64), &mut read, 1, 150, frames);
-            if i >= 100 {
-                assert_eq!(linger.is_zero(), !lingers, "frames per wake-up {pattern:?}, wake-up {i}");
-            }
-        }
+        let lingered = lingered(pattern, 300);
+        let wrong = lingered.iter().skip(100).position(|l| *l != lingers).map(|i| i + 100);
+        assert_eq!(wrong, None, "frames per wake-up {pattern:?}");
     }
 }
